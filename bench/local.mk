@@ -1,0 +1,1 @@
+# Benchmarks (built with make, not run by make check).

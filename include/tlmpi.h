@@ -1,0 +1,129 @@
+/**
+ * \file tlmpi.h
+ * \brief Public interface of libtlmpi, a PMPI interposer that accelerates MPI collectives on
+ *        CUDA device buffers.
+ *
+ * Applications need nothing from this header to benefit from tlmpi: linking `-ltlmpi` before the
+ * MPI library, or `LD_PRELOAD=libtlmpi.so`, is enough. This header adds:
+ *  - the library version and status codes,
+ *  - half-precision datatype handles (TLMPI_FLOAT16, TLMPI_BFLOAT16) usable on any MPI,
+ *  - per-collective, per-path call and byte counters (the same ones TLMPI_STATS=1 prints),
+ *  - a topology query for a communicator (used by tests and tools).
+ *
+ * All functions are thread-safe once MPI is initialised, unless noted.
+ */
+#ifndef TLMPI_H
+#define TLMPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+#include "tlmpi_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** \brief Status codes: one table expands to the enum and to tlmpi_status_string(). */
+#define TLMPI_STATUS_MAP(_X)                                                   \
+    _X(OK,           0, "success")                                             \
+    _X(UNSUPPORTED, -1, "call not eligible; passed to PMPI")                   \
+    _X(NO_MEMORY,   -2, "out of host or device memory")                        \
+    _X(CUDA,        -3, "CUDA error")                                          \
+    _X(NCCL,        -4, "NCCL error")                                          \
+    _X(MPI,         -5, "MPI error")                                           \
+    _X(INVALID_ARG, -6, "invalid argument")                                    \
+    _X(NOT_FOUND,   -7, "not found or not available")                          \
+    _X(INTERNAL,    -8, "internal error")
+
+typedef enum {
+#define TLMPI_STATUS_ENUM_(_n, _v, _s) TLMPI_ERR_##_n = (_v),
+    TLMPI_STATUS_MAP(TLMPI_STATUS_ENUM_)
+#undef TLMPI_STATUS_ENUM_
+    TLMPI_STATUS_LAST = -9
+} tlmpi_status_t;
+/** \brief Success; alias of TLMPI_ERR_OK. */
+#define TLMPI_OK TLMPI_ERR_OK
+
+/** \brief Human readable text of a status code; never NULL. */
+const char *tlmpi_status_string(tlmpi_status_t status);
+
+/** \brief Version of the library that is loaded (may differ from the header's). */
+const char *tlmpi_version(void);
+
+/** \brief The intercepted collectives. */
+typedef enum {
+    TLMPI_COLL_ALLGATHER = 0,
+    TLMPI_COLL_REDUCE_SCATTER_BLOCK,
+    TLMPI_COLL_ALLREDUCE,
+    TLMPI_COLL_COUNT
+} tlmpi_coll_t;
+
+/**
+ * \brief The path a call took. PASSTHROUGH means the arguments went unchanged to PMPI_* (host
+ * buffers, ineligible calls, TLMPI_ENABLE=0). Each later value is one tier of tlmpi.
+ */
+typedef enum {
+    TLMPI_PATH_PASSTHROUGH = 0, /**< arguments handed to PMPI_* unchanged */
+    TLMPI_PATH_HOSTOP,          /**< host buffers, tlmpi's own op swapped in (f16/bf16) */
+    TLMPI_PATH_STAGING,         /**< device data staged through pinned host memory + PMPI_* */
+    TLMPI_PATH_NCCL,            /**< flat NCCL host collective */
+    TLMPI_PATH_IPC,             /**< CUDA-IPC intra-node kernels (+ NCCL on the rail comm) */
+    TLMPI_PATH_DEVICE,          /**< NCCL Device API kernels */
+    TLMPI_PATH_COUNT
+} tlmpi_path_t;
+
+/** \brief Call and byte counters of one (collective, path) pair. Bytes count the full vector. */
+typedef struct {
+    uint64_t calls;
+    uint64_t bytes;
+} tlmpi_stat_t;
+
+/**
+ * \brief Read the counters of this process for one collective and path.
+ * \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for an out-of-range coll/path or NULL stat_p.
+ */
+tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_stat_t *stat_p);
+
+/** \brief Zero every counter of this process. */
+void tlmpi_reset_stats(void);
+
+/** \brief Short names ("allreduce", "staging", ...); NULL when out of range. */
+const char *tlmpi_coll_name(tlmpi_coll_t coll);
+const char *tlmpi_path_name(tlmpi_path_t path);
+
+/** \brief What tlmpi knows about one communicator, as built on its first accelerated call. */
+typedef struct {
+    int eligible;       /**< 1 if tlmpi may accelerate this comm; 0 = negative-cached */
+    const char *reason; /**< why not eligible (static string), or "" */
+    int size, rank;
+    int node_count;     /**< number of nodes (fake nodes under TLMPI_TOPO_RANKS_PER_NODE) */
+    int node_index;     /**< this rank's node, 0..node_count-1, ordered by lowest world rank */
+    int local_rank, local_size;
+    int rail_rank, rail_size; /**< position in the rail comm (same local rank on every node) */
+    int regular;        /**< 1 if every node has the same number of ranks */
+    int gpu_device;     /**< CUDA device ordinal of this rank, -1 if none */
+    int rail_id;        /**< NIC-derived rail id (hwloc), falls back to local_rank */
+} tlmpi_comm_info_t;
+
+/**
+ * \brief Build (if needed) and describe tlmpi's state for comm. Collective over comm: every rank
+ * must call it. Works on host-only machines (gpu_device = -1).
+ */
+tlmpi_status_t tlmpi_comm_query(MPI_Comm comm, tlmpi_comm_info_t *info_p);
+
+/**
+ * \brief Half-precision datatypes usable on every MPI. Each is a named 2-byte contiguous type
+ * created on first use (MPI must be initialised). Reductions with MPI_SUM/PROD/MIN/MAX on them
+ * work through tlmpi on host and device buffers (tlmpi substitutes its own MPI_Op). Where the MPI
+ * has MPIX_C_FLOAT16 / MPIX_BFLOAT16, tlmpi recognises those as well.
+ */
+MPI_Datatype tlmpi_type_float16(void);
+MPI_Datatype tlmpi_type_bfloat16(void);
+#define TLMPI_FLOAT16 (tlmpi_type_float16())
+#define TLMPI_BFLOAT16 (tlmpi_type_bfloat16())
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TLMPI_H */

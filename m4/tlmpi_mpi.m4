@@ -1,0 +1,50 @@
+dnl TLMPI_PROG_MPICC: use an MPI compiler wrapper as CC when CC is not set.
+AC_DEFUN([TLMPI_PROG_MPICC], [
+  tlmpi_mpicc_name=
+  if test -z "$CC"; then
+    AC_CHECK_PROGS([tlmpi_mpicc_name], [mpicc])
+    test -n "$tlmpi_mpicc_name" && CC=$tlmpi_mpicc_name
+  else
+    tlmpi_mpicc_name=`basename "$CC" | cut -d' ' -f1`
+  fi
+])
+
+dnl TLMPI_CHECK_MPI: mpi.h + PMPI link test, with pkg-config fallbacks (mpich, ompi-c).
+AC_DEFUN([TLMPI_CHECK_MPI], [
+  AC_ARG_VAR([MPIEXEC], [MPI launcher used by make check (default: derived from CC, else mpiexec)])
+  tlmpi_mpi_how=CC
+  AC_MSG_CHECKING([whether $CC compiles and links MPI programs])
+  AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]],
+      [[int x = 0; PMPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);]])],
+    [AC_MSG_RESULT([yes])], [
+      AC_MSG_RESULT([no])
+      for tlmpi_pc in mpich ompi-c ompi mpi; do
+        PKG_CHECK_EXISTS([$tlmpi_pc], [
+          tlmpi_mpi_how="pkg-config $tlmpi_pc"
+          CPPFLAGS="$CPPFLAGS `$PKG_CONFIG --cflags $tlmpi_pc`"
+          LIBS="`$PKG_CONFIG --libs $tlmpi_pc` $LIBS"
+          break])
+      done
+      AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]],
+          [[int x = 0; PMPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);]])],
+        [], [AC_MSG_ERROR([no usable MPI: set CC=mpicc or install an MPI with pkg-config files])])])
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]], [[
+#ifndef MPICH_VERSION
+#error not mpich
+#endif
+]])], [tlmpi_mpi_impl=MPICH],
+  [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]], [[
+#ifndef OPEN_MPI
+#error not ompi
+#endif
+]])], [tlmpi_mpi_impl=OpenMPI], [tlmpi_mpi_impl=unknown])])
+  AM_CONDITIONAL([MPI_IS_MPICH], [test "x$tlmpi_mpi_impl" = xMPICH])
+  AM_CONDITIONAL([MPI_IS_OMPI], [test "x$tlmpi_mpi_impl" = xOpenMPI])
+  AC_CHECK_FUNCS([PMPI_Allreduce_c PMPI_Allgather_c PMPI_Reduce_scatter_block_c], [tlmpi_have_mpi_c=yes], [tlmpi_have_mpi_c=no])
+  if test -z "$MPIEXEC"; then
+    case "$tlmpi_mpicc_name" in
+      mpicc.*) AC_PATH_PROGS([MPIEXEC], [mpiexec.${tlmpi_mpicc_name#mpicc.}]) ;;
+    esac
+  fi
+  AC_PATH_PROGS([MPIEXEC], [mpiexec mpirun])
+])

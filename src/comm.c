@@ -1,0 +1,152 @@
+#include "config.h"
+#include "comm.h"
+#include "core.h"
+#include "env.h"
+#include "gpu.h"
+#include "log.h"
+#include "select.h"
+#include "tier.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
+static tlmpi_comm_t *live_head;
+
+static void comm_destroy(tlmpi_comm_t *tc)
+{
+    pthread_mutex_lock(&comm_lock);
+    if (tc->prev) {
+        tc->prev->next = tc->next;
+    } else if (live_head == tc) {
+        live_head = tc->next;
+    }
+    if (tc->next) {
+        tc->next->prev = tc->prev;
+    }
+    pthread_mutex_unlock(&comm_lock);
+    tlmpi_tier_comm_cleanup(tc);
+    tlmpi_topo_destroy(&tc->topo);
+    free(tc);
+}
+
+/* Runs inside the collective MPI_Comm_free (or at finalize) on every rank of the comm. */
+static int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    comm_destroy(attr);
+    return MPI_SUCCESS;
+}
+
+int tlmpi_comm_module_init(void)
+{
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &tlmpi_g.comm_keyval, NULL);
+}
+
+static tlmpi_comm_t *comm_build(MPI_Comm comm)
+{
+    tlmpi_comm_t *tc = calloc(1, sizeof(*tc));
+    int inter = 0, size = 0, local_ok, all_ok;
+    unsigned caps, caps_and, caps_or;
+
+    if (!tc) {
+        return NULL;
+    }
+    tc->comm = comm;
+    tc->reason = "";
+    tc->topo.node_comm = tc->topo.rail_comm = MPI_COMM_NULL;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
+        tc->reason = "intercommunicator";
+        goto out;
+    }
+    PMPI_Comm_size(comm, &size);
+    if (size < 2) {
+        tc->reason = "size 1";
+        goto out;
+    }
+    local_ok = tlmpi_topo_build(comm, (int)TLMPI_ENV_I(TOPO_RANKS_PER_NODE), &tc->topo) == TLMPI_OK;
+    /* agree: if the build failed anywhere the comm is passed through everywhere */
+    if (PMPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all_ok) {
+        tc->reason = "topology build failed";
+        goto out;
+    }
+    if (!tc->topo.regular) {
+        tc->reason = "irregular layout (unequal ranks per node)";
+        goto out;
+    }
+    caps = tlmpi_tier_local_caps(tc);
+    caps_and = caps & ~TLMPI_CAP_SHARED_GPU;
+    caps_or = tc->topo.shared_gpu ? TLMPI_CAP_SHARED_GPU : 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &caps_and, 1, MPI_UNSIGNED, MPI_BAND, comm);
+    PMPI_Allreduce(MPI_IN_PLACE, &caps_or, 1, MPI_UNSIGNED, MPI_BOR, comm);
+    tc->caps = caps_and | caps_or;
+    tc->eligible = 1;
+out:
+    if (!tc->eligible) {
+        tlmpi_debug(COMM, "comm not accelerated: %s", tc->reason);
+    }
+    pthread_mutex_lock(&comm_lock);
+    tc->next = live_head;
+    if (live_head) {
+        live_head->prev = tc;
+    }
+    live_head = tc;
+    pthread_mutex_unlock(&comm_lock);
+    PMPI_Comm_set_attr(comm, tlmpi_g.comm_keyval, tc);
+    return tc;
+}
+
+tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm)
+{
+    void *attr;
+    int flag = 0;
+
+    if (PMPI_Comm_get_attr(comm, tlmpi_g.comm_keyval, &attr, &flag) != MPI_SUCCESS) {
+        return NULL;
+    }
+    return flag ? attr : comm_build(comm);
+}
+
+void tlmpi_comm_module_finalize(void)
+{
+    /* newest first; deleting the attribute runs comm_attr_delete, which unlinks the state */
+    while (live_head) {
+        tlmpi_comm_t *tc = live_head;
+
+        if (PMPI_Comm_delete_attr(tc->comm, tlmpi_g.comm_keyval) != MPI_SUCCESS) {
+            comm_destroy(tc); /* the comm is gone; free our state anyway */
+        }
+    }
+    if (tlmpi_g.comm_keyval != MPI_KEYVAL_INVALID) {
+        PMPI_Comm_free_keyval(&tlmpi_g.comm_keyval);
+    }
+}
+
+TLMPI_EXPORT tlmpi_status_t tlmpi_comm_query(MPI_Comm comm, tlmpi_comm_info_t *info_p)
+{
+    tlmpi_comm_t *tc;
+
+    if (!info_p) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    if (!tlmpi_core_ready()) {
+        return TLMPI_ERR_NOT_FOUND;
+    }
+    tc = tlmpi_comm_get(comm);
+    if (!tc) {
+        return TLMPI_ERR_MPI;
+    }
+    info_p->eligible = tc->eligible;
+    info_p->reason = tc->reason;
+    PMPI_Comm_size(comm, &info_p->size);
+    PMPI_Comm_rank(comm, &info_p->rank);
+    info_p->node_count = tc->topo.node_count;
+    info_p->node_index = tc->topo.node_index;
+    info_p->local_rank = tc->topo.local_rank;
+    info_p->local_size = tc->topo.local_size;
+    info_p->rail_rank = tc->topo.rail_rank;
+    info_p->rail_size = tc->topo.rail_size;
+    info_p->regular = tc->topo.regular;
+    info_p->gpu_device = tc->topo.gpu_device;
+    info_p->rail_id = tc->topo.rail_id;
+    return TLMPI_OK;
+}

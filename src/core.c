@@ -1,0 +1,156 @@
+#include "config.h"
+#include "core.h"
+#include "comm.h"
+#include "dtype.h"
+#include "env.h"
+#include "gpu.h"
+#include "log.h"
+#include "tier.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
+extern char **environ;
+
+tlmpi_global_t tlmpi_g = {
+    .state = TLMPI_STATE_UNINIT,
+    .comm_keyval = MPI_KEYVAL_INVALID,
+    .self_keyval = MPI_KEYVAL_INVALID,
+};
+tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Does the MPI accept device pointers? Neither Debian's MPICH nor Ubuntu's Open MPI does. */
+static int query_mpi_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support();
+#elif defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40000000
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}
+
+void tlmpi_core_print_stats(FILE *f)
+{
+    int c, p;
+
+    fprintf(f, "tlmpi stats rank %d:\n", tlmpi_g.world_rank);
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        for (p = 0; p < TLMPI_PATH_COUNT; p++) {
+            tlmpi_stat_t s = tlmpi_stats[c][p];
+
+            if (s.calls) {
+                fprintf(f, "  %-22s %-12s calls %10llu  bytes %14llu\n", tlmpi_coll_name(c),
+                        tlmpi_path_name(p), (unsigned long long)s.calls, (unsigned long long)s.bytes);
+            }
+        }
+    }
+    fflush(f);
+}
+
+/* First thing MPI_Finalize does: delete MPI_COMM_SELF's attributes. MPI is still fully usable. */
+static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    if (TLMPI_ENV_I(STATS)) {
+        tlmpi_core_print_stats(stderr);
+    }
+    tlmpi_comm_module_finalize();
+    tlmpi_tier_finalize();
+    tlmpi_half_finalize();
+    tlmpi_g.state = TLMPI_STATE_FINALIZED;
+    tlmpi_log_close();
+    return MPI_SUCCESS;
+}
+
+static void register_error_class(void)
+{
+    if (PMPI_Add_error_class(&tlmpi_g.err_class) != MPI_SUCCESS ||
+        PMPI_Add_error_code(tlmpi_g.err_class, &tlmpi_g.err_code) != MPI_SUCCESS) {
+        tlmpi_g.err_code = MPI_ERR_OTHER;
+        return;
+    }
+    PMPI_Add_error_string(tlmpi_g.err_class, "tlmpi: error inside a GPU collective (see the TLMPI WARN/ERROR line)");
+    PMPI_Add_error_string(tlmpi_g.err_code, "tlmpi: error inside a GPU collective (see the TLMPI WARN/ERROR line)");
+}
+
+int tlmpi_core_init_slow(void)
+{
+    int initialized = 0, finalized = 0;
+    int c;
+    const char *why;
+
+    pthread_mutex_lock(&init_lock);
+    if (tlmpi_g.state != TLMPI_STATE_UNINIT) {
+        goto out;
+    }
+    PMPI_Initialized(&initialized);
+    PMPI_Finalized(&finalized);
+    if (!initialized || finalized) {
+        goto out; /* called outside MPI: stay uninitialised; PMPI reports the error */
+    }
+    tlmpi_env_load(NULL, environ);
+    tlmpi_log_configure((int)TLMPI_ENV_I(LOG_LEVEL), TLMPI_ENV_S(LOG_SUBSYS), TLMPI_ENV_S(LOG_FILE));
+    PMPI_Comm_rank(MPI_COMM_WORLD, &tlmpi_g.world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &tlmpi_g.world_size);
+    tlmpi_log_set_rank(tlmpi_g.world_rank);
+    PMPI_Query_thread(&tlmpi_g.thread_level);
+    tlmpi_g.enabled = (int)TLMPI_ENV_I(ENABLE);
+    tlmpi_g.coll_mask = 0;
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        if (tlmpi_env_list_has(TLMPI_ENV_S(COLLS), tlmpi_coll_name(c))) {
+            tlmpi_g.coll_mask |= 1u << c;
+        }
+    }
+    tlmpi_g.gpu_count = tlmpi_gpu_probe(&why);
+    tlmpi_g.mpi_cuda_aware = query_mpi_cuda_aware();
+    tlmpi_dtype_init();
+    tlmpi_half_init();
+    register_error_class();
+    if (tlmpi_comm_module_init() != MPI_SUCCESS ||
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_attr_delete, &tlmpi_g.self_keyval, NULL) != MPI_SUCCESS ||
+        PMPI_Comm_set_attr(MPI_COMM_SELF, tlmpi_g.self_keyval, NULL) != MPI_SUCCESS) {
+        tlmpi_warn(INIT, "cannot create MPI attributes; tlmpi passes every call through");
+        tlmpi_g.state = TLMPI_STATE_DISABLED;
+        goto out;
+    }
+    tlmpi_info(INIT, "tlmpi %s: enabled %d, %d GPU(s) (%s), MPI CUDA-aware %d, thread level %d",
+               TLMPI_VERSION_STRING, tlmpi_g.enabled, tlmpi_g.gpu_count, why, tlmpi_g.mpi_cuda_aware,
+               tlmpi_g.thread_level);
+    __atomic_store_n(&tlmpi_g.state, TLMPI_STATE_READY, __ATOMIC_RELEASE);
+out:
+    pthread_mutex_unlock(&init_lock);
+    return tlmpi_g.state;
+}
+
+int tlmpi_core_error(MPI_Comm comm, tlmpi_status_t status, const char *what)
+{
+    if (status == TLMPI_OK) {
+        return MPI_SUCCESS;
+    }
+    tlmpi_error(COLL, "%s failed: %s (%s)", what, tlmpi_status_string(status), tlmpi_log_last_error());
+    return PMPI_Comm_call_errhandler(comm, tlmpi_g.err_code) == MPI_SUCCESS ? tlmpi_g.err_code : tlmpi_g.err_code;
+}
+
+TLMPI_EXPORT tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_stat_t *stat_p)
+{
+    if ((unsigned)coll >= TLMPI_COLL_COUNT || (unsigned)path >= TLMPI_PATH_COUNT || !stat_p) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    stat_p->calls = __atomic_load_n(&tlmpi_stats[coll][path].calls, __ATOMIC_RELAXED);
+    stat_p->bytes = __atomic_load_n(&tlmpi_stats[coll][path].bytes, __ATOMIC_RELAXED);
+    return TLMPI_OK;
+}
+
+TLMPI_EXPORT void tlmpi_reset_stats(void)
+{
+    memset(tlmpi_stats, 0, sizeof(tlmpi_stats));
+}

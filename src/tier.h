@@ -1,0 +1,46 @@
+/*
+ * tier: the paths that serve device buffers (and tlmpi's own half-precision ops on host buffers),
+ * behind one interface so the dispatcher (pmpi_coll.c) never knows how a tier works.
+ *   tlmpi_tier_local_caps : what this rank could do on a comm (ANDed over ranks by comm.c)
+ *   tlmpi_tier_run        : run one call on the chosen path; UNSUPPORTED only before any
+ *                           communication started (the dispatcher then tries the next tier)
+ */
+#ifndef TLMPI_TIER_H
+#define TLMPI_TIER_H
+
+#include "comm.h"
+#include "dtype.h"
+#include "gpu.h"
+#include <mpi.h>
+
+/* One intercepted call, classified. */
+typedef struct {
+    tlmpi_coll_t coll;
+    const void *sbuf;           /* MPI_IN_PLACE allowed */
+    void *rbuf;
+    MPI_Count count;            /* sendcount (allgather), recvcount (RSB), count (allreduce) */
+    MPI_Datatype dtype;         /* allgather: sendtype (== recvtype for accelerated calls) */
+    MPI_Op op;                  /* MPI_OP_NULL for allgather */
+    MPI_Comm comm;
+    int large;                  /* called through the MPI-4 _c entry point */
+    tlmpi_dtype_t dt;
+    int dt_size;                /* MPI_Type_size */
+    int contiguous;
+    tlmpi_op_t opc;
+    tlmpi_mem_type_t smem, rmem;
+    int sdev, rdev;             /* device ordinals, -1 for host */
+    size_t bytes;               /* full vector (see tlmpi_stat_t) */
+} tlmpi_call_t;
+
+unsigned tlmpi_tier_local_caps(tlmpi_comm_t *tc);
+void tlmpi_tier_comm_cleanup(tlmpi_comm_t *tc);
+tlmpi_status_t tlmpi_tier_run(tlmpi_comm_t *tc, tlmpi_path_t path, const tlmpi_call_t *call);
+/* Process-wide teardown of tier resources (pools, streams, NCCL library) at finalize. */
+void tlmpi_tier_finalize(void);
+
+/* half.c: tlmpi's MPI_Ops for f16/bf16 (MPI_OP_NULL if none), and the host-op path. */
+MPI_Op tlmpi_half_op(tlmpi_dtype_t dt, tlmpi_op_t op);
+int tlmpi_half_init(void);
+void tlmpi_half_finalize(void);
+
+#endif

@@ -1,0 +1,102 @@
+#include "config.h"
+#include "topo.h"
+#include "gpu.h"
+#include "log.h"
+
+#include <string.h>
+
+int tlmpi_topo_fake_node_color(int node_rank, int rpn)
+{
+    return rpn > 0 ? node_rank / rpn : 0;
+}
+
+#define MPI_TRY(_call)                                                                       \
+    do {                                                                                     \
+        int _rc = (_call);                                                                   \
+        if (_rc != MPI_SUCCESS) {                                                            \
+            tlmpi_warn(TOPO, "%s failed (%d)", #_call, _rc);                                 \
+            status = TLMPI_ERR_MPI;                                                          \
+            goto err;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t *t)
+{
+    tlmpi_status_t status = TLMPI_OK;
+    MPI_Comm real_node = MPI_COMM_NULL;
+    int is_leader, minmax[2], local_minmax[2];
+
+    memset(t, 0, sizeof(*t));
+    t->node_comm = t->rail_comm = MPI_COMM_NULL;
+    t->gpu_device = -1;
+    MPI_TRY(PMPI_Comm_size(comm, &t->size));
+    MPI_TRY(PMPI_Comm_rank(comm, &t->rank));
+    MPI_TRY(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &real_node));
+    if (ranks_per_node > 0) {
+        int r;
+
+        MPI_TRY(PMPI_Comm_rank(real_node, &r));
+        MPI_TRY(PMPI_Comm_split(real_node, tlmpi_topo_fake_node_color(r, ranks_per_node), r, &t->node_comm));
+        MPI_TRY(PMPI_Comm_free(&real_node));
+    } else {
+        t->node_comm = real_node;
+        real_node = MPI_COMM_NULL;
+    }
+    MPI_TRY(PMPI_Comm_rank(t->node_comm, &t->local_rank));
+    MPI_TRY(PMPI_Comm_size(t->node_comm, &t->local_size));
+    /* node index: count the node leaders (local rank 0) with a lower rank in comm */
+    is_leader = t->local_rank == 0;
+    MPI_TRY(PMPI_Exscan(&is_leader, &t->node_index, 1, MPI_INT, MPI_SUM, comm));
+    if (t->rank == 0) {
+        t->node_index = 0;
+    }
+    MPI_TRY(PMPI_Bcast(&t->node_index, 1, MPI_INT, 0, t->node_comm));
+    MPI_TRY(PMPI_Allreduce(&is_leader, &t->node_count, 1, MPI_INT, MPI_SUM, comm));
+    local_minmax[0] = -t->local_size;
+    local_minmax[1] = t->local_size;
+    MPI_TRY(PMPI_Allreduce(local_minmax, minmax, 2, MPI_INT, MPI_MAX, comm));
+    t->regular = -minmax[0] == minmax[1];
+    MPI_TRY(PMPI_Comm_split(comm, t->local_rank, t->node_index, &t->rail_comm));
+    MPI_TRY(PMPI_Comm_rank(t->rail_comm, &t->rail_rank));
+    MPI_TRY(PMPI_Comm_size(t->rail_comm, &t->rail_size));
+
+    t->gpu_device = tlmpi_gpu_current_device();
+    tlmpi_gpu_pci_bus_id(t->gpu_device, t->gpu_busid, sizeof(t->gpu_busid));
+    t->rail_id = t->local_rank;
+    {
+        /* shared GPU: gather the bus ids of the node and look for a duplicate */
+        char ids[64][32];
+        int shared = 0;
+
+        if (t->gpu_device >= 0 && t->local_size <= 64) {
+            int i;
+
+            MPI_TRY(PMPI_Allgather(t->gpu_busid, 32, MPI_CHAR, ids, 32, MPI_CHAR, t->node_comm));
+            for (i = 0; i < t->local_size; i++) {
+                shared |= i != t->local_rank && !strncmp(ids[i], t->gpu_busid, 32);
+            }
+        }
+        MPI_TRY(PMPI_Allreduce(&shared, &t->shared_gpu, 1, MPI_INT, MPI_MAX, t->node_comm));
+    }
+    tlmpi_debug(TOPO, "rank %d/%d node %d/%d local %d/%d rail %d/%d regular %d gpu %d (%s) shared %d",
+                t->rank, t->size, t->node_index, t->node_count, t->local_rank, t->local_size,
+                t->rail_rank, t->rail_size, t->regular, t->gpu_device, t->gpu_busid, t->shared_gpu);
+    return TLMPI_OK;
+
+err:
+    if (real_node != MPI_COMM_NULL) {
+        PMPI_Comm_free(&real_node);
+    }
+    tlmpi_topo_destroy(t);
+    return status;
+}
+
+void tlmpi_topo_destroy(tlmpi_topo_t *t)
+{
+    if (t->node_comm != MPI_COMM_NULL) {
+        PMPI_Comm_free(&t->node_comm);
+    }
+    if (t->rail_comm != MPI_COMM_NULL) {
+        PMPI_Comm_free(&t->rail_comm);
+    }
+}

@@ -1,0 +1,36 @@
+/*
+ * topo: where the ranks of a communicator live. Node comm = PMPI_Comm_split_type(SHARED), optionally
+ * split further into fake nodes of TLMPI_TOPO_RANKS_PER_NODE consecutive ranks (tests). Rail comm =
+ * the ranks with the same local rank on every node. A layout with unequal ranks per node is
+ * irregular: tlmpi does not accelerate it. GPU/NIC locality comes from hwtopo (hwloc).
+ */
+#ifndef TLMPI_TOPO_H
+#define TLMPI_TOPO_H
+
+#include "tlmpi.h"
+#include <mpi.h>
+
+typedef struct {
+    int size, rank;
+    MPI_Comm node_comm;     /* owned; MPI_COMM_NULL when not built */
+    MPI_Comm rail_comm;     /* owned; MPI_COMM_NULL when not built or irregular */
+    int node_count, node_index;
+    int local_rank, local_size;
+    int rail_rank, rail_size;
+    int regular;            /* same number of ranks on every node */
+    int gpu_device;         /* CUDA device of this rank (current device at build), -1 none */
+    char gpu_busid[32];     /* PCI bus id of that device, "" if none */
+    int shared_gpu;         /* another rank of this node uses the same GPU */
+    int rail_id;            /* hwloc NIC-derived rail id; local_rank when unknown */
+    char nic[32];           /* nearest NIC name from hwloc, "" if none */
+} tlmpi_topo_t;
+
+/* Pure helper (unit-tested): the fake-node color of a rank at position node_rank within its real
+ * node, with rpn ranks per fake node (rpn <= 0: no split, color 0). */
+int tlmpi_topo_fake_node_color(int node_rank, int rpn);
+
+/* Collective over comm. On success every field is set; irregular layouts succeed with regular=0. */
+tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t *topo);
+void tlmpi_topo_destroy(tlmpi_topo_t *topo);
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * tlmpi_info: what this build of tlmpi has and what it can see at run time.
+ *   tlmpi_info                 version, build features, runtime capabilities, every TLMPI_* variable
+ *   tlmpi_info --env-markdown  the Markdown of docs/ENV.md (no MPI needed)
+ *   mpiexec -n N tlmpi_info --topo   tlmpi's view of MPI_COMM_WORLD per rank (nodes, rails, GPU)
+ */
+#include "config.h"
+#include "tlmpi.h"
+#include "env.h"
+#include "gpu.h"
+#include "ncclwrap.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern char **environ;
+
+static int print_topo(int *argc, char ***argv)
+{
+    tlmpi_comm_info_t info;
+    int rank, size, r;
+    tlmpi_status_t st;
+
+    MPI_Init(argc, argv);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    st = tlmpi_comm_query(MPI_COMM_WORLD, &info);
+    for (r = 0; r < size; r++) {
+        PMPI_Barrier(MPI_COMM_WORLD);
+        if (r != rank) {
+            continue;
+        }
+        if (st != TLMPI_OK) {
+            printf("rank %d: tlmpi_comm_query failed: %s\n", rank, tlmpi_status_string(st));
+        } else if (!info.eligible && info.node_count == 0) {
+            printf("rank %d/%d: not accelerated (%s)\n", rank, size, info.reason);
+        } else {
+            printf("rank %d/%d: node %d of %d, local rank %d of %d, rail rank %d of %d, regular %d, "
+                   "gpu %d, rail id %d, eligible %d%s%s\n",
+                   rank, size, info.node_index, info.node_count, info.local_rank, info.local_size,
+                   info.rail_rank, info.rail_size, info.regular, info.gpu_device, info.rail_id,
+                   info.eligible, info.eligible ? "" : ": ", info.reason);
+        }
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    return st == TLMPI_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *why_gpu, *why_nccl;
+    int rt, drv, ngpu, nccl_ok, nv;
+
+    if (argc > 1 && !strcmp(argv[1], "--topo")) {
+        return print_topo(&argc, &argv);
+    }
+    tlmpi_env_load(NULL, environ);
+    if (argc > 1 && !strcmp(argv[1], "--env-markdown")) {
+        tlmpi_env_markdown(stdout);
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "usage: tlmpi_info [--env-markdown | --topo]\n");
+        return 2;
+    }
+    printf("tlmpi %s\n", tlmpi_version());
+    printf("build: %s\n", TLMPI_BUILD_CONFIG);
+#ifdef HAVE_NCCL
+    printf("build: NCCL headers %d\n", NCCL_VERSION_CODE);
+#endif
+    ngpu = tlmpi_gpu_probe(&why_gpu);
+    tlmpi_gpu_versions(&rt, &drv);
+    nccl_ok = tlmpi_nccl_load(&why_nccl);
+    nv = tlmpi_nccl_runtime_version();
+    printf("runtime: GPUs %d (%s), CUDA runtime %d, driver %d\n", ngpu, ngpu ? "ok" : why_gpu, rt, drv);
+    printf("runtime: NCCL library %s (%d)\n", nccl_ok ? "loaded" : why_nccl, nv);
+    printf("\nenvironment (TLMPI_*):\n");
+    tlmpi_env_dump(stdout);
+    return 0;
+}
