@@ -113,6 +113,14 @@ typedef struct {
 tlmpi_status_t tlmpi_comm_query(MPI_Comm comm, tlmpi_comm_info_t *info_p);
 
 /**
+ * \brief Change one TLMPI_* setting at run time, as if the variable had been set before the first
+ * call (name without the TLMPI_ prefix, e.g. "TIER", "nccl"). For benchmarks and tests. Settings of
+ * scope "all ranks" must be changed identically on every rank between collectives.
+ * \return TLMPI_OK, TLMPI_ERR_NOT_FOUND for an unknown name, TLMPI_ERR_INVALID_ARG for a bad value.
+ */
+tlmpi_status_t tlmpi_config_set(const char *name, const char *value);
+
+/**
  * \brief Half-precision datatypes usable on every MPI. Each is a named 2-byte contiguous type
  * created on first use (MPI must be initialised). Reductions with MPI_SUM/PROD/MIN/MAX on them
  * work through tlmpi on host and device buffers (tlmpi substitutes its own MPI_Op). Where the MPI

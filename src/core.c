@@ -150,6 +150,28 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path
     return TLMPI_OK;
 }
 
+TLMPI_EXPORT tlmpi_status_t tlmpi_config_set(const char *name, const char *value)
+{
+    int rc, c;
+
+    if (!name || !tlmpi_core_ready()) {
+        return name ? TLMPI_ERR_NOT_FOUND : TLMPI_ERR_INVALID_ARG;
+    }
+    rc = tlmpi_env_set(name, value);
+    if (rc) {
+        return rc == -1 ? TLMPI_ERR_NOT_FOUND : TLMPI_ERR_INVALID_ARG;
+    }
+    /* settings cached outside the table */
+    tlmpi_g.enabled = (int)TLMPI_ENV_I(ENABLE);
+    tlmpi_g.coll_mask = 0;
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        if (tlmpi_env_list_has(TLMPI_ENV_S(COLLS), tlmpi_coll_name(c))) {
+            tlmpi_g.coll_mask |= 1u << c;
+        }
+    }
+    return TLMPI_OK;
+}
+
 TLMPI_EXPORT void tlmpi_reset_stats(void)
 {
     memset(tlmpi_stats, 0, sizeof(tlmpi_stats));

@@ -218,6 +218,28 @@ int tlmpi_env_load(tlmpi_env_lookup_fn lookup, char **environ_p)
     return bad;
 }
 
+int tlmpi_env_set(const char *name, const char *value)
+{
+    int i;
+
+    for (i = 0; i < TLMPI_ENV_COUNT; i++) {
+        int64_t v;
+        char *copy;
+
+        if (strcmp(tlmpi_env_desc[i].name, name)) {
+            continue;
+        }
+        if (!value || parse_value(&tlmpi_env_desc[i], value, &v) != 0 || !(copy = strdup(value))) {
+            return -2;
+        }
+        tlmpi_env_val[i].i = v;
+        tlmpi_env_val[i].s = copy; /* small, rare (tests/benchmarks): never freed */
+        tlmpi_env_val[i].is_set = 1;
+        return 0;
+    }
+    return -1;
+}
+
 uint64_t tlmpi_env_hash_all_eq(void)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */

@@ -58,6 +58,10 @@ int tlmpi_env_parse_enum(const char *help, const char *s, int64_t *v_p);
 /* 1 if item is in the comma separated list (or the list is "all") */
 int tlmpi_env_list_has(const char *list, const char *item);
 
+/* Set one variable (name without prefix) from a string: 0 ok, -1 unknown name, -2 bad value.
+ * The value is copied. */
+int tlmpi_env_set(const char *name, const char *value);
+
 /* Hash of the effective ALL_EQ values (for VERIFY_UNIFORM). */
 uint64_t tlmpi_env_hash_all_eq(void);
 
