@@ -46,5 +46,10 @@ AC_DEFUN([TLMPI_CHECK_MPI], [
       mpicc.*) AC_PATH_PROGS([MPIEXEC], [mpiexec.${tlmpi_mpicc_name#mpicc.}]) ;;
     esac
   fi
-  AC_PATH_PROGS([MPIEXEC], [mpiexec mpirun])
+  dnl a bare name given by the user (MPIEXEC=mpiexec.mpich) is resolved, not replaced by mpiexec
+  case "$MPIEXEC" in
+    "") AC_PATH_PROGS([MPIEXEC], [mpiexec mpirun]) ;;
+    */*|*" "*) ;;
+    *) tlmpi_mpiexec_name=$MPIEXEC; AC_PATH_PROGS([MPIEXEC], [$tlmpi_mpiexec_name]) ;;
+  esac
 ])
