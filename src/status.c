@@ -2,7 +2,10 @@
 #include "tlmpi.h"
 #include "tlmpi_version.h"
 
-const char *tlmpi_status_string(tlmpi_status_t status)
+/* public API (tlmpi.h): exported despite -fvisibility=hidden */
+#define TLMPI_PUBLIC_ __attribute__((visibility("default")))
+
+TLMPI_PUBLIC_ const char *tlmpi_status_string(tlmpi_status_t status)
 {
     switch (status) {
 #define TLMPI_STATUS_CASE_(_n, _v, _s) case TLMPI_ERR_##_n: return _s;
@@ -12,7 +15,7 @@ const char *tlmpi_status_string(tlmpi_status_t status)
     }
 }
 
-const char *tlmpi_version(void)
+TLMPI_PUBLIC_ const char *tlmpi_version(void)
 {
     return TLMPI_VERSION_STRING;
 }
@@ -20,12 +23,12 @@ const char *tlmpi_version(void)
 static const char *const coll_names[TLMPI_COLL_COUNT] = { "allgather", "reduce_scatter_block", "allreduce" };
 static const char *const path_names[TLMPI_PATH_COUNT] = { "passthrough", "hostop", "staging", "nccl", "ipc", "device" };
 
-const char *tlmpi_coll_name(tlmpi_coll_t coll)
+TLMPI_PUBLIC_ const char *tlmpi_coll_name(tlmpi_coll_t coll)
 {
     return (unsigned)coll < TLMPI_COLL_COUNT ? coll_names[coll] : NULL;
 }
 
-const char *tlmpi_path_name(tlmpi_path_t path)
+TLMPI_PUBLIC_ const char *tlmpi_path_name(tlmpi_path_t path)
 {
     return (unsigned)path < TLMPI_PATH_COUNT ? path_names[path] : NULL;
 }
