@@ -1,8 +1,11 @@
 #include "config.h"
 #include "topo.h"
 #include "gpu.h"
+#include "hwtopo.h"
+#include "env.h"
 #include "log.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int tlmpi_topo_fake_node_color(int node_rank, int rpn)
@@ -63,6 +66,29 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
     t->gpu_device = tlmpi_gpu_current_device();
     tlmpi_gpu_pci_bus_id(t->gpu_device, t->gpu_busid, sizeof(t->gpu_busid));
     t->rail_id = t->local_rank;
+    t->numa_node = -1;
+    {
+        /* rail id from hwloc: the nearest NIC's index in PCI order. Reported only: the rail comm
+         * stays "same local rank on every node". Rank-uniform rule: either every rank of comm
+         * reports its NIC index or every rank reports its local rank; a mix (one node without
+         * NICs, TLMPI_HWLOC off somewhere, no GPU on some rank) would compare unrelated numbers. */
+        tlmpi_hwtopo_info_t hw;
+        int hw_ok = 0, all_ok = 0, hw_rail = -1;
+
+        if (t->gpu_busid[0] && tlmpi_hwtopo_gpu_locality(t->gpu_busid, &hw) == TLMPI_OK) {
+            t->numa_node = hw.numa_node;
+            if (hw.rail_id >= 0) {
+                hw_ok = 1;
+                hw_rail = hw.rail_id;
+                snprintf(t->nic, sizeof(t->nic), "%s", hw.nic);
+                snprintf(t->nic_dist, sizeof(t->nic_dist), "%s", tlmpi_hwtopo_dist_name(hw.dist));
+            }
+        }
+        MPI_TRY(PMPI_Allreduce(&hw_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
+        if (all_ok) {
+            t->rail_id = hw_rail;
+        }
+    }
     {
         /* shared GPU: gather the bus ids of the node and look for a duplicate */
         char ids[64][32];
@@ -78,9 +104,10 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
         }
         MPI_TRY(PMPI_Allreduce(&shared, &t->shared_gpu, 1, MPI_INT, MPI_MAX, t->node_comm));
     }
-    tlmpi_debug(TOPO, "rank %d/%d node %d/%d local %d/%d rail %d/%d regular %d gpu %d (%s) shared %d",
-                t->rank, t->size, t->node_index, t->node_count, t->local_rank, t->local_size,
-                t->rail_rank, t->rail_size, t->regular, t->gpu_device, t->gpu_busid, t->shared_gpu);
+    tlmpi_debug(TOPO, "rank %d/%d node %d/%d local %d/%d rail %d/%d regular %d gpu %d (%s) shared %d "
+                "rail id %d nic %s %s", t->rank, t->size, t->node_index, t->node_count, t->local_rank,
+                t->local_size, t->rail_rank, t->rail_size, t->regular, t->gpu_device, t->gpu_busid,
+                t->shared_gpu, t->rail_id, t->nic[0] ? t->nic : "none", t->nic_dist);
     return TLMPI_OK;
 
 err:

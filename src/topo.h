@@ -21,8 +21,11 @@ typedef struct {
     int gpu_device;         /* CUDA device of this rank (current device at build), -1 none */
     char gpu_busid[32];     /* PCI bus id of that device, "" if none */
     int shared_gpu;         /* another rank of this node uses the same GPU */
-    int rail_id;            /* hwloc NIC-derived rail id; local_rank when unknown */
+    int rail_id;            /* nearest NIC's index (hwloc, PCI order) if every rank of the comm
+                             * knows its NIC, else local_rank on every rank (never mixed) */
     char nic[32];           /* nearest NIC name from hwloc, "" if none */
+    char nic_dist[8];       /* GPU -> nic distance class (PIX/PXB/PHB/NODE/SYS), "" if none */
+    int numa_node;          /* NUMA node of the GPU (hwloc), -1 if unknown */
 } tlmpi_topo_t;
 
 /* Pure helper (unit-tested): the fake-node color of a rank at position node_rank within its real
