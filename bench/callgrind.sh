@@ -1,0 +1,124 @@
+#!/bin/sh
+# bench/callgrind.sh: instructions an interposer adds to one 8-byte MPI_Allreduce on host buffers,
+# counted with valgrind --tool=callgrind on 2 ranks.
+#
+# usage: bench/callgrind.sh [-n CALLS] [-b BUILDDIR] [-l LIB.so] [-m MPIEXEC] [-k] [-t TARGET]
+#   -n CALLS    calls per phase (default 10000)
+#   -b BUILDDIR tlmpi build directory holding bench/passthrough and .libs/libtlmpi.so
+#               (default: the current directory if it has bench/passthrough, else <repo>/build)
+#   -l LIB.so   interposer to preload (default BUILDDIR/.libs/libtlmpi.so); "none" = no interposer
+#   -m MPIEXEC  launcher (default mpiexec.mpich; an Open MPI mpiexec is detected and handled)
+#   -k          keep the callgrind output directory
+#   -t TARGET   target in instructions per call (default 300); exit 2 when missed
+#
+# Method. bench/passthrough --callgrind=mpi makes N MPI_Allreduce calls inside cg_phase_mpi(),
+# after warm-up calls (tlmpi's lazy init and symbol binding happen there, not in the measured part);
+# --callgrind=pmpi makes N PMPI_Allreduce calls inside cg_phase_pmpi(). Each phase runs in its own
+# job with --collect-atstart=no --toggle-collect=cg_phase_<phase>, so only the phase is counted.
+# The instructions spent inside the MPI library depend on timing (ch4:ucx busy-polls while waiting
+# for the other rank), so totals of the two phases cannot be compared directly. Instead, from the
+# call graph (callgrind_annotate --tree=calling --inclusive=yes), per phase:
+#     outside = inclusive Ir of cg_phase_X
+#               - sum of inclusive Ir of the call edges into the MPI library whose caller is
+#                 cg_phase_X itself or a function of the interposer object
+# (edges into the MPI library from UCX callbacks are nested inside those and are not counted again)
+# i.e. every instruction of the phase not executed inside the MPI library: the benchmark loop and
+# PLT stubs in both phases, plus the interposer (its code, its PLT hop to PMPI_Allreduce) in the mpi
+# phase. The MPI library object is found from the pmpi phase: the object of cg_phase_pmpi's callee.
+# No symbol names of the MPI library are needed (MPICH and Open MPI define MPI_Allreduce as a weak
+# alias of PMPI_Allreduce, so callgrind may show either name). Then
+#     extra instructions per call = (outside_mpi - outside_pmpi) / N
+# which is exact (no timing noise): the polling instructions are all inside the MPI library.
+set -eu
+
+calls=10000 builddir= lib= mpiexec=mpiexec.mpich keep=0 target=300
+while getopts n:b:l:m:kt:h opt; do
+    case $opt in
+        n) calls=$OPTARG ;;
+        b) builddir=$OPTARG ;;
+        l) lib=$OPTARG ;;
+        m) mpiexec=$OPTARG ;;
+        k) keep=1 ;;
+        t) target=$OPTARG ;;
+        *) sed -n '2,14p' "$0"; exit 1 ;;
+    esac
+done
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "$builddir" ]; then
+    if [ -x bench/passthrough ]; then builddir=$(pwd); else builddir=$srcdir/build; fi
+fi
+builddir=$(cd "$builddir" && pwd)
+prog=$builddir/bench/passthrough
+[ -n "$lib" ] || lib=$builddir/.libs/libtlmpi.so
+for tool in valgrind callgrind_annotate "$mpiexec"; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "callgrind.sh: $tool not found" >&2; exit 1; }
+done
+[ -x "$prog" ] || { echo "callgrind.sh: $prog not built (make bench/passthrough)" >&2; exit 1; }
+if [ "$lib" != none ]; then
+    [ -f "$lib" ] || { echo "callgrind.sh: $lib not found" >&2; exit 1; }
+    lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+fi
+
+ipobj=none
+[ "$lib" = none ] || ipobj=$(readlink -f "$lib")
+out=$(mktemp -d "${TMPDIR:-/tmp}/tlmpi-callgrind.XXXXXX")
+[ "$keep" = 1 ] || trap 'rm -rf "$out"' EXIT
+
+# launcher flags: hydra -genv, Open MPI -x (and --oversubscribe, root permission)
+if "$mpiexec" --version 2>&1 | grep -qiE 'open ?mpi|openrte'; then
+    launch="$mpiexec --oversubscribe -n 2" rankvar=OMPI_COMM_WORLD_RANK
+    [ "$lib" = none ] || launch="$launch -x LD_PRELOAD=$lib"
+    if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+else
+    launch="$mpiexec -n 2" rankvar=PMI_RANK
+    [ "$lib" = none ] || launch="$launch -genv LD_PRELOAD $lib"
+fi
+
+for phase in mpi pmpi; do
+    mkdir -p "$out/$phase"
+    # shellcheck disable=SC2086
+    (cd "$out/$phase" && MPIEXEC_TIMEOUT=600 $launch valgrind -q --tool=callgrind --collect-atstart=no \
+        --toggle-collect=cg_phase_$phase --callgrind-out-file="$out/$phase/cg.%q{$rankvar}" \
+        "$prog" --callgrind=$phase -n "$calls" -w 200 </dev/null >"$out/$phase/log" 2>&1) || {
+        echo "callgrind.sh: the $phase run failed; its output:" >&2; cat "$out/$phase/log" >&2; exit 1; }
+done
+
+# Print "<incl of cg_phase_X> <Ir of the edges into OBJ from cg_phase_X or the interposer object>
+# <callee obj of cg_phase_X>" from one callgrind file. OBJ empty: only report the callee object.
+analyse() { # file phase obj
+    callgrind_annotate --tree=calling --inclusive=yes --threshold=100 --auto=no "$1" |
+    awk -v phase="cg_phase_$2" -v obj="$3" -v ipobj="$ipobj" '
+        function ir(s) { s = $1; gsub(/,/, "", s); return s + 0 }
+        function objof(line,   o) { o = line; sub(/.*\[/, "", o); sub(/\][^]]*$/, "", o); return o }
+        / \*  / { caller = $0; cobj = objof($0); inphase = (index($0, ":" phase " [") > 0)
+                  if (inphase) incl = ir(); next }
+        / >   / { if (inphase && first == "") first = objof($0)
+                  if (obj != "" && objof($0) == obj && (inphase || cobj == ipobj)) entered += ir(); next }
+        END { printf "%.0f %.0f %s\n", incl, entered, first }'
+}
+
+echo "callgrind: $calls calls of 8-byte MPI_Allreduce (MPI_DOUBLE, MPI_SUM, host buffers) per phase, 2 ranks"
+echo "launcher : $launch"
+worst=0
+for rank in 0 1; do
+    fp=$out/pmpi/cg.$rank fm=$out/mpi/cg.$rank
+    set -- $(analyse "$fp" pmpi "")
+    mpilib=$3
+    set -- $(analyse "$fp" pmpi "$mpilib")
+    out_p=$(( $1 - $2 ))
+    set -- $(analyse "$fm" mpi "$mpilib")
+    incl_m=$1 entered_m=$2 out_m=$(( $1 - $2 ))
+    extra=$(awk -v a="$out_m" -v b="$out_p" -v n="$calls" 'BEGIN { printf "%.1f", (a - b) / n }')
+    echo "rank $rank: MPI library object: $mpilib"
+    echo "  mpi  phase: inclusive $incl_m Ir, inside the MPI library $entered_m Ir, outside $out_m Ir = $(awk -v a="$out_m" -v n="$calls" 'BEGIN { printf "%.1f", a / n }') per call"
+    echo "  pmpi phase: outside the MPI library $out_p Ir = $(awk -v a="$out_p" -v n="$calls" 'BEGIN { printf "%.1f", a / n }') per call"
+    echo "  extra instructions per MPI_Allreduce call: $extra"
+    worst=$(awk -v a="$worst" -v b="$extra" 'BEGIN { print (b > a ? b : a) }')
+done
+if awk -v w="$worst" -v t="$target" 'BEGIN { exit !(w <= t) }'; then
+    echo "target: <= $target extra instructions per call: met ($worst)"
+else
+    echo "target: <= $target extra instructions per call: MISSED ($worst)"
+    exit 2
+fi
+[ "$keep" = 0 ] || echo "callgrind files kept in $out"
