@@ -2,12 +2,68 @@
 #include "gpu.h"
 #include "log.h"
 
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
 #ifdef HAVE_CUDA
+#include <cuda.h> /* types and enums only: the driver is reached through the runtime, never linked */
 #include <cuda_runtime_api.h>
 #endif
 
 static int gpu_count = -1;
 static const char *gpu_why = "not probed";
+
+#ifdef HAVE_CUDA
+typedef CUresult (*get_range_fn_t)(CUdeviceptr *base, size_t *size, CUdeviceptr p);
+typedef CUresult (*get_attr_fn_t)(void *data, CUpointer_attribute attr, CUdeviceptr p);
+static get_range_fn_t drv_get_range;
+static get_attr_fn_t drv_get_attr;
+
+/* Host addresses that can never be device memory: the brk heap below the current break. (No
+ * linker symbols such as `end`: libtlmpi may be LD_PRELOADed into a binary that does not export them.) */
+static uintptr_t brk_lo;
+
+#define RANGE_SLOTS 32
+typedef struct {
+    uintptr_t base, end;
+    unsigned long long id;      /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+    int dev;
+    tlmpi_mem_type_t type;
+} range_t;
+static range_t ranges[RANGE_SLOTS];
+static unsigned range_next;
+static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long cache_hits, cache_misses;
+
+#define MAX_DEVS 64
+static tlmpi_gpu_ctx_t *dev_ctx[MAX_DEVS];
+static tlmpi_gpu_ctx_t dev_ctx_store[MAX_DEVS];
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void load_driver_entry_points(void)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess && q == cudaDriverEntryPointSuccess) {
+        drv_get_range = (get_range_fn_t)fn;
+    }
+    fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &fn, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess && q == cudaDriverEntryPointSuccess) {
+        drv_get_attr = (get_attr_fn_t)fn;
+    }
+    (void)cudaGetLastError();
+    if (!drv_get_range || !drv_get_attr) {
+        drv_get_range = NULL;
+        drv_get_attr = NULL;
+        tlmpi_info(CUDA, "driver entry points unavailable: pointer classification is not cached");
+    }
+}
+#endif
 
 int tlmpi_gpu_probe(const char **why_p)
 {
@@ -23,6 +79,10 @@ int tlmpi_gpu_probe(const char **why_p)
             n = 0;
         } else {
             gpu_why = n ? "ok" : "no CUDA device";
+        }
+        if (n > 0) {
+            brk_lo = (uintptr_t)sbrk(0);
+            load_driver_entry_points();
         }
         gpu_count = n;
 #else
@@ -77,27 +137,235 @@ int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len)
     return -1;
 }
 
+#ifdef HAVE_CUDA
+/* Cached device range containing p, validated by its buffer id; 1 on a valid hit. */
+static int range_lookup(uintptr_t a, tlmpi_mem_type_t *type_p, int *dev_p)
+{
+    unsigned i;
+    int found = -1;
+    range_t r;
+
+    pthread_mutex_lock(&range_lock);
+    for (i = 0; i < RANGE_SLOTS; i++) {
+        if (a >= ranges[i].base && a < ranges[i].end) {
+            found = (int)i;
+            r = ranges[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&range_lock);
+    if (found < 0) {
+        return 0;
+    }
+    {
+        unsigned long long id = 0;
+
+        if (drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id) {
+            *type_p = r.type;
+            *dev_p = r.dev;
+            __atomic_fetch_add(&cache_hits, 1, __ATOMIC_RELAXED);
+            return 1;
+        }
+    }
+    /* freed or reused: drop the entry */
+    pthread_mutex_lock(&range_lock);
+    if (ranges[found].base == r.base && ranges[found].id == r.id) {
+        memset(&ranges[found], 0, sizeof(ranges[found]));
+    }
+    pthread_mutex_unlock(&range_lock);
+    return 0;
+}
+
+static void range_insert(uintptr_t a, tlmpi_mem_type_t type, int dev)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    unsigned long long id = 0;
+
+    if (drv_get_range((CUdeviceptr *)&base, &size, (CUdeviceptr)a) != CUDA_SUCCESS || size == 0 ||
+        drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) != CUDA_SUCCESS) {
+        return;
+    }
+    pthread_mutex_lock(&range_lock);
+    ranges[range_next % RANGE_SLOTS] = (range_t){ .base = (uintptr_t)base, .end = (uintptr_t)base + size,
+                                                  .id = id, .dev = dev, .type = type };
+    range_next++;
+    pthread_mutex_unlock(&range_lock);
+}
+#endif
+
 tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p)
 {
     *dev_p = -1;
 #ifdef HAVE_CUDA
     struct cudaPointerAttributes a;
+    uintptr_t addr = (uintptr_t)p;
+    tlmpi_mem_type_t t;
 
     if (p == NULL || gpu_count <= 0) {
         return TLMPI_MEM_HOST;
     }
+    if (addr >= brk_lo && addr < (uintptr_t)sbrk(0)) {
+        return TLMPI_MEM_HOST;
+    }
+    if (drv_get_attr && range_lookup(addr, &t, dev_p)) {
+        return t;
+    }
+    __atomic_fetch_add(&cache_misses, 1, __ATOMIC_RELAXED);
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError();
         return TLMPI_MEM_HOST;
     }
     switch (a.type) {
-    case cudaMemoryTypeDevice:  *dev_p = a.device; return TLMPI_MEM_DEVICE;
-    case cudaMemoryTypeManaged: *dev_p = a.device; return TLMPI_MEM_MANAGED;
+    case cudaMemoryTypeDevice:  t = TLMPI_MEM_DEVICE; break;
+    case cudaMemoryTypeManaged: t = TLMPI_MEM_MANAGED; break;
     case cudaMemoryTypeHost:    return TLMPI_MEM_PINNED;
     default:                    return TLMPI_MEM_HOST;
     }
+    *dev_p = a.device;
+    if (drv_get_range) {
+        range_insert(addr, t, a.device);
+    }
+    (void)cudaGetLastError();
+    return t;
 #else
     (void)p;
     return TLMPI_MEM_HOST;
+#endif
+}
+
+void tlmpi_gpu_cache_flush(void)
+{
+#ifdef HAVE_CUDA
+    pthread_mutex_lock(&range_lock);
+    memset(ranges, 0, sizeof(ranges));
+    pthread_mutex_unlock(&range_lock);
+#endif
+}
+
+void tlmpi_gpu_cache_stats(unsigned long long *hits_p, unsigned long long *misses_p)
+{
+#ifdef HAVE_CUDA
+    *hits_p = __atomic_load_n(&cache_hits, __ATOMIC_RELAXED);
+    *misses_p = __atomic_load_n(&cache_misses, __ATOMIC_RELAXED);
+#else
+    *hits_p = *misses_p = 0;
+#endif
+}
+
+int tlmpi_gpu_enter_device(int dev, int *saved_p)
+{
+    *saved_p = -1;
+#ifdef HAVE_CUDA
+    {
+        int cur = -1;
+
+        if (cudaGetDevice(&cur) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return -1;
+        }
+        if (dev < 0 || cur == dev) {
+            return 0;
+        }
+        if (cudaSetDevice(dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return -1;
+        }
+        *saved_p = cur;
+        return 0;
+    }
+#else
+    (void)dev;
+    return -1;
+#endif
+}
+
+void tlmpi_gpu_restore_device(int saved)
+{
+#ifdef HAVE_CUDA
+    if (saved >= 0 && cudaSetDevice(saved) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+#else
+    (void)saved;
+#endif
+}
+
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev)
+{
+#ifdef HAVE_CUDA
+    tlmpi_gpu_ctx_t *ctx;
+    int saved, i;
+
+    if (dev < 0 || dev >= MAX_DEVS) {
+        return NULL;
+    }
+    ctx = __atomic_load_n(&dev_ctx[dev], __ATOMIC_ACQUIRE);
+    if (__builtin_expect(ctx != NULL, 1)) {
+        return ctx;
+    }
+    pthread_mutex_lock(&ctx_lock);
+    ctx = dev_ctx[dev];
+    if (ctx || tlmpi_gpu_enter_device(dev, &saved) != 0) {
+        pthread_mutex_unlock(&ctx_lock);
+        return ctx;
+    }
+    ctx = &dev_ctx_store[dev];
+    /* a blocking stream: it also orders after work the caller left on the legacy default stream */
+    if (cudaStreamCreate((cudaStream_t *)&ctx->stream) != cudaSuccess) {
+        goto err;
+    }
+    for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
+        if (cudaEventCreateWithFlags((cudaEvent_t *)&ctx->events[i], cudaEventDisableTiming) != cudaSuccess) {
+            goto err;
+        }
+    }
+    tlmpi_gpu_restore_device(saved);
+    __atomic_store_n(&dev_ctx[dev], ctx, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ctx_lock);
+    return ctx;
+err:
+    tlmpi_warn(CUDA, "cannot create tlmpi's stream/events on device %d: %s", dev,
+               cudaGetErrorString(cudaGetLastError()));
+    for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
+        if (ctx->events[i]) {
+            cudaEventDestroy((cudaEvent_t)ctx->events[i]);
+        }
+    }
+    if (ctx->stream) {
+        cudaStreamDestroy((cudaStream_t)ctx->stream);
+    }
+    memset(ctx, 0, sizeof(*ctx));
+    tlmpi_gpu_restore_device(saved);
+    pthread_mutex_unlock(&ctx_lock);
+    return NULL;
+#else
+    (void)dev;
+    return NULL;
+#endif
+}
+
+void tlmpi_gpu_finalize(void)
+{
+#ifdef HAVE_CUDA
+    int d, i, saved;
+
+    for (d = 0; d < MAX_DEVS; d++) {
+        tlmpi_gpu_ctx_t *ctx = dev_ctx[d];
+
+        if (!ctx || tlmpi_gpu_enter_device(d, &saved) != 0) {
+            continue;
+        }
+        cudaStreamSynchronize((cudaStream_t)ctx->stream);
+        for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
+            cudaEventDestroy((cudaEvent_t)ctx->events[i]);
+        }
+        cudaStreamDestroy((cudaStream_t)ctx->stream);
+        memset(ctx, 0, sizeof(*ctx));
+        dev_ctx[d] = NULL;
+        tlmpi_gpu_restore_device(saved);
+    }
+    (void)cudaGetLastError();
+    tlmpi_gpu_cache_flush();
 #endif
 }

@@ -1,7 +1,20 @@
 /*
  * gpu: everything tlmpi asks the CUDA runtime on the host side: device count, driver version,
- * pointer classification. Compiled with and without CUDA (without: no GPU, every pointer is host).
- * Never links libcuda: driver entry points are reached through cudaGetDriverEntryPointByVersion.
+ * pointer classification, and tlmpi's own per-device stream and events. Compiled with and without
+ * CUDA (without: no GPU, every pointer is host). Never links libcuda: driver entry points are
+ * reached through cudaGetDriverEntryPointByVersion.
+ *
+ * Classification cache (tlmpi_gpu_mem_type). The rule, chosen so that no verdict can go stale:
+ *  - Device/managed verdicts are cached per allocation range (cuMemGetAddressRange) together with
+ *    the allocation's CU_POINTER_ATTRIBUTE_BUFFER_ID. A hit is re-validated with one
+ *    cuPointerGetAttribute(BUFFER_ID) call: a range that was freed (and possibly reused by a new
+ *    allocation or host mapping) has another id or none, so the entry is dropped and the pointer is
+ *    classified afresh.
+ *  - Host verdicts are never cached per pointer: an address that is host memory now may be mapped
+ *    as device memory after a free. Only addresses that can never be device memory skip CUDA: the
+ *    brk heap below the current break ([break at init, sbrk(0))).
+ *  - Everything else costs one cudaPointerGetAttributes, which neither changes the current device
+ *    nor leaves a sticky error (any error is cleared).
  */
 #ifndef TLMPI_GPU_H
 #define TLMPI_GPU_H
@@ -25,10 +38,34 @@ int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len);
 
 /* Memory type of p; *dev_p gets the device ordinal for DEVICE/MANAGED (else -1). */
 tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p);
+/* Drop every cached device range (tests, finalize). */
+void tlmpi_gpu_cache_flush(void);
+/* Cache hits/misses of tlmpi_gpu_mem_type since start (tests, tlmpi_info). */
+void tlmpi_gpu_cache_stats(unsigned long long *hits_p, unsigned long long *misses_p);
 
 static inline int tlmpi_mem_is_device(tlmpi_mem_type_t t)
 {
     return t == TLMPI_MEM_DEVICE || t == TLMPI_MEM_MANAGED;
 }
+
+/*
+ * tlmpi's own stream and events on one device, created on first use (the caller's current device
+ * is switched for the creation and restored). stream is a cudaStream_t, events cudaEvent_t (with
+ * timing disabled). NULL if the device cannot be used.
+ */
+#define TLMPI_GPU_MAX_EVENTS 8
+typedef struct {
+    void *stream;
+    void *events[TLMPI_GPU_MAX_EVENTS];
+} tlmpi_gpu_ctx_t;
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev);
+
+/* Make dev current for the calling thread; *saved_p gets the previous device, or -1 if dev was
+ * already current. tlmpi_gpu_restore_device(saved) undoes it (no-op for -1). Return 0 or -1. */
+int tlmpi_gpu_enter_device(int dev, int *saved_p);
+void tlmpi_gpu_restore_device(int saved);
+
+/* Destroy streams/events and flush the cache (finalize). */
+void tlmpi_gpu_finalize(void);
 
 #endif

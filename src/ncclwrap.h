@@ -14,7 +14,20 @@
 #define TLMPI_NCCL_FUNCS(_X)                                                                  \
     _X(ncclGetVersion, ncclResult_t, (int *version))                                         \
     _X(ncclGetErrorString, const char *, (ncclResult_t result))                              \
-    _X(ncclGetLastError, const char *, (ncclComm_t comm))
+    _X(ncclGetLastError, const char *, (ncclComm_t comm))                                    \
+    _X(ncclGetUniqueId, ncclResult_t, (ncclUniqueId *uniqueId))                              \
+    _X(ncclCommInitRank, ncclResult_t, (ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)) \
+    _X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm))                                     \
+    _X(ncclCommAbort, ncclResult_t, (ncclComm_t comm))                                       \
+    _X(ncclCommGetAsyncError, ncclResult_t, (ncclComm_t comm, ncclResult_t *asyncError))     \
+    _X(ncclAllReduce, ncclResult_t, (const void *sendbuff, void *recvbuff, size_t count,     \
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, \
+                                     cudaStream_t stream))                                   \
+    _X(ncclAllGather, ncclResult_t, (const void *sendbuff, void *recvbuff, size_t sendcount, \
+                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)) \
+    _X(ncclReduceScatter, ncclResult_t, (const void *sendbuff, void *recvbuff, size_t recvcount, \
+                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, \
+                                         cudaStream_t stream))
 
 typedef struct {
 #define TLMPI_NCCL_FIELD_(_name, _ret, _args) _ret(*_name) _args;

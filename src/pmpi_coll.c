@@ -106,6 +106,8 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
     tlmpi_path_t path;
     tlmpi_status_t st;
     int rc, is_dev = tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem);
+    /* memory-type signature of the call, checked under TLMPI_VERIFY_UNIFORM */
+    int mem_sig = (c->sbuf == MPI_IN_PLACE ? 4 : tlmpi_mem_is_device(c->smem)) | tlmpi_mem_is_device(c->rmem) << 1;
 
     if (is_dev) {
         /* arguments PMPI would reject: report the same class without handing it a device pointer */
@@ -123,7 +125,10 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
     c->opc = c->coll == TLMPI_COLL_ALLGATHER ? TLMPI_OP_SUM : tlmpi_op_classify(c->op);
     c->contiguous = c->dt != TLMPI_DT_DERIVED;
     c->bytes = (size_t)c->count * (size_t)c->dt_size;
-    if (c->dt == TLMPI_DT_DERIVED) {
+    c->rtype = rtype;
+    c->rcount = rcount;
+    if (c->dt == TLMPI_DT_DERIVED || c->dt == TLMPI_DT_BYTES) {
+        /* predefined pair types (MPI_LONG_DOUBLE_INT, ...) may have holes too */
         MPI_Aint lb, extent, tlb, textent;
 
         if (PMPI_Type_get_extent(c->dtype, &lb, &extent) == MPI_SUCCESS &&
@@ -143,7 +148,7 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
     in.caps = 0;
     in.tier = (tlmpi_tier_t)TLMPI_ENV_I(TIER);
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
-        verify_uniform(c, is_dev, "memory type");
+        verify_uniform(c, mem_sig, "memory type");
     }
     if (!is_dev) {
         path = tlmpi_select_path(&in);
@@ -159,7 +164,8 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
     }
     tc = tlmpi_comm_get(c->comm);
     if (tc && tc->eligible) {
-        in.caps = tc->caps;
+        /* a lazily created NCCL comm that failed on some rank is off for the comm as a whole */
+        in.caps = tc->caps & ~(tc->nccl_failed ? (unsigned)TLMPI_CAP_NCCL : 0u);
     } else {
         /* not accelerated (intercomm, size 1, irregular): still never hand PMPI a device pointer */
         in.caps = tlmpi_g.mpi_cuda_aware ? TLMPI_CAP_MPI_CUDA_AWARE : 0;

@@ -1,0 +1,452 @@
+/*
+ * staging: the host-staging tier, the correctness fallback for device buffers. Device data is
+ * copied to pinned host memory, the real MPI runs on host memory (PMPI_*), the result is copied
+ * back. A device pointer never reaches PMPI_* from here.
+ *
+ * Two paths:
+ *  - pipeline (contiguous datatypes, device buffers): a process-wide pinned pool
+ *    (TLMPI_STAGING_POOL) cut into slots of TLMPI_STAGING_CHUNK bytes (2..4 used). For chunk k the
+ *    host runs PMPI on slot k%S while the copy engine already moves chunk k+1 device->host and
+ *    chunk k-1 host->device on tlmpi's stream; one event per slot says when a chunk has landed.
+ *    Stream order alone keeps a slot's host->device copy ahead of its next reuse, so S >= 2 suffices.
+ *    Allreduce chunks the vector; reduce_scatter_block and allgather chunk each rank's block and
+ *    move the p pieces of a chunk with one 2D copy, then call PMPI in place on the slot.
+ *  - generic (derived or non-contiguous datatypes, mixed host/device pairs, a busy pool, any op):
+ *    the whole true-extent span of each device buffer is staged at once (pool or malloc), gaps of an
+ *    output type are preserved by copying the output span in first.
+ * Half types with arithmetic ops are reduced by tlmpi's own MPI_Ops (half.c), since MPIs cannot
+ * (MPICH aborts on MPIX_C_FLOAT16; nobody has bfloat16). User ops run unchanged on host memory.
+ *
+ * The pool is taken with trylock: a second thread (another comm) that finds it busy uses malloc'd
+ * buffers instead of waiting, since waiting could deadlock two threads that are each inside a
+ * collective the other rank has not entered yet.
+ */
+#include "config.h"
+#include "tier.h"
+#include "core.h"
+#include "env.h"
+#include "gpu.h"
+#include "log.h"
+#include "select.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#define MAX_SLOTS 4
+#define MIN_CHUNK ((size_t)4096)
+#define MAX_CHUNK ((size_t)1 << 30)
+
+static pthread_mutex_t pool_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *pool;
+static size_t pool_bytes;
+static int nslots, pool_tried;
+
+/* Slot (chunk) size: a function of TLMPI_STAGING_CHUNK alone (ALL_EQ), because the number of
+ * PMPI calls a pipelined collective makes depends on it and must match on every rank. */
+static size_t chunk_bytes(void)
+{
+    size_t chunk = (size_t)TLMPI_ENV_I(STAGING_CHUNK);
+
+    return chunk < MIN_CHUNK ? MIN_CHUNK : chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
+}
+
+static void pool_setup(void)
+{
+    size_t chunk = chunk_bytes(), total = (size_t)TLMPI_ENV_I(STAGING_POOL);
+
+    pthread_mutex_lock(&pool_init_lock);
+    if (pool_tried) {
+        pthread_mutex_unlock(&pool_init_lock);
+        return;
+    }
+    if (total < 2 * chunk) {
+        total = 2 * chunk; /* the pipeline needs two slots; TLMPI_STAGING_POOL is raised to that */
+    }
+    if (cudaMallocHost((void **)&pool, total) != cudaSuccess) {
+        tlmpi_warn(MEM, "cannot allocate the %zu-byte pinned staging pool (%s); staging uses pageable memory",
+                   total, cudaGetErrorString(cudaGetLastError()));
+        pool = NULL;
+    } else {
+        pool_bytes = total;
+        nslots = (int)(total / chunk) > MAX_SLOTS ? MAX_SLOTS : (int)(total / chunk);
+        tlmpi_info(MEM, "staging pool %zu bytes pinned, %d slots of %zu", total, nslots, chunk);
+    }
+    __atomic_store_n(&pool_tried, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&pool_init_lock);
+}
+
+/* 1 with the pool held, 0 if there is none or another thread has it */
+static int pool_acquire(void)
+{
+    if (!__atomic_load_n(&pool_tried, __ATOMIC_ACQUIRE)) {
+        pool_setup();
+    }
+    return pool && pthread_mutex_trylock(&pool_lock) == 0;
+}
+
+static void pool_release(void)
+{
+    pthread_mutex_unlock(&pool_lock);
+}
+
+void tlmpi_staging_finalize(void)
+{
+    pthread_mutex_lock(&pool_init_lock);
+    if (pool) {
+        cudaFreeHost(pool);
+        (void)cudaGetLastError();
+        pool = NULL;
+    }
+    pool_bytes = 0;
+    nslots = 0;
+    pool_tried = 0;
+    pthread_mutex_unlock(&pool_init_lock);
+}
+
+/* ---- PMPI with MPI_Count (large-count forms where the MPI has them) ---- */
+
+static int pmpi_allreduce(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    if (n <= INT_MAX) {
+        return PMPI_Allreduce(s, r, (int)n, t, op, comm);
+    }
+#ifdef HAVE_PMPI_ALLREDUCE_C
+    return PMPI_Allreduce_c(s, r, n, t, op, comm);
+#else
+    return MPI_ERR_COUNT;
+#endif
+}
+
+static int pmpi_rsb(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    if (n <= INT_MAX) {
+        return PMPI_Reduce_scatter_block(s, r, (int)n, t, op, comm);
+    }
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_C
+    return PMPI_Reduce_scatter_block_c(s, r, n, t, op, comm);
+#else
+    return MPI_ERR_COUNT;
+#endif
+}
+
+static int pmpi_allgather(const void *s, MPI_Count sn, MPI_Datatype st, void *r, MPI_Count rn,
+                          MPI_Datatype rt, MPI_Comm comm)
+{
+    if (sn <= INT_MAX && rn <= INT_MAX) {
+        return PMPI_Allgather(s, (int)sn, st, r, (int)rn, rt, comm);
+    }
+#ifdef HAVE_PMPI_ALLGATHER_C
+    return PMPI_Allgather_c(s, sn, st, r, rn, rt, comm);
+#else
+    return MPI_ERR_COUNT;
+#endif
+}
+
+#define CUDA_TRY(_call)                                                                      \
+    do {                                                                                     \
+        cudaError_t _e = (_call);                                                            \
+        if (_e != cudaSuccess) {                                                             \
+            tlmpi_error(CUDA, "%s failed: %s", #_call, cudaGetErrorString(_e));              \
+            (void)cudaGetLastError();                                                        \
+            status = TLMPI_ERR_CUDA;                                                         \
+            goto out;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+#define MPI_TRY_(_call)                                                                      \
+    do {                                                                                     \
+        int _rc = (_call);                                                                   \
+        if (_rc != MPI_SUCCESS) {                                                            \
+            tlmpi_error(COLL, "%s failed (MPI error %d)", #_call, _rc);                      \
+            status = TLMPI_ERR_MPI;                                                          \
+            goto out;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+/* ---- pipeline ---- */
+
+#define SLOT(_k) (base + (size_t)((_k) % S) * slot)
+#define EV(_k) ((cudaEvent_t)ctx->events[(_k) % S])
+
+/* chunk elements per slot: the slot holds `pieces` chunks (1 for allreduce, p for the others) */
+static size_t pipe_chunk_elems(size_t esz, int pieces)
+{
+    return chunk_bytes() / ((size_t)pieces * esz);
+}
+
+static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int rank,
+                               char *base, int S)
+{
+    tlmpi_status_t status = TLMPI_OK;
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    size_t slot = chunk_bytes(), esz = (size_t)c->dt_size, n = (size_t)c->count;
+    int pieces = c->coll == TLMPI_COLL_ALLREDUCE ? 1 : p;
+    size_t ce = pipe_chunk_elems(esz, pieces), nch = (n + ce - 1) / ce, k;
+    char *out = c->rbuf;
+    const char *in;
+
+    if (c->coll == TLMPI_COLL_ALLGATHER) {
+        in = c->sbuf == MPI_IN_PLACE ? out + (size_t)rank * n * esz : c->sbuf;
+    } else {
+        in = c->sbuf == MPI_IN_PLACE ? out : c->sbuf;
+    }
+#define CN(_k) ((_k) == nch - 1 ? n - (_k) * ce : ce)
+    for (k = 0; k <= nch; k++) {
+        /* enqueue the device->host copy of chunk k (one ahead of the PMPI call on chunk k-1) */
+        if (k < nch) {
+            size_t cn = CN(k), off = k * ce * esz;
+
+            switch (c->coll) {
+            case TLMPI_COLL_ALLREDUCE:
+                CUDA_TRY(cudaMemcpyAsync(SLOT(k), in + off, cn * esz, cudaMemcpyDefault, s));
+                break;
+            case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+                CUDA_TRY(cudaMemcpy2DAsync(SLOT(k), cn * esz, in + off, n * esz, cn * esz, (size_t)p,
+                                           cudaMemcpyDefault, s));
+                break;
+            default:
+                CUDA_TRY(cudaMemcpyAsync(SLOT(k) + (size_t)rank * cn * esz, in + off, cn * esz,
+                                         cudaMemcpyDefault, s));
+                break;
+            }
+            CUDA_TRY(cudaEventRecord(EV(k), s));
+        }
+        if (k > 0) {
+            size_t j = k - 1, cn = CN(j), off = j * ce * esz;
+
+            CUDA_TRY(cudaEventSynchronize(EV(j)));
+            switch (c->coll) {
+            case TLMPI_COLL_ALLREDUCE:
+                MPI_TRY_(PMPI_Allreduce(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm));
+                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s));
+                break;
+            case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+                MPI_TRY_(PMPI_Reduce_scatter_block(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm));
+                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s));
+                break;
+            default:
+                MPI_TRY_(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, SLOT(j), (int)cn, c->dtype, c->comm));
+                CUDA_TRY(cudaMemcpy2DAsync(out + off, n * esz, SLOT(j), cn * esz, cn * esz, (size_t)p,
+                                           cudaMemcpyDefault, s));
+                break;
+            }
+        }
+    }
+#undef CN
+out:
+    if (cudaStreamSynchronize(s) != cudaSuccess && status == TLMPI_OK) {
+        tlmpi_error(CUDA, "staging stream failed: %s", cudaGetErrorString(cudaGetLastError()));
+        status = TLMPI_ERR_CUDA;
+    }
+    (void)cudaGetLastError();
+    return status;
+}
+
+/* ---- generic: whole true-extent spans ---- */
+
+typedef struct {
+    MPI_Aint off;   /* byte offset of the span's first byte from the buffer pointer */
+    size_t bytes;   /* span length */
+    int gaps;       /* the span has bytes the datatype does not cover */
+} span_t;
+
+static int type_span(MPI_Datatype t, MPI_Count count, span_t *sp)
+{
+    MPI_Aint lb, ext, tlb, text;
+    int size;
+
+    memset(sp, 0, sizeof(*sp));
+    if (count <= 0) {
+        return 0;
+    }
+    if (PMPI_Type_get_extent(t, &lb, &ext) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(t, &tlb, &text) != MPI_SUCCESS || PMPI_Type_size(t, &size) != MPI_SUCCESS) {
+        return -1;
+    }
+    if (ext >= 0) {
+        sp->off = tlb;
+        sp->bytes = (size_t)(count - 1) * (size_t)ext + (size_t)text;
+    } else {
+        sp->off = tlb + (MPI_Aint)(count - 1) * ext;
+        sp->bytes = (size_t)(count - 1) * (size_t)(-ext) + (size_t)text;
+    }
+    sp->gaps = sp->bytes != (size_t)count * (size_t)size;
+    return 0;
+}
+
+/* host scratch for one span: from the pool (carved at *pool_used) or malloc */
+typedef struct {
+    char *mem;      /* span's first byte */
+    int malloced;
+} hbuf_t;
+
+static int hbuf_get(hbuf_t *h, size_t bytes, int have_pool, size_t *pool_used)
+{
+    h->malloced = 0;
+    if (have_pool && *pool_used + bytes <= pool_bytes) {
+        h->mem = pool + *pool_used;
+        *pool_used += (bytes + 255) & ~(size_t)255;
+        return 0;
+    }
+    h->mem = malloc(bytes ? bytes : 1);
+    h->malloced = 1;
+    return h->mem ? 0 : -1;
+}
+
+static void hbuf_put(hbuf_t *h)
+{
+    if (h->malloced) {
+        free(h->mem);
+    }
+    h->mem = NULL;
+}
+
+static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int have_pool)
+{
+    tlmpi_status_t status = TLMPI_OK;
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    int in_place = c->sbuf == MPI_IN_PLACE;
+    int sdev = !in_place && tlmpi_mem_is_device(c->smem), rdev = tlmpi_mem_is_device(c->rmem);
+    MPI_Datatype rtype = c->coll == TLMPI_COLL_ALLGATHER ? c->rtype : c->dtype;
+    MPI_Count rcount_span, scount_span, out_count;
+    span_t ss, rs, os;
+    hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
+    size_t pool_used = 0;
+    const char *sp = c->sbuf;  /* what PMPI gets */
+    char *rp = c->rbuf;
+
+    switch (c->coll) {
+    case TLMPI_COLL_ALLREDUCE:
+        scount_span = rcount_span = out_count = c->count;
+        break;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        scount_span = c->count * p;
+        rcount_span = in_place ? c->count * p : c->count;  /* in place: the input lives in rbuf */
+        out_count = c->count;
+        break;
+    default:
+        scount_span = c->count;
+        rcount_span = out_count = c->rcount * p;
+        break;
+    }
+    if (type_span(c->dtype, scount_span, &ss) || type_span(rtype, rcount_span, &rs) ||
+        type_span(rtype, out_count, &os)) {
+        return TLMPI_ERR_MPI;
+    }
+    if (sdev) {
+        if (hbuf_get(&hs, ss.bytes, have_pool, &pool_used)) {
+            status = TLMPI_ERR_NO_MEMORY;
+            goto out;
+        }
+        CUDA_TRY(cudaMemcpyAsync(hs.mem, (const char *)c->sbuf + ss.off, ss.bytes, cudaMemcpyDefault, s));
+        sp = hs.mem - ss.off;
+    }
+    if (rdev) {
+        if (hbuf_get(&hr, rs.bytes, have_pool, &pool_used)) {
+            status = TLMPI_ERR_NO_MEMORY;
+            goto out;
+        }
+        /* the input (in place) or the bytes between the datatype's pieces must survive */
+        if (in_place || rs.gaps) {
+            CUDA_TRY(cudaMemcpyAsync(hr.mem, (char *)c->rbuf + rs.off, rs.bytes, cudaMemcpyDefault, s));
+        }
+        rp = hr.mem - rs.off;
+    }
+    CUDA_TRY(cudaStreamSynchronize(s));
+    switch (c->coll) {
+    case TLMPI_COLL_ALLREDUCE:
+        MPI_TRY_(pmpi_allreduce(sp, rp, c->count, c->dtype, op, c->comm));
+        break;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        MPI_TRY_(pmpi_rsb(sp, rp, c->count, c->dtype, op, c->comm));
+        break;
+    default:
+        MPI_TRY_(pmpi_allgather(sp, c->count, c->dtype, rp, c->rcount, c->rtype, c->comm));
+        break;
+    }
+    if (rdev) {
+        /* the output span starts where the receive span starts (same type, same lb) */
+        CUDA_TRY(cudaMemcpyAsync((char *)c->rbuf + os.off, hr.mem + (os.off - rs.off), os.bytes,
+                                 cudaMemcpyDefault, s));
+        CUDA_TRY(cudaStreamSynchronize(s));
+    }
+out:
+    if (status != TLMPI_OK) {
+        cudaStreamSynchronize(s);
+        (void)cudaGetLastError();
+    }
+    hbuf_put(&hs);
+    hbuf_put(&hr);
+    return status;
+}
+
+tlmpi_status_t tlmpi_staging_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+{
+    tlmpi_status_t status;
+    tlmpi_gpu_ctx_t *ctx;
+    MPI_Op op = tlmpi_tier_pmpi_op(c);
+    int dev = c->rdev >= 0 ? c->rdev : c->sdev, saved, p = 1, rank = 0, have_pool, pipe;
+    int in_place = c->sbuf == MPI_IN_PLACE;
+
+    (void)tc;
+    if (dev < 0) {
+        dev = tlmpi_gpu_current_device();
+    }
+    if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
+        tlmpi_error(CUDA, "cannot make device %d current", dev);
+        return TLMPI_ERR_CUDA;
+    }
+    ctx = tlmpi_gpu_ctx(dev);
+    if (!ctx) {
+        tlmpi_gpu_restore_device(saved);
+        return TLMPI_ERR_CUDA;
+    }
+    PMPI_Comm_size(c->comm, &p);
+    PMPI_Comm_rank(c->comm, &rank);
+    have_pool = pool_acquire();
+    /* The pipeline shape (number of PMPI calls) is a function of rank-uniform values only: count,
+     * datatype, comm size, TLMPI_STAGING_CHUNK, and the memory types (uniform by contract). Whether
+     * this rank got the pinned pool is not uniform, so it only decides where the slots live. */
+    pipe = c->contiguous && c->dt_size > 0 && tlmpi_mem_is_device(c->rmem) &&
+           (in_place || tlmpi_mem_is_device(c->smem)) &&
+           pipe_chunk_elems((size_t)c->dt_size, c->coll == TLMPI_COLL_ALLREDUCE ? 1 : p) > 0;
+    if (pipe && have_pool) {
+        status = pipe_run(c, ctx, op, p, rank, pool, nslots);
+    } else if (pipe) {
+        char *tmp = malloc(2 * chunk_bytes());
+
+        if (!tmp) {
+            status = TLMPI_ERR_NO_MEMORY;
+        } else {
+            status = pipe_run(c, ctx, op, p, rank, tmp, 2);
+            free(tmp);
+        }
+    } else {
+        status = generic_run(c, ctx, op, p, have_pool);
+    }
+    if (have_pool) {
+        pool_release();
+    }
+    tlmpi_gpu_restore_device(saved);
+    return status;
+}
+
+#else /* !HAVE_CUDA: no device buffers exist */
+
+tlmpi_status_t tlmpi_staging_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+{
+    (void)tc;
+    (void)c;
+    return TLMPI_ERR_INTERNAL;
+}
+
+void tlmpi_staging_finalize(void)
+{
+}
+#endif
