@@ -227,50 +227,100 @@ passthrough:
     return rc;
 }
 
-#define CALL_INIT(_coll, _sbuf, _rbuf, _count, _dtype, _op, _comm, _large)                   \
-    tlmpi_call_t c;                                                                          \
-    c.coll = (_coll);                                                                        \
-    c.sbuf = (_sbuf);                                                                        \
-    c.rbuf = (_rbuf);                                                                        \
-    c.count = (_count);                                                                      \
-    c.dtype = (_dtype);                                                                      \
-    c.op = (_op);                                                                            \
-    c.comm = (_comm);                                                                        \
-    c.large = (_large);                                                                      \
-    c.sdev = c.rdev = -1
+/* The host fast path, decided from tlmpi_g alone (one cache line) before a tlmpi_call_t is built:
+ * 1 when coll_entry would certainly hand the call to PMPI_* unchanged (tlmpi off or this collective
+ * not taken over; or no GPU in the process and not a half-type reduction). 0 sends the call through
+ * coll_entry, which makes the full decision (lazy init, half types, pointer classification). */
+static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t coll, MPI_Datatype dt)
+{
+    if (TLMPI_UNLIKELY(tlmpi_g.state != TLMPI_STATE_READY)) {
+        return 0;
+    }
+    if (TLMPI_UNLIKELY(!tlmpi_g.enabled) || !(tlmpi_g.coll_mask & (1u << coll))) {
+        return 1;
+    }
+    if (tlmpi_g.gpu_count != 0) {
+        return 0;
+    }
+    return coll == TLMPI_COLL_ALLGATHER || !is_half_type(dt);
+}
+
+/* Count a fast-path call: same counters and bytes as coll_entry's passthrough. */
+static inline __attribute__((always_inline)) int fast_done(int rc, tlmpi_coll_t coll, MPI_Count count,
+                                                           MPI_Datatype dt)
+{
+    if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, call_bytes(count, dt));
+    }
+    return rc;
+}
+
+/* Everything but the fast path: build the call record and run coll_entry. Kept out of line so that
+ * the entry points' fast path needs no stack frame for the record. */
+static __attribute__((noinline)) int coll_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf,
+                                                MPI_Count count, MPI_Datatype dtype, MPI_Op op,
+                                                MPI_Comm comm, int large, MPI_Datatype rtype,
+                                                MPI_Count rcount)
+{
+    tlmpi_call_t c;
+
+    c.coll = coll;
+    c.sbuf = sbuf;
+    c.rbuf = rbuf;
+    c.count = count;
+    c.dtype = dtype;
+    c.op = op;
+    c.comm = comm;
+    c.large = large;
+    c.sdev = c.rdev = -1;
+    return coll_entry(&c, rtype, rcount);
+}
 
 TLMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype,
                                MPI_Op op, MPI_Comm comm)
 {
-    CALL_INIT(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0);
-    return coll_entry(&c, dtype, count);
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+        return fast_done(PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
+                         count, dtype);
+    }
+    return coll_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count);
 }
 
 TLMPI_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int recvcount,
                                           MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
-    CALL_INIT(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0);
-    return coll_entry(&c, dtype, recvcount);
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+        return fast_done(PMPI_Reduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm),
+                         TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype);
+    }
+    return coll_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0,
+                      dtype, recvcount);
 }
 
+/* With MPI_IN_PLACE the own block is already in recvbuf and sendcount/sendtype are ignored by MPI:
+ * the call is described by the receive side. */
 TLMPI_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                                int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
-    CALL_INIT(TLMPI_COLL_ALLGATHER, sbuf, rbuf, scount, stype, MPI_OP_NULL, comm, 0);
-    if (sbuf == MPI_IN_PLACE) {
-        /* the own block is already in recvbuf; sendcount/sendtype are ignored by MPI */
-        c.count = rcount;
-        c.dtype = rtype;
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+        return fast_done(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
+                         in_place ? rcount : scount, in_place ? rtype : stype);
     }
-    return coll_entry(&c, rtype, rcount);
+    return coll_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                      MPI_OP_NULL, comm, 0, rtype, rcount);
 }
 
 #ifdef HAVE_PMPI_ALLREDUCE_C
 TLMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
                                  MPI_Op op, MPI_Comm comm)
 {
-    CALL_INIT(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1);
-    return coll_entry(&c, dtype, count);
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+        return fast_done(PMPI_Allreduce_c(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
+                         count, dtype);
+    }
+    return coll_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count);
 }
 #endif
 
@@ -278,8 +328,12 @@ TLMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, 
 TLMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount,
                                             MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
-    CALL_INIT(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1);
-    return coll_entry(&c, dtype, recvcount);
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+        return fast_done(PMPI_Reduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm),
+                         TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype);
+    }
+    return coll_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1,
+                      dtype, recvcount);
 }
 #endif
 
@@ -287,11 +341,13 @@ TLMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Co
 TLMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
                                  MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
-    CALL_INIT(TLMPI_COLL_ALLGATHER, sbuf, rbuf, scount, stype, MPI_OP_NULL, comm, 1);
-    if (sbuf == MPI_IN_PLACE) {
-        c.count = rcount;
-        c.dtype = rtype;
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+        return fast_done(PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
+                         in_place ? rcount : scount, in_place ? rtype : stype);
     }
-    return coll_entry(&c, rtype, rcount);
+    return coll_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                      MPI_OP_NULL, comm, 1, rtype, rcount);
 }
 #endif
