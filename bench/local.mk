@@ -7,3 +7,14 @@ bench_passthrough_SOURCES = bench/passthrough.c
 bench_passthrough_CPPFLAGS =
 bench_passthrough_LDADD = -ldl
 dist_noinst_SCRIPTS += bench/callgrind.sh
+
+# tlmpi_bench: OSU-style sweep on device buffers (tlmpi auto / forced tiers / raw NCCL, CSV with
+# generation strings). Needs the CUDA runtime; NCCL is dlopen'ed like tlmpi does. bench/run-gpu.sh
+# drives it on a GPU host.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/tlmpi_bench
+bench_tlmpi_bench_SOURCES = bench/tlmpi_bench.c
+bench_tlmpi_bench_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
+bench_tlmpi_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
+endif
+dist_noinst_SCRIPTS += bench/run-gpu.sh
