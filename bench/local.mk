@@ -5,7 +5,7 @@
 noinst_PROGRAMS += bench/passthrough
 bench_passthrough_SOURCES = bench/passthrough.c
 bench_passthrough_CPPFLAGS =
-bench_passthrough_LDADD = -ldl
+bench_passthrough_LDADD = -ldl -lm
 dist_noinst_SCRIPTS += bench/callgrind.sh
 
 # tlmpi_bench: OSU-style sweep on device buffers (tlmpi auto / forced tiers / raw NCCL, CSV with

@@ -23,6 +23,7 @@
 
 #include <dlfcn.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,8 +150,19 @@ static double pct(double *v, int n, double p)
 }
 
 typedef struct {
-    double mpi_med, pmpi_med, d_med, d_p10, d_p90;
+    double mpi_med, pmpi_med, d_med, d_p10, d_p90, d_lo, d_hi;
 } result_t;
+
+/* Distribution-free 95% confidence interval of the median of n sorted values (order statistics,
+ * normal approximation of the binomial): v[n/2 - 0.98 sqrt(n)] .. v[n/2 + 0.98 sqrt(n)]. */
+static void median_ci(const double *sorted, int n, double *lo, double *hi)
+{
+    double h = 0.98 * sqrt((double)n);
+    int a = (int)((double)n / 2.0 - h), b = (int)((double)n / 2.0 + h + 0.999);
+
+    *lo = sorted[a < 0 ? 0 : a];
+    *hi = sorted[b >= n ? n - 1 : b];
+}
 
 static result_t measure(int coll, const opts_t *o)
 {
@@ -184,6 +196,7 @@ static result_t measure(int coll, const opts_t *o)
     r.d_med = pct(d, o->reps, 50);
     r.d_p10 = pct(d, o->reps, 10);
     r.d_p90 = pct(d, o->reps, 90);
+    median_ci(d, o->reps, &r.d_lo, &r.d_hi);
     free(t_mpi);
     free(t_pmpi);
     free(d);
@@ -206,8 +219,8 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s [options]\n"
-            "  -r, --reps N        alternating MPI/PMPI block pairs per collective (default 50)\n"
-            "  -n, --calls N       calls per block (default 2000)\n"
+            "  -r, --reps N        alternating MPI/PMPI block pairs per collective (default 1000)\n"
+            "  -n, --calls N       calls per block (default 100)\n"
             "  -w, --warmup N      untimed calls of each kind first (default 1000)\n"
             "  -c, --colls LIST    comma list of allreduce,allgather,rsb (default all)\n"
             "  -t, --target NS     overhead target for the 8-byte Allreduce median (default 50)\n"
@@ -228,8 +241,8 @@ static int parse(int argc, char **argv, opts_t *o)
     };
     int ch;
 
-    o->reps = 50;
-    o->calls = 2000;
+    o->reps = 1000;
+    o->calls = 100;
     o->warmup = 1000;
     o->target_ns = 50;
     o->strict = 0;
@@ -349,13 +362,17 @@ int main(int argc, char **argv)
     }
     PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("%-26s %12s %12s %14s %10s %10s\n", "8-byte collective", "MPI_X ns", "PMPI_X ns",
-               "overhead ns", "p10", "p90");
-        printf("%-26s %12s %12s %14s %10s %10s\n", "", "(median)", "(median)", "(median diff)", "", "");
+        printf("%-26s %10s %10s %14s %17s %8s %8s\n", "8-byte collective", "MPI_X ns", "PMPI_X ns",
+               "overhead ns", "95% CI of median", "p10", "p90");
+        printf("%-26s %10s %10s %14s %17s %8s %8s\n", "(ns per call)", "median", "median", "median diff",
+               "", "diff", "diff");
         for (c = 0; c < COLL_N; c++) {
             if (o.colls & (1u << c)) {
-                printf("%-26s %12.1f %12.1f %14.1f %10.1f %10.1f\n", coll_names[c], res[c].mpi_med,
-                       res[c].pmpi_med, res[c].d_med, res[c].d_p10, res[c].d_p90);
+                char ci[40];
+
+                snprintf(ci, sizeof(ci), "[%.1f, %.1f]", res[c].d_lo, res[c].d_hi);
+                printf("%-26s %10.1f %10.1f %14.1f %17s %8.1f %8.1f\n", coll_names[c], res[c].mpi_med,
+                       res[c].pmpi_med, res[c].d_med, ci, res[c].d_p10, res[c].d_p90);
             }
         }
         printf("\n");
