@@ -1,0 +1,118 @@
+#!/bin/sh
+# scripts/demo.sh: quick start, command 1 (Debian 12).
+#
+#   1. installs the Debian packages that are missing (needs root or sudo only then),
+#   2. builds tlmpi out of tree in build/ with MPICH (autoreconf -fi; configure CC=mpicc.mpich; make),
+#   3. runs the demo: bench/passthrough, an ordinary MPI program built WITHOUT tlmpi, on 2 ranks with
+#      libtlmpi.so preloaded. It times MPI_X (through tlmpi) against PMPI_X (plain MPICH) in the same
+#      run and prints the pass-through overhead; tlmpi prints at MPI_Finalize what it intercepted
+#      (TLMPI_STATS=1). If valgrind is installed, bench/callgrind.sh also counts the instructions
+#      tlmpi adds per call.
+#
+# Idempotent: a second run installs nothing, rebuilds only what changed and reruns the demo.
+# Environment: MPICC (default mpicc.mpich), MPIEXEC (default mpiexec.mpich), BUILD_DIR (default
+# build), DEMO_CALLGRIND=0 to skip the instruction count, SKIP_APT=1 to never call apt-get.
+set -eu
+
+cd "$(dirname "$0")/.."
+src=$(pwd)
+build=${BUILD_DIR:-build}
+case $build in /*) ;; *) build=$src/$build ;; esac
+mpicc=${MPICC:-mpicc.mpich}
+mpiexec=${MPIEXEC:-mpiexec.mpich}
+export MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-300} # hydra kills a hung job
+t0=$(date +%s)
+
+say() { printf '\n==> %s\n' "$*"; }
+
+# ---- 1. packages ---------------------------------------------------------------------------------
+pkgs="mpich libmpich-dev libhwloc-dev hwloc check autoconf automake libtool pkg-config make"
+if [ "${SKIP_APT:-0}" != 1 ] && command -v dpkg-query >/dev/null 2>&1; then
+    missing=
+    for p in $pkgs; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+    done
+    if [ -n "$missing" ]; then
+        say "installing missing packages:$missing"
+        if [ "$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else
+            echo "demo.sh: need root or sudo to install:$missing" >&2; exit 1
+        fi
+        $sudo apt-get update -qq
+        # shellcheck disable=SC2086
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+    else
+        say "packages: all present ($pkgs)"
+    fi
+fi
+for tool in "$mpicc" "$mpiexec" autoreconf make; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "demo.sh: $tool not found" >&2; exit 1; }
+done
+
+# ---- 2. build -------------------------------------------------------------------------------------
+log=$build/demo-build.log
+mkdir -p "$build"
+: >"$log"
+run_logged() { # what, command...
+    what=$1; shift
+    if ! "$@" >>"$log" 2>&1; then
+        echo "demo.sh: $what failed; last lines of $log:" >&2
+        tail -n 40 "$log" >&2
+        exit 1
+    fi
+}
+# autoreconf only when the generated configure is missing or older than its inputs
+stale=no
+if [ ! -x "$src/configure" ] || [ ! -f "$src/Makefile.in" ]; then
+    stale=yes
+elif [ -n "$(find "$src/configure.ac" "$src/Makefile.am" "$src"/*/local.mk "$src"/m4 -newer "$src/configure" 2>/dev/null | head -1)" ]; then
+    stale=yes
+fi
+if [ $stale = yes ]; then
+    say "autoreconf -fi"
+    run_logged autoreconf sh -c "cd '$src' && autoreconf -fi"
+fi
+if [ ! -f "$build/config.status" ] || [ "$src/configure" -nt "$build/config.status" ] ||
+   ! grep -q "CC=.*$mpicc" "$build/config.status" 2>/dev/null; then
+    say "configure (out of tree in $build, CC=$mpicc)"
+    run_logged configure sh -c "cd '$build' && '$src/configure' --enable-silent-rules CC='$mpicc'"
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+say "make -j$jobs (log: $log)"
+run_logged make make -C "$build" -j"$jobs"
+grep -E '^  (C compiler|MPI|CUDA|NCCL|hwloc) ' "$log" 2>/dev/null | sed 's/^/   /' || true
+lib=$build/.libs/libtlmpi.so
+prog=$build/bench/passthrough
+[ -f "$lib" ] && [ -x "$prog" ] || { echo "demo.sh: build did not produce $lib and $prog" >&2; exit 1; }
+echo "   built in $(( $(date +%s) - t0 )) s: $lib"
+echo "   demo program: $prog (NEEDED: $(readelf -d "$prog" 2>/dev/null | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' '))"
+
+# ---- 3. demo --------------------------------------------------------------------------------------
+say "what tlmpi sees on this machine (tools/tlmpi_info)"
+"$build/tools/tlmpi_info" 2>&1 | sed -n '1,/^$/p' | sed '/^$/d; s/^/   /'
+if "$build/tools/tlmpi_info" 2>&1 | grep -q 'GPUs 0'; then
+    echo "   -> no usable GPU here: every collective on host buffers goes to MPICH unchanged (pass-through)"
+else
+    echo "   -> GPU(s) visible: device buffers would be taken over; this demo uses host buffers only"
+fi
+
+say "$mpiexec -n 2 -genv LD_PRELOAD=$lib -genv TLMPI_STATS=1 $prog"
+out=$build/demo-run.out err=$build/demo-run.err
+rc=0
+"$mpiexec" -n 2 -genv LD_PRELOAD="$lib" -genv TLMPI_STATS=1 "$prog" "$@" </dev/null >"$out" 2>"$err" || rc=$?
+cat "$out"
+printf '\nwhat tlmpi intercepted (TLMPI_STATS=1, printed by each rank inside MPI_Finalize):\n'
+# ranks print in any order: show rank 0 then rank 1, each with its lines
+awk '/^tlmpi stats rank/ { r = $4; sub(/:$/, "", r) } r != "" { lines[r] = lines[r] $0 "\n"; next } { other = other $0 "\n" }
+     END { for (i = 0; i < 64; i++) if (i "" in lines) printf "%s", lines[i ""]; if (other != "") printf "other output:\n%s", other }' "$err"
+if [ $rc -ne 0 ]; then
+    echo "demo.sh: the demo program failed (rc $rc)" >&2
+    exit $rc
+fi
+
+if [ "${DEMO_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
+    say "instructions tlmpi adds per call (bench/callgrind.sh: valgrind --tool=callgrind, 2 ranks)"
+    sh "$src/bench/callgrind.sh" -b "$build" -m "$mpiexec" -n 5000 | sed 's/^/   /' || true
+elif [ "${DEMO_CALLGRIND:-1}" = 1 ]; then
+    say "instruction count skipped: valgrind is not installed (apt-get install valgrind; bench/callgrind.sh)"
+fi
+say "demo done in $(( $(date +%s) - t0 )) s. The whole test suite: scripts/test.sh"
