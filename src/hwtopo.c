@@ -12,6 +12,7 @@
 #ifdef HAVE_HWLOC
 #include <hwloc.h>
 #endif
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +33,35 @@ static int hwtopo_enabled(void)
     return tlmpi_env_val[TLMPI_ENV_HWLOC].s == NULL || TLMPI_ENV_I(HWLOC) != 0;
 }
 
+/* Hex digits (1..max) then the separator sep ('\0' = end of string). */
+static int hex_field(const char **p, char sep, int max, unsigned *v)
+{
+    int n = 0;
+
+    for (*v = 0; isxdigit((unsigned char)**p) && n < max; (*p)++, n++) {
+        int ch = tolower((unsigned char)**p);
+
+        *v = *v * 16 + (unsigned)(isdigit(ch) ? ch - '0' : ch - 'a' + 10);
+    }
+    if (n == 0 || **p != sep) {
+        return -1;
+    }
+    if (sep) {
+        (*p)++;
+    }
+    return 0;
+}
+
+/* "dddd:bb:dd.f" (domain of up to 8 digits, as CUDA prints it) or "bb:dd.f"; any case. */
 static int parse_busid(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
 {
-    char tail;
+    const char *c = strchr(s, ':');
 
-    if (sscanf(s, "%x:%x:%x.%x%c", dom, bus, dev, fn, &tail) == 4) {
-        return 0;
-    }
     *dom = 0;
-    return sscanf(s, "%x:%x.%x%c", bus, dev, fn, &tail) == 3 ? 0 : -1;
+    if (c && strchr(c + 1, ':') && hex_field(&s, ':', 8, dom) != 0) {
+        return -1;
+    }
+    return hex_field(&s, ':', 2, bus) || hex_field(&s, '.', 2, dev) || hex_field(&s, '\0', 1, fn) ? -1 : 0;
 }
 
 #define HWTOPO_MAX 256 /* GPUs or NICs per machine; more are ignored with a warning */

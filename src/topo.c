@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-int tlmpi_topo_fake_node_color(int node_rank, int rpn)
+int tlmpi_topo_fake_node_color(int rank, int rpn)
 {
-    return rpn > 0 ? node_rank / rpn : 0;
+    return rpn > 0 ? rank / rpn : 0;
 }
 
 #define MPI_TRY(_call)                                                                       \
@@ -36,10 +36,13 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
     MPI_TRY(PMPI_Comm_rank(comm, &t->rank));
     MPI_TRY(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &real_node));
     if (ranks_per_node > 0) {
-        int r;
+        int r, wr;
 
+        /* the color comes from the world rank, not from the position in comm, so that a process
+         * is on the same fake node in every communicator (as with real nodes) */
         MPI_TRY(PMPI_Comm_rank(real_node, &r));
-        MPI_TRY(PMPI_Comm_split(real_node, tlmpi_topo_fake_node_color(r, ranks_per_node), r, &t->node_comm));
+        MPI_TRY(PMPI_Comm_rank(MPI_COMM_WORLD, &wr));
+        MPI_TRY(PMPI_Comm_split(real_node, tlmpi_topo_fake_node_color(wr, ranks_per_node), r, &t->node_comm));
         MPI_TRY(PMPI_Comm_free(&real_node));
     } else {
         t->node_comm = real_node;

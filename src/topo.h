@@ -1,8 +1,8 @@
 /*
- * topo: where the ranks of a communicator live. Node comm = PMPI_Comm_split_type(SHARED), optionally
- * split further into fake nodes of TLMPI_TOPO_RANKS_PER_NODE consecutive ranks (tests). Rail comm =
- * the ranks with the same local rank on every node. A layout with unequal ranks per node is
- * irregular: tlmpi does not accelerate it. GPU/NIC locality comes from hwtopo (hwloc).
+ * topo: where the ranks of a communicator live. Node comm = PMPI_Comm_split_type(SHARED),
+ * optionally split further into fake nodes of TLMPI_TOPO_RANKS_PER_NODE consecutive world ranks
+ * (tests). Rail comm = the ranks with the same local rank on every node. A layout with unequal
+ * ranks per node is irregular: tlmpi does not accelerate it. GPU/NIC locality comes from hwtopo (hwloc).
  */
 #ifndef TLMPI_TOPO_H
 #define TLMPI_TOPO_H
@@ -28,9 +28,11 @@ typedef struct {
     int numa_node;          /* NUMA node of the GPU (hwloc), -1 if unknown */
 } tlmpi_topo_t;
 
-/* Pure helper (unit-tested): the fake-node color of a rank at position node_rank within its real
- * node, with rpn ranks per fake node (rpn <= 0: no split, color 0). */
-int tlmpi_topo_fake_node_color(int node_rank, int rpn);
+/* Pure helper (unit-tested): the fake-node color of a process, with rpn ranks per fake node
+ * (rpn <= 0: no split, color 0). topo_build passes the MPI_COMM_WORLD rank, so fake node k of a
+ * real node holds world ranks k*rpn .. k*rpn+rpn-1 in every communicator (consistent under dup and
+ * split, like real nodes). */
+int tlmpi_topo_fake_node_color(int rank, int rpn);
 
 /* Collective over comm. On success every field is set; irregular layouts succeed with regular=0. */
 tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t *topo);

@@ -2,3 +2,123 @@
 LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/launch.sh
 AM_TESTS_ENVIRONMENT = MPIEXEC='$(MPIEXEC)'; export MPIEXEC; top_srcdir='$(top_srcdir)'; export top_srcdir; \
     top_builddir='$(top_builddir)'; export top_builddir;
+
+# --- unit tests (tests/unit: Check, fork mode, no MPI run, no GPU) and topology MPI tests ---
+EXTRA_DIST += tests/unit/env_doc.sh tests/unit/no_check.sh
+TESTS += tests/unit/env_doc.sh
+UNIT_CPPFLAGS = $(AM_CPPFLAGS) -DTLMPI_FIXTURE_DIR='"$(abs_top_srcdir)/tests/fixtures"'
+UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+UNIT_LDADD = libtlmpi_core.la $(CHECK_LIBS)
+if HAVE_CHECK
+UNIT_TESTS = tests/unit/check_env tests/unit/check_dtype tests/unit/check_select tests/unit/check_topo
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+tests_unit_check_env_SOURCES = tests/unit/check_env.c
+tests_unit_check_env_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_check_env_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_env_LDADD = $(UNIT_LDADD)
+tests_unit_check_env_LDFLAGS = -no-install
+tests_unit_check_dtype_SOURCES = tests/unit/check_dtype.c
+tests_unit_check_dtype_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_check_dtype_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_dtype_LDADD = $(UNIT_LDADD)
+tests_unit_check_dtype_LDFLAGS = -no-install
+tests_unit_check_select_SOURCES = tests/unit/check_select.c
+tests_unit_check_select_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_check_select_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_select_LDADD = $(UNIT_LDADD)
+tests_unit_check_select_LDFLAGS = -no-install
+tests_unit_check_topo_SOURCES = tests/unit/check_topo.c
+tests_unit_check_topo_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_check_topo_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_topo_LDADD = $(UNIT_LDADD)
+tests_unit_check_topo_LDFLAGS = -no-install
+else
+TESTS += tests/unit/no_check.sh
+endif
+# mpi_topo: one source, three rank counts (launch.sh picks -n from the _npN suffix)
+TOPO_MPI_TESTS = tests/mpi/mpi_topo tests/mpi/mpi_topo_np4 tests/mpi/mpi_topo_np3
+check_PROGRAMS += $(TOPO_MPI_TESTS)
+TESTS += $(TOPO_MPI_TESTS)
+tests_mpi_mpi_topo_SOURCES = tests/mpi/mpi_topo.c
+tests_mpi_mpi_topo_CPPFLAGS = $(AM_CPPFLAGS) -DMPI_TOPO_MODE=2
+tests_mpi_mpi_topo_LDADD = libtlmpi.la
+tests_mpi_mpi_topo_LDFLAGS = -no-install
+tests_mpi_mpi_topo_np4_SOURCES = tests/mpi/mpi_topo.c
+tests_mpi_mpi_topo_np4_CPPFLAGS = $(AM_CPPFLAGS) -DMPI_TOPO_MODE=4
+tests_mpi_mpi_topo_np4_LDADD = libtlmpi.la
+tests_mpi_mpi_topo_np4_LDFLAGS = -no-install
+tests_mpi_mpi_topo_np3_SOURCES = tests/mpi/mpi_topo.c
+tests_mpi_mpi_topo_np3_CPPFLAGS = $(AM_CPPFLAGS) -DMPI_TOPO_MODE=3
+tests_mpi_mpi_topo_np3_LDADD = libtlmpi.la
+tests_mpi_mpi_topo_np3_LDFLAGS = -no-install
+
+# --- GPU tests (tests/gpu): make check runs check_gpu.sh (exit 77 = skip without a CUDA device);
+# --- the full suite on a GPU host: tests/gpu/run.sh TARBALL (see docs/GPU-TESTS.md) ---
+TESTS += tests/gpu/check_gpu.sh
+if HAVE_CUDA
+check_PROGRAMS += tests/gpu/gpu_coll
+tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c
+tests_gpu_gpu_coll_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
+tests_gpu_gpu_coll_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# the PMPI guard: preloaded, aborts on a device pointer reaching PMPI_* (-rpath: build a shared lib)
+check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
+tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
+tests_gpu_libtlmpi_guard_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(CUDA_LDFLAGS)
+tests_gpu_libtlmpi_guard_la_LIBADD = $(CUDA_LIBS) -ldl
+endif
+
+# --- MPI correctness/bad-input/lifecycle/half tests (tests/mpi), interposition proofs
+# --- (tests/interpose), leak check under valgrind. Plain C (no Check): they also run on hosts
+# --- without Check. Linked with libtlmpi.la, so MPI_* resolves to tlmpi and PMPI_* to the MPI.
+MPI_TESTS = tests/mpi/mpi_coll tests/mpi/mpi_coll_np4 tests/mpi/mpi_errors tests/mpi/mpi_churn \
+    tests/mpi/mpi_half tests/mpi/mpi_half_np4
+check_PROGRAMS += $(MPI_TESTS)
+TESTS += $(MPI_TESTS)
+MPI_TEST_LDADD = libtlmpi.la -lm
+tests_mpi_mpi_coll_SOURCES = tests/mpi/mpi_coll.c tests/mpi/tst_util.h
+tests_mpi_mpi_coll_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_mpi_coll_LDFLAGS = -no-install
+tests_mpi_mpi_coll_np4_SOURCES = $(tests_mpi_mpi_coll_SOURCES)
+tests_mpi_mpi_coll_np4_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_mpi_coll_np4_LDFLAGS = -no-install
+tests_mpi_mpi_errors_SOURCES = tests/mpi/mpi_errors.c tests/mpi/tst_util.h
+tests_mpi_mpi_errors_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_mpi_errors_LDFLAGS = -no-install
+tests_mpi_mpi_churn_SOURCES = tests/mpi/mpi_churn.c tests/mpi/tst_util.h
+tests_mpi_mpi_churn_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_mpi_churn_LDFLAGS = -no-install
+tests_mpi_mpi_half_SOURCES = tests/mpi/mpi_half.c tests/mpi/tst_util.h
+tests_mpi_mpi_half_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_mpi_half_LDFLAGS = -no-install
+tests_mpi_mpi_half_np4_SOURCES = $(tests_mpi_mpi_half_SOURCES)
+tests_mpi_mpi_half_np4_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_mpi_half_np4_LDFLAGS = -no-install
+
+# Shell tests: each builds its programs itself, the way a user would (plain mpicc, -ltlmpi,
+# mpif90 + -ltlmpi), so they need the compilers and flags configure found.
+INTERPOSE_TESTS = tests/interpose/preload.sh tests/interpose/linked.sh tests/interpose/fortran.sh \
+    tests/mpi/leak_churn.sh
+TESTS += $(INTERPOSE_TESTS)
+EXTRA_DIST += $(INTERPOSE_TESTS) tests/interpose/common.sh tests/interpose/plain_app.c \
+    tests/interpose/linked_app.c tests/interpose/f_mpifh.f90 tests/interpose/f_usempi.f90 \
+    tests/interpose/f_f08.f90 tests/mpi/valgrind.supp scripts/test.sh
+if MPI_IS_MPICH
+TLMPI_TEST_MPI = mpich
+else
+if MPI_IS_OMPI
+TLMPI_TEST_MPI = ompi
+else
+TLMPI_TEST_MPI = unknown
+endif
+endif
+AM_TESTS_ENVIRONMENT += TLMPI_TEST_CC='$(CC) $(CPPFLAGS) $(CFLAGS)'; TLMPI_TEST_LIBS='$(LDFLAGS) $(LIBS)'; \
+    TLMPI_TEST_MPIFC='$(MPIFC)'; TLMPI_TEST_MPI='$(TLMPI_TEST_MPI)'; VALGRIND='$(VALGRIND)'; \
+    export TLMPI_TEST_CC TLMPI_TEST_LIBS TLMPI_TEST_MPIFC TLMPI_TEST_MPI VALGRIND;
+clean-local: clean-interpose-work
+clean-interpose-work:
+	-rm -rf tests/interpose/work-* tests/mpi/work-*
+.PHONY: clean-interpose-work check-leaks
+# The leak check alone, with valgrind's full report: make check-leaks
+check-leaks: $(MPI_TESTS)
+	$(AM_TESTS_ENVIRONMENT) TLMPI_LEAK_VERBOSE=1 $(SHELL) $(top_srcdir)/tests/launch.sh $(top_srcdir)/tests/mpi/leak_churn.sh
