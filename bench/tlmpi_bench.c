@@ -880,7 +880,7 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
                 seed = ((uint64_t)ci << 56) ^ ((uint64_t)si << 40) ^ ((uint64_t)mi << 32) ^ (uint64_t)rep ^
                        (uint64_t)time(NULL) * 0x100000001ull;
                 MPI_OK(PMPI_Bcast(&seed, 1, MPI_UINT64_T, 0, g_comm));
-                if (g_o.validate) {
+                if (g_o.validate && rep == 0) {
                     /* one checked call on fresh data, then the timed calls are checked as well */
                     long long b;
 
@@ -893,11 +893,11 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
                     CUDA_OK(cudaDeviceSynchronize());
                     m->bad = (m->bad < 0 ? 0 : m->bad) + b;
                 } else if (rep == 0) {
-                    prepare(&c, seed, hbuf); /* never time zeros */
+                    prepare(&c, seed, hbuf); /* never time zeros; later reps reuse this data */
                 }
                 m->iters = warm_up(&c, m->iters);
                 t = time_calls(&c, m->iters);
-                if (g_o.validate) {
+                if (g_o.validate && rep == 0) {
                     m->bad += check(&c, seed, hbuf);
                 }
                 MPI_OK(PMPI_Allreduce(&t, &m->mn[rep], 1, MPI_DOUBLE, MPI_MIN, g_comm));
@@ -1067,7 +1067,7 @@ static void bench_copies(void *dsend, void *drecv, size_t dbytes)
 static void usage(void)
 {
     printf("usage: tlmpi_bench [options]\n"
-           "  -C LIST    collectives: allreduce,allgather,reduce_scatter (default all)\n"
+           "  -C LIST    collectives: allreduce,allgather,reduce_scatter (default all), or none\n"
            "  -m MIN:MAX size sweep, powers of 2, bytes with k/m/g suffixes (default 8:1g)\n"
            "  -s LIST    explicit sizes, e.g. 8,64k,1m,64m,256m (overrides -m)\n"
            "             sizes are NCCL's S: the full vector (allreduce), sendcount*n*elem (allgather),\n"
@@ -1078,8 +1078,9 @@ static void usage(void)
            "  -x N       warm-up calls (default 20 up to 1 MiB, 5 above)\n"
            "  -w SEC     target time per measurement when -i is 0 (default 0.2)\n"
            "  -r N       repetitions, round robin over modes; medians are reported (default 3)\n"
-           "  -c         validate: fresh random small integers per size, poisoned outputs, exact host\n"
-           "             reference on every rank, before and after the timed calls\n"
+           "  -c         validate (first repetition): fresh random small integers per size and mode,\n"
+           "             poisoned outputs, exact host reference on every rank, one checked call before\n"
+           "             the warm-up and a check of the output the timed calls left\n"
            "  -H         also measure host<->device copy rates (pinned, pageable) at the same sizes\n"
            "  -o FILE    append CSV rows to FILE (header written when FILE is empty)\n"
            "  --as-test  exit 77 (skip) instead of 0 when there is no GPU\n"
@@ -1130,7 +1131,11 @@ static int parse_opts(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "C:m:s:M:T:i:x:w:r:cHo:h", lopts, NULL)) != -1) {
         switch (ch) {
         case 'C':
-            if ((g_o.ncolls = parse_list(optarg, coll_names, 3, g_o.colls, 3)) <= 0) return -1;
+            if (!strcmp(optarg, "none")) {
+                g_o.ncolls = 0; /* e.g. -H alone */
+            } else if ((g_o.ncolls = parse_list(optarg, coll_names, 3, g_o.colls, 3)) <= 0) {
+                return -1;
+            }
             break;
         case 'M':
             if ((g_o.nmodes = parse_list(optarg, mode_names, MODE_COUNT, g_o.modes, BENCH_MAX_MODES)) <= 0) return -1;
