@@ -17,4 +17,4 @@ bench_tlmpi_bench_SOURCES = bench/tlmpi_bench.c
 bench_tlmpi_bench_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 bench_tlmpi_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
-dist_noinst_SCRIPTS += bench/run-gpu.sh
+dist_noinst_SCRIPTS += bench/run-gpu.sh bench/gpu-summary.py

@@ -544,7 +544,7 @@ static int knob_skip(const char *kv)
     /* logging, per-rank identities and the launcher's own bookkeeping (Open MPI exports ports,
      * job ids and directories as OMPI_MCA_*, which would make every run a new generation) */
     static const char *const skip[] = {"TLMPI_LOG_", "TLMPI_STATS=", "TLMPI_TIER=", "NCCL_DEBUG",
-                                       "NCCL_HOSTID=", "TLMPI_BENCH_", "OMPI_MCA_orte_", "OMPI_MCA_ess",
+                                       "NCCL_HOSTID=", "NCCL_VERSION=", "TLMPI_BENCH_", "OMPI_MCA_orte_", "OMPI_MCA_ess",
                                        "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir=",
                                        "OMPI_MCA_shmem_RUNTIME_QUERY_hint=",
                                        "MPIR_CVAR_CH3_INTERFACE_HOSTNAME=", NULL};
@@ -566,7 +566,7 @@ static int cmp_str(const void *a, const void *b)
 
 static char g_knobs[BENCH_GEN_LEN];   /* readable knob list */
 static char g_versions[BENCH_GEN_LEN]; /* mpi, nccl, cuda versions (readable part) */
-static char g_hashbase[4 * BENCH_GEN_LEN];
+static char g_hashbase[8 * BENCH_GEN_LEN];
 static char g_hashtail[2 * BENCH_GEN_LEN];
 
 static void build_environment_strings(void)
