@@ -111,7 +111,7 @@ fi
 
 if [ "${DEMO_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
     say "instructions tlmpi adds per call (bench/callgrind.sh: valgrind --tool=callgrind, 2 ranks)"
-    sh "$src/bench/callgrind.sh" -b "$build" -m "$mpiexec" -n 5000 | sed 's/^/   /' || true
+    sh "$src/bench/callgrind.sh" -b "$build" -m "$mpiexec" -n 2000 | sed 's/^/   /' || true
 elif [ "${DEMO_CALLGRIND:-1}" = 1 ]; then
     say "instruction count skipped: valgrind is not installed (apt-get install valgrind; bench/callgrind.sh)"
 fi
