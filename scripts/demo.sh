@@ -9,6 +9,7 @@
 #      (TLMPI_STATS=1). If valgrind is installed, bench/callgrind.sh also counts the instructions
 #      tlmpi adds per call.
 #
+# Arguments are passed to bench/passthrough (e.g. scripts/demo.sh -r 200 for a shorter run).
 # Idempotent: a second run installs nothing, rebuilds only what changed and reruns the demo.
 # Environment: MPICC (default mpicc.mpich), MPIEXEC (default mpiexec.mpich), BUILD_DIR (default
 # build), DEMO_CALLGRIND=0 to skip the instruction count, SKIP_APT=1 to never call apt-get.
