@@ -176,7 +176,8 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
     }
     for (;;) {
         if (path == TLMPI_PATH_PASSTHROUGH) {
-            rc = call_pmpi(c, rtype, rcount, c->op);
+            /* zero bytes, or a CUDA-aware MPI: still never a built-in op on a half type */
+            rc = call_pmpi(c, rtype, rcount, tlmpi_tier_pmpi_op(c));
             if (rc == MPI_SUCCESS) {
                 tlmpi_stat_add(c->coll, path, c->bytes);
             }

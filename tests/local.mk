@@ -56,6 +56,7 @@ tests_mpi_mpi_topo_np3_LDFLAGS = -no-install
 # --- GPU tests (tests/gpu): make check runs check_gpu.sh (exit 77 = skip without a CUDA device);
 # --- the full suite on a GPU host: tests/gpu/run.sh TARBALL (see docs/GPU-TESTS.md) ---
 TESTS += tests/gpu/check_gpu.sh
+EXTRA_DIST += tests/launch.sh
 if HAVE_CUDA
 check_PROGRAMS += tests/gpu/gpu_coll
 tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c

@@ -5,8 +5,8 @@ b=${top_builddir:-.}/tests/gpu
 s=${top_srcdir:-.}/tests/gpu
 "$b/gpu_coll" --probe || { echo "SKIP: no CUDA device"; exit 77; }
 if [ -f "$b/.libs/libtlmpi_guard.so" ]; then
-    TLMPI_GUARD_LIB=$(cd "$b/.libs" && pwd)/libtlmpi_guard.so
-    export TLMPI_GUARD_LIB
+    GPU_TEST_GUARD_LIB=$(cd "$b/.libs" && pwd)/libtlmpi_guard.so
+    export GPU_TEST_GUARD_LIB
 fi
 export NCCL_NVLS_ENABLE=0 NCCL_MNNVL_ENABLE=0 NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 for np in 1 2; do

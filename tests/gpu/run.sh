@@ -35,7 +35,7 @@ mpirun="sh $src/tests/gpu/mpirun.sh"
 } >"$sum"
 
 echo "== guard self-test" | tee "$out/guard.log"
-TLMPI_GUARD_LIB=$guard timeout 30 $mpirun 1 "$bin" --guard-selftest >>"$out/guard.log" 2>&1
+GPU_TEST_GUARD_LIB=$guard timeout 30 $mpirun 1 "$bin" --guard-selftest >>"$out/guard.log" 2>&1
 if grep -q "TLMPI_GUARD: device pointer passed to PMPI_Allreduce" "$out/guard.log"; then
     echo "- guard self-test: PASS (a device pointer passed to PMPI_Allreduce directly was caught)" >>"$sum"
 else
@@ -46,7 +46,7 @@ for np in 1 2 4; do
     log=$out/np$np.log
     echo "== gpu_coll np=$np" | tee "$log"
     s=$(date +%s)
-    TLMPI_GUARD_LIB=$guard timeout $(( np == 1 ? 90 : np == 2 ? 150 : 220 )) $mpirun $np "$bin" >>"$log" 2>&1
+    GPU_TEST_GUARD_LIB=$guard timeout $(( np == 1 ? 90 : np == 2 ? 150 : 220 )) $mpirun $np "$bin" >>"$log" 2>&1
     rc=$?
     res=$(grep -m1 '^RESULT' "$log")
     g=$(grep -m1 '^guard:' "$log")
