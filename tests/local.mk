@@ -103,7 +103,7 @@ INTERPOSE_TESTS = tests/interpose/preload.sh tests/interpose/linked.sh tests/int
 TESTS += $(INTERPOSE_TESTS)
 EXTRA_DIST += $(INTERPOSE_TESTS) tests/interpose/common.sh tests/interpose/plain_app.c \
     tests/interpose/linked_app.c tests/interpose/f_mpifh.f90 tests/interpose/f_usempi.f90 \
-    tests/interpose/f_f08.f90 tests/mpi/valgrind.supp scripts/test.sh
+    tests/interpose/f_f08.f90 scripts/test.sh
 if MPI_IS_MPICH
 TLMPI_TEST_MPI = mpich
 else
