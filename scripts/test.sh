@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# scripts/test.sh: run all tests (what CI runs through .ci/run). Debian 12 / Ubuntu.
+#
+#   1. installs the Debian packages that are missing (apt-get -y; needs root or sudo only then),
+#   2. autoreconf -fi in the source tree,
+#   3. for each MPI that is installed, MPICH (CC=mpicc.mpich MPIEXEC=mpiexec.mpich) and Open MPI
+#      (CC=mpicc.openmpi MPIEXEC=mpiexec.openmpi): an out-of-tree build in build-ci-mpich /
+#      build-ci-ompi, make -j$(nproc), make check; prints every test log,
+#   4. prints "make-check (MPI): N passed, N failed, N skipped" per MPI and, as the last line,
+#      "make-check: N passed, N failed, N skipped" over both; exits nonzero if anything failed.
+#
+# CUDA and NCCL are found by configure in /usr/local/cuda (no CUDA variables needed); without a GPU
+# the GPU tests are skipped. Hung MPI jobs are killed after MPIEXEC_TIMEOUT seconds (default 300;
+# hydra and Open MPI's mpiexec both honour it), and each make check after TLMPI_CHECK_TIMEOUT
+# seconds (default 2400).
+#
+# Environment: TLMPI_TEST_MPIS (default "mpich ompi"), SKIP_APT=1 (never call apt-get),
+# TLMPI_TEST_JOBS (tests run at once; default nproc/2, at least 1: every MPI test runs >= 2 busy
+# polling ranks, and oversubscribed MPICH ranks are ~1000x slower), TLMPI_DISTCHECK=1 (also run
+# make distcheck with the first MPI), CONFIGURE_FLAGS (extra configure arguments).
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+src=$(pwd)
+t_start=$(date +%s)
+ncpu=$(nproc 2>/dev/null || echo 2)
+jobs=${TLMPI_TEST_JOBS:-$((ncpu / 2))}
+[ "$jobs" -ge 1 ] || jobs=1
+export MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-300}
+export DEBIAN_FRONTEND=noninteractive
+
+say() { printf '\n==> %s\n' "$*"; }
+elapsed() { echo "$(($(date +%s) - $1)) s"; }
+
+# ---- 1. packages ---------------------------------------------------------------------------------
+pkgs="mpich libmpich-dev libopenmpi-dev openmpi-bin libhwloc-dev hwloc check autoconf automake libtool
+      pkg-config gfortran valgrind make"
+if [ "${SKIP_APT:-0}" != 1 ] && command -v dpkg-query >/dev/null 2>&1; then
+    missing=
+    for p in $pkgs; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+    done
+    if [ -n "$missing" ]; then
+        say "installing missing packages:$missing"
+        if [ "$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else
+            echo "test.sh: need root or sudo to install:$missing" >&2
+            exit 1
+        fi
+        t=$(date +%s)
+        $sudo apt-get update -qq && $sudo apt-get install -y -qq $missing >/dev/null ||
+            { echo "test.sh: apt-get install failed" >&2; exit 1; }
+        echo "installed in $(elapsed "$t")"
+    fi
+fi
+
+# ---- 2. autotools --------------------------------------------------------------------------------
+say "autoreconf -fi"
+t=$(date +%s)
+autoreconf -fi >autoreconf.log 2>&1 || { cat autoreconf.log; echo "test.sh: autoreconf failed" >&2; exit 1; }
+echo "done in $(elapsed "$t")"
+
+# ---- 3. one build + make check per MPI -------------------------------------------------------------
+tot_pass=0 tot_fail=0 tot_skip=0
+summary=()
+count() { sed -n "s/^# $1: *//p" "$2" | head -1; }
+
+run_one() { # name CC MPIEXEC
+    local name=$1 cc=$2 mpiexec=$3 dir=$src/build-ci-$1 t rc=0 p f e x s
+    if ! command -v "$cc" >/dev/null 2>&1 || ! command -v "$mpiexec" >/dev/null 2>&1; then
+        say "$name: $cc or $mpiexec not installed: skipped"
+        summary+=("make-check ($name): not run ($cc or $mpiexec missing)")
+        return
+    fi
+    say "$name: configure + make in build-ci-$name"
+    t=$(date +%s)
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cd "$dir" || return
+    if ! ../configure --enable-silent-rules CC="$cc" MPIEXEC="$mpiexec" ${CONFIGURE_FLAGS:-} >configure.out 2>&1; then
+        tail -40 configure.out
+        tail -40 config.log
+        summary+=("make-check ($name): configure FAILED")
+        tot_fail=$((tot_fail + 1))
+        cd "$src"
+        return
+    fi
+    sed -n '/configuration summary/,$p' configure.out
+    if ! make -j"$ncpu" >make.out 2>&1; then
+        tail -60 make.out
+        summary+=("make-check ($name): build FAILED")
+        tot_fail=$((tot_fail + 1))
+        cd "$src"
+        return
+    fi
+    grep -E 'warning:' make.out | sort -u | head -20
+    echo "configure + make: $(elapsed "$t")"
+
+    say "$name: make check ($jobs test(s) at a time, MPIEXEC_TIMEOUT=$MPIEXEC_TIMEOUT)"
+    t=$(date +%s)
+    # build the test programs with every core, then run the tests
+    make -j"$ncpu" check TESTS= >check-build.out 2>&1 || { tail -40 check-build.out; rc=2; }
+    if [ $rc = 0 ]; then
+        timeout "${TLMPI_CHECK_TIMEOUT:-2400}" make -j"$jobs" check </dev/null || rc=$?
+    fi
+    echo "make check: rc $rc, $(elapsed "$t")"
+    # the automake harness keeps each test's output in its .log; print them all
+    find tests -name '*.log' ! -path '*/work-*' | sort | while read -r lf; do
+        echo "===== $name: $lf"
+        cat "$lf"
+    done
+    if [ -f test-suite.log ]; then
+        p=$(count PASS test-suite.log) f=$(count FAIL test-suite.log) e=$(count ERROR test-suite.log)
+        x=$(count XPASS test-suite.log) s=$(count SKIP test-suite.log)
+        f=$((${f:-0} + ${e:-0} + ${x:-0}))
+        [ $rc = 0 ] || [ $f -gt 0 ] || f=1 # make check failed without a failed test (e.g. a timeout)
+    else
+        p=0 f=1 s=0
+    fi
+    tot_pass=$((tot_pass + ${p:-0}))
+    tot_fail=$((tot_fail + f))
+    tot_skip=$((tot_skip + ${s:-0}))
+    summary+=("make-check ($name): ${p:-0} passed, $f failed, ${s:-0} skipped ($(elapsed "$t") for make check)")
+
+    if [ "${TLMPI_DISTCHECK:-0}" = 1 ] && [ -z "${did_distcheck:-}" ]; then
+        did_distcheck=1
+        say "$name: make distcheck"
+        t=$(date +%s)
+        if timeout 2400 make distcheck DISTCHECK_CONFIGURE_FLAGS="CC=$cc MPIEXEC=$mpiexec" \
+            TLMPI_TEST_JOBS="$jobs" >distcheck.out 2>&1; then
+            summary+=("make distcheck ($name): passed ($(elapsed "$t"))")
+        else
+            tail -60 distcheck.out
+            summary+=("make distcheck ($name): FAILED")
+            tot_fail=$((tot_fail + 1))
+        fi
+    fi
+    cd "$src"
+}
+
+for m in ${TLMPI_TEST_MPIS:-mpich ompi}; do
+    case $m in
+        mpich) run_one mpich mpicc.mpich mpiexec.mpich ;;
+        ompi) run_one ompi mpicc.openmpi mpiexec.openmpi ;;
+        *) echo "test.sh: unknown MPI '$m' (mpich, ompi)" >&2 ;;
+    esac
+done
+
+say "summary ($(elapsed "$t_start") in all)"
+for l in "${summary[@]}"; do
+    echo "$l"
+done
+echo "make-check: $tot_pass passed, $tot_fail failed, $tot_skip skipped"
+[ $tot_fail = 0 ] && [ $tot_pass -gt 0 ]
