@@ -217,7 +217,8 @@ static inline int coll_entry(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcou
     }
     c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_gpu_mem_type(c->sbuf, &c->sdev);
     c->rmem = tlmpi_gpu_mem_type(c->rbuf, &c->rdev);
-    if (tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem)) {
+    if (tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem) ||
+        TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) { /* host calls too, so a mismatch is caught */
         return coll_slow(c, rtype, rcount);
     }
 passthrough:

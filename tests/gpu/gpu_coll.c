@@ -8,6 +8,8 @@
  *   gpu_coll --probe          exit 0 if a CUDA device is usable, else 77 (no MPI)
  *   gpu_coll --guard-selftest pass a device pointer to PMPI_Allreduce directly: the guard
  *                             library (LD_PRELOAD libtlmpi_guard.so) must abort
+ *   gpu_coll --verify-mismatch  rank 0 device, others host memory under TLMPI_VERIFY_UNIFORM=1:
+ *                             tlmpi must abort with its "ranks disagree" message
  *   gpu_coll [--quick]        the suite (--quick: no 1 MiB / 256 MiB sizes, 200 back-to-back calls)
  */
 #include "config.h"
@@ -473,6 +475,24 @@ static int guard_selftest(void)
     return 1;
 }
 
+/* TLMPI_VERIFY_UNIFORM=1 must abort when rank 0 passes device memory and the others host memory */
+static int verify_mismatch(void)
+{
+    float *d, h[4] = { 1, 2, 3, 4 };
+    void *buf;
+    MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    CK(cudaMalloc((void **)&d, sizeof(h)));
+    CK(cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice));
+    tlmpi_config_set("VERIFY_UNIFORM", "1");
+    buf = g_rank == 0 ? (void *)d : (void *)h;
+    fprintf(stderr, "rank %d: verify-mismatch: allreduce on %s memory\n", g_rank, g_rank ? "host" : "device");
+    MPI_Allreduce(MPI_IN_PLACE, buf, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    fprintf(stderr, "rank %d: verify-mismatch: NOT caught\n", g_rank);
+    MPI_Finalize();
+    return 1;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -500,6 +520,7 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
     if (argc > 1 && !strcmp(argv[1], "--guard-selftest")) return guard_selftest();
+    if (argc > 1 && !strcmp(argv[1], "--verify-mismatch")) return verify_mismatch();
     for (a = 1; a < argc; a++) if (!strcmp(argv[a], "--quick")) g_quick = 1;
 
     MPI_Init(&argc, &argv);

@@ -42,6 +42,19 @@ else
     echo "- guard self-test: FAIL (not caught)" >>"$sum"; ok=0
 fi
 
+echo "== TLMPI_VERIFY_UNIFORM: mismatch must abort" >>"$out/guard.log"
+TLMPI_VERIFY_UNIFORM=1 timeout 30 $mpirun 2 "$bin" --verify-mismatch >>"$out/guard.log" 2>&1
+if grep -q "TLMPI_VERIFY_UNIFORM: ranks disagree" "$out/guard.log"; then
+    echo "- TLMPI_VERIFY_UNIFORM=1 with device memory on rank 0, host on rank 1: PASS (aborted with tlmpi's message)" >>"$sum"
+else
+    echo "- TLMPI_VERIFY_UNIFORM=1 mismatch: FAIL (not caught)" >>"$sum"; ok=0
+fi
+echo "== TLMPI_VERIFY_UNIFORM=1 quick suite, np=2 (every decision checked)" >>"$out/guard.log"
+TLMPI_VERIFY_UNIFORM=1 GPU_TEST_GUARD_LIB=$guard timeout 120 $mpirun 2 "$bin" --quick >>"$out/guard.log" 2>&1
+rc=$?
+echo "- TLMPI_VERIFY_UNIFORM=1 quick suite np=2: rc=$rc: $(grep '^RESULT' "$out/guard.log" | tail -1)" >>"$sum"
+[ $rc -eq 0 ] || ok=0
+
 for np in 1 2 4; do
     log=$out/np$np.log
     echo "== gpu_coll np=$np" | tee "$log"
@@ -56,7 +69,7 @@ for np in 1 2 4; do
 done
 
 echo "== make check" | tee "$out/check.log"
-(cd "$src" && timeout ${TLMPI_GPU_CHECK_TIMEOUT:-100} make -j4 check >>"$out/check.log" 2>&1)
+(cd "$src" && timeout ${TLMPI_GPU_CHECK_TIMEOUT:-150} make -j4 check >>"$out/check.log" 2>&1)
 rc=$?
 echo "- make check: rc=$rc: $(grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' "$src/test-suite.log" 2>/dev/null | tr -s ' ' | paste -sd' ' -)" >>"$sum"
 grep -E '^(PASS|FAIL|SKIP|ERROR)' "$out/check.log" | sed 's/^/    /' >>"$sum"
