@@ -123,18 +123,3 @@ clean-interpose-work:
 # The leak check alone, with valgrind's full report: make check-leaks
 check-leaks: $(MPI_TESTS)
 	$(AM_TESTS_ENVIRONMENT) TLMPI_LEAK_VERBOSE=1 $(SHELL) $(top_srcdir)/tests/launch.sh $(top_srcdir)/tests/mpi/leak_churn.sh
-
-# --- GPU tests (tests/gpu): make check runs check_gpu.sh (exit 77 = skip without a CUDA device);
-# --- the full suite on a GPU host: tests/gpu/run.sh TARBALL (see docs/GPU-TESTS.md) ---
-TESTS += tests/gpu/check_gpu.sh
-if HAVE_CUDA
-check_PROGRAMS += tests/gpu/gpu_coll
-tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c
-tests_gpu_gpu_coll_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
-tests_gpu_gpu_coll_LDFLAGS = -no-install $(CUDA_LDFLAGS)
-# the PMPI guard: preloaded, aborts on a device pointer reaching PMPI_* (-rpath: build a shared lib)
-check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
-tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
-tests_gpu_libtlmpi_guard_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(CUDA_LDFLAGS)
-tests_gpu_libtlmpi_guard_la_LIBADD = $(CUDA_LIBS) -ldl
-endif
