@@ -27,7 +27,8 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
 {
     tlmpi_status_t status = TLMPI_OK;
     MPI_Comm real_node = MPI_COMM_NULL;
-    int is_leader, minmax[2], local_minmax[2];
+    int is_leader, max[3], local_max[3], hw_rail = -1;
+    tlmpi_hwtopo_info_t hw;
 
     memset(t, 0, sizeof(*t));
     t->node_comm = t->rail_comm = MPI_COMM_NULL;
@@ -58,54 +59,48 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
     }
     MPI_TRY(PMPI_Bcast(&t->node_index, 1, MPI_INT, 0, t->node_comm));
     MPI_TRY(PMPI_Allreduce(&is_leader, &t->node_count, 1, MPI_INT, MPI_SUM, comm));
-    local_minmax[0] = -t->local_size;
-    local_minmax[1] = t->local_size;
-    MPI_TRY(PMPI_Allreduce(local_minmax, minmax, 2, MPI_INT, MPI_MAX, comm));
-    t->regular = -minmax[0] == minmax[1];
-    MPI_TRY(PMPI_Comm_split(comm, t->local_rank, t->node_index, &t->rail_comm));
-    MPI_TRY(PMPI_Comm_rank(t->rail_comm, &t->rail_rank));
-    MPI_TRY(PMPI_Comm_size(t->rail_comm, &t->rail_size));
-
+    /* GPU and hwloc locality are local queries: do them first so that their agreement rides on
+     * the regularity reduction below */
     t->gpu_device = tlmpi_gpu_current_device();
     tlmpi_gpu_pci_bus_id(t->gpu_device, t->gpu_busid, sizeof(t->gpu_busid));
     t->rail_id = t->local_rank;
     t->numa_node = -1;
-    {
-        /* rail id from hwloc: the nearest NIC's index in PCI order. Reported only: the rail comm
-         * stays "same local rank on every node". Rank-uniform rule: either every rank of comm
-         * reports its NIC index or every rank reports its local rank; a mix (one node without
-         * NICs, TLMPI_HWLOC off somewhere, no GPU on some rank) would compare unrelated numbers. */
-        tlmpi_hwtopo_info_t hw;
-        int hw_ok = 0, all_ok = 0, hw_rail = -1;
-
-        if (t->gpu_busid[0] && tlmpi_hwtopo_gpu_locality(t->gpu_busid, &hw) == TLMPI_OK) {
-            t->numa_node = hw.numa_node;
-            if (hw.rail_id >= 0) {
-                hw_ok = 1;
-                hw_rail = hw.rail_id;
-                snprintf(t->nic, sizeof(t->nic), "%s", hw.nic);
-                snprintf(t->nic_dist, sizeof(t->nic_dist), "%s", tlmpi_hwtopo_dist_name(hw.dist));
-            }
-        }
-        MPI_TRY(PMPI_Allreduce(&hw_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
-        if (all_ok) {
-            t->rail_id = hw_rail;
+    if (t->gpu_busid[0] && tlmpi_hwtopo_gpu_locality(t->gpu_busid, &hw) == TLMPI_OK) {
+        t->numa_node = hw.numa_node;
+        if (hw.rail_id >= 0) {
+            hw_rail = hw.rail_id;
+            snprintf(t->nic, sizeof(t->nic), "%s", hw.nic);
+            snprintf(t->nic_dist, sizeof(t->nic_dist), "%s", tlmpi_hwtopo_dist_name(hw.dist));
         }
     }
-    {
-        /* shared GPU: gather the bus ids of the node and look for a duplicate */
+    local_max[0] = -t->local_size;
+    local_max[1] = t->local_size;
+    local_max[2] = hw_rail < 0; /* 1 = this rank has no NIC-derived rail id */
+    MPI_TRY(PMPI_Allreduce(local_max, max, 3, MPI_INT, MPI_MAX, comm));
+    t->regular = -max[0] == max[1];
+    /* rail id from hwloc: the nearest NIC's index in PCI order. Reported only: the rail comm stays
+     * "same local rank on every node". Rank-uniform rule: either every rank of comm reports its NIC
+     * index or every rank reports its local rank; a mix (a node without NICs, a rank without a GPU,
+     * TLMPI_HWLOC=0 somewhere) would put unrelated numbers side by side. */
+    if (!max[2]) {
+        t->rail_id = hw_rail;
+    }
+    MPI_TRY(PMPI_Comm_split(comm, t->local_rank, t->node_index, &t->rail_comm));
+    MPI_TRY(PMPI_Comm_rank(t->rail_comm, &t->rail_rank));
+    MPI_TRY(PMPI_Comm_size(t->rail_comm, &t->rail_size));
+
+    /* shared GPU: every rank of the node gathers the node's bus ids (local_size is the same on all
+     * of them, so all take the same branch) and looks for a duplicate; the answer is node-uniform */
+    if (t->local_size <= 64) {
         char ids[64][32];
-        int shared = 0;
+        int i, j;
 
-        if (t->gpu_device >= 0 && t->local_size <= 64) {
-            int i;
-
-            MPI_TRY(PMPI_Allgather(t->gpu_busid, 32, MPI_CHAR, ids, 32, MPI_CHAR, t->node_comm));
-            for (i = 0; i < t->local_size; i++) {
-                shared |= i != t->local_rank && !strncmp(ids[i], t->gpu_busid, 32);
+        MPI_TRY(PMPI_Allgather(t->gpu_busid, 32, MPI_CHAR, ids, 32, MPI_CHAR, t->node_comm));
+        for (i = 0; i < t->local_size; i++) {
+            for (j = i + 1; j < t->local_size && ids[i][0]; j++) {
+                t->shared_gpu |= !strncmp(ids[i], ids[j], 32);
             }
         }
-        MPI_TRY(PMPI_Allreduce(&shared, &t->shared_gpu, 1, MPI_INT, MPI_MAX, t->node_comm));
     }
     tlmpi_debug(TOPO, "rank %d/%d node %d/%d local %d/%d rail %d/%d regular %d gpu %d (%s) shared %d "
                 "rail id %d nic %s %s", t->rank, t->size, t->node_index, t->node_count, t->local_rank,
