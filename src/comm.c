@@ -45,7 +45,7 @@ int tlmpi_comm_module_init(void)
 static tlmpi_comm_t *comm_build(MPI_Comm comm)
 {
     tlmpi_comm_t *tc = calloc(1, sizeof(*tc));
-    int inter = 0, size = 0, local_ok, all_ok;
+    int inter = 0, local_ok, all_ok;
     unsigned caps, caps_and, caps_or;
 
     if (!tc) {
@@ -58,11 +58,8 @@ static tlmpi_comm_t *comm_build(MPI_Comm comm)
         tc->reason = "intercommunicator";
         goto out;
     }
-    PMPI_Comm_size(comm, &size);
-    if (size < 2) {
-        tc->reason = "size 1";
-        goto out;
-    }
+    /* size 1 stays eligible: a device-buffer call on MPI_COMM_SELF is a device copy through a
+     * one-rank NCCL communicator, many times faster than staging through the host */
     local_ok = tlmpi_topo_build(comm, (int)TLMPI_ENV_I(TOPO_RANKS_PER_NODE), &tc->topo) == TLMPI_OK;
     /* agree: if the build failed anywhere the comm is passed through everywhere */
     if (PMPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all_ok) {

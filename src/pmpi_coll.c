@@ -167,7 +167,7 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
         /* a lazily created NCCL comm that failed on some rank is off for the comm as a whole */
         in.caps = tc->caps & ~(tc->nccl_failed ? (unsigned)TLMPI_CAP_NCCL : 0u);
     } else {
-        /* not accelerated (intercomm, size 1, irregular): still never hand PMPI a device pointer */
+        /* not accelerated (intercomm, irregular): still never hand PMPI a device pointer */
         in.caps = tlmpi_g.mpi_cuda_aware ? TLMPI_CAP_MPI_CUDA_AWARE : 0;
     }
     path = tlmpi_select_path(&in);

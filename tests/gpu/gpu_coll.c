@@ -283,7 +283,7 @@ static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inp
     {
         tlmpi_path_t took = TLMPI_PATH_COUNT;
         for (k = 0; k < TLMPI_PATH_COUNT; k++) if (after[k] != before[k]) took = k;
-        int want_nccl = p > 1 && (coll == C_AG || (t->nccl)) && (sdev || inplace) && rdev;
+        int want_nccl = (coll == C_AG || (t->nccl)) && (sdev || inplace) && rdev;
         tlmpi_path_t want;
         if (count == 0 || (!sdev && !rdev)) want = TLMPI_PATH_PASSTHROUGH;
         else if (!strcmp(tier, "nccl")) want = want_nccl ? TLMPI_PATH_NCCL : TLMPI_PATH_STAGING;
@@ -590,7 +590,7 @@ int main(int argc, char **argv)
         if (g_rank == 0) printf("tier %-7s: %ld cases, %.2f s\n", tiers[ti], g_cases - c0, now() - tt);
     }
 
-    /* sub-communicators: halves (size 1 when np=2: not accelerated, still staged) and a dup */
+    /* sub-communicators: halves (size 1 when np=2: a one-rank NCCL comm) and a dup */
     MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     for (ti = 0; ti < 2; ti++) {

@@ -113,7 +113,10 @@ static void check_comm(const char *what, MPI_Comm comm, int rpn)
     }
     CHECK(info.size == size && info.rank == rank, "%s: size/rank %d/%d", what, info.size, info.rank);
     if (size < 2) {
-        CHECK(!info.eligible, "%s: a size-1 comm is eligible", what);
+        /* size 1 stays eligible (a device call on it is a one-rank NCCL copy): 1 node x 1 rank */
+        CHECK(info.eligible && info.node_count == 1 && info.local_size == 1 && info.rail_size == 1,
+              "%s: size-1 comm: eligible %d nodes %d local %d rail %d", what, info.eligible,
+              info.node_count, info.local_size, info.rail_size);
         return;
     }
     expected(comm, rpn, &e);
@@ -240,6 +243,7 @@ int main(int argc, char **argv)
     check_comm("dup", dup, rpn);
     PMPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &half);
     check_comm(world_rank % 2 ? "odd" : "even", half, rpn);
+    check_comm("self", MPI_COMM_SELF, rpn);
     if (size == 3) {
         /* irregular world: not accelerated, host collectives still right, counted as passthrough */
         check_host_allreduce(MPI_COMM_WORLD, 8);
