@@ -312,7 +312,8 @@ tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev)
     }
     ctx = &dev_ctx_store[dev];
     /* a blocking stream: it also orders after work the caller left on the legacy default stream */
-    if (cudaStreamCreate((cudaStream_t *)&ctx->stream) != cudaSuccess) {
+    if (cudaStreamCreate((cudaStream_t *)&ctx->stream) != cudaSuccess ||
+        cudaStreamCreate((cudaStream_t *)&ctx->stream2) != cudaSuccess) {
         goto err;
     }
     for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
@@ -334,6 +335,9 @@ err:
     }
     if (ctx->stream) {
         cudaStreamDestroy((cudaStream_t)ctx->stream);
+    }
+    if (ctx->stream2) {
+        cudaStreamDestroy((cudaStream_t)ctx->stream2);
     }
     memset(ctx, 0, sizeof(*ctx));
     tlmpi_gpu_restore_device(saved);
@@ -357,10 +361,12 @@ void tlmpi_gpu_finalize(void)
             continue;
         }
         cudaStreamSynchronize((cudaStream_t)ctx->stream);
+        cudaStreamSynchronize((cudaStream_t)ctx->stream2);
         for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
             cudaEventDestroy((cudaEvent_t)ctx->events[i]);
         }
         cudaStreamDestroy((cudaStream_t)ctx->stream);
+        cudaStreamDestroy((cudaStream_t)ctx->stream2);
         memset(ctx, 0, sizeof(*ctx));
         dev_ctx[d] = NULL;
         tlmpi_gpu_restore_device(saved);

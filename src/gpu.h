@@ -49,13 +49,15 @@ static inline int tlmpi_mem_is_device(tlmpi_mem_type_t t)
 }
 
 /*
- * tlmpi's own stream and events on one device, created on first use (the caller's current device
- * is switched for the creation and restored). stream is a cudaStream_t, events cudaEvent_t (with
- * timing disabled). NULL if the device cannot be used.
+ * tlmpi's own streams and events on one device, created on first use (the caller's current device
+ * is switched for the creation and restored). stream/stream2 are cudaStream_t (two, so that copies
+ * in the two directions can run on both copy engines at once), events cudaEvent_t (with timing
+ * disabled). NULL if the device cannot be used.
  */
 #define TLMPI_GPU_MAX_EVENTS 8
 typedef struct {
     void *stream;
+    void *stream2;
     void *events[TLMPI_GPU_MAX_EVENTS];
 } tlmpi_gpu_ctx_t;
 tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev);

@@ -6,9 +6,10 @@
  * Two paths:
  *  - pipeline (contiguous datatypes, device buffers): a process-wide pinned pool
  *    (TLMPI_STAGING_POOL) cut into slots of TLMPI_STAGING_CHUNK bytes (2..4 used). For chunk k the
- *    host runs PMPI on slot k%S while the copy engine already moves chunk k+1 device->host and
- *    chunk k-1 host->device on tlmpi's stream; one event per slot says when a chunk has landed.
- *    Stream order alone keeps a slot's host->device copy ahead of its next reuse, so S >= 2 suffices.
+ *    host runs PMPI on slot k%S while the copy engines already move chunk k+1 device->host (stream
+ *    1) and chunk k-1 host->device (stream 2): two streams, so both directions run at once. One
+ *    event per slot says a chunk has landed on the host; a second event per slot says its
+ *    host->device copy is done, and the device->host copy that reuses the slot waits for it.
  *    Allreduce chunks the vector; reduce_scatter_block and allgather chunk each rank's block and
  *    move the p pieces of a chunk with one 2D copy, then call PMPI in place on the slot.
  *  - generic (derived or non-contiguous datatypes, mixed host/device pairs, a busy pool, any op):
@@ -173,6 +174,7 @@ static int pmpi_allgather(const void *s, MPI_Count sn, MPI_Datatype st, void *r,
 
 #define SLOT(_k) (base + (size_t)((_k) % S) * slot)
 #define EV(_k) ((cudaEvent_t)ctx->events[(_k) % S])
+#define OUTEV(_k) ((cudaEvent_t)ctx->events[TLMPI_GPU_MAX_EVENTS / 2 + (_k) % S])
 
 /* chunk elements per slot: the slot holds `pieces` chunks (1 for allreduce, p for the others) */
 static size_t pipe_chunk_elems(size_t esz, int pieces)
@@ -184,7 +186,7 @@ static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_
                                char *base, int S)
 {
     tlmpi_status_t status = TLMPI_OK;
-    cudaStream_t s = (cudaStream_t)ctx->stream;
+    cudaStream_t s = (cudaStream_t)ctx->stream, s2 = (cudaStream_t)ctx->stream2;
     size_t slot = chunk_bytes(), esz = (size_t)c->dt_size, n = (size_t)c->count;
     int pieces = c->coll == TLMPI_COLL_ALLREDUCE ? 1 : p;
     size_t ce = pipe_chunk_elems(esz, pieces), nch = (n + ce - 1) / ce, k;
@@ -202,6 +204,10 @@ static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_
         if (k < nch) {
             size_t cn = CN(k), off = k * ce * esz;
 
+            if (k >= (size_t)S) {
+                /* the slot's previous chunk must have left for the device before it is refilled */
+                CUDA_TRY(cudaStreamWaitEvent(s, OUTEV(k), 0));
+            }
             switch (c->coll) {
             case TLMPI_COLL_ALLREDUCE:
                 CUDA_TRY(cudaMemcpyAsync(SLOT(k), in + off, cn * esz, cudaMemcpyDefault, s));
@@ -224,23 +230,25 @@ static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_
             switch (c->coll) {
             case TLMPI_COLL_ALLREDUCE:
                 MPI_TRY_(PMPI_Allreduce(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm));
-                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s));
+                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2));
                 break;
             case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
                 MPI_TRY_(PMPI_Reduce_scatter_block(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm));
-                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s));
+                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2));
                 break;
             default:
                 MPI_TRY_(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, SLOT(j), (int)cn, c->dtype, c->comm));
                 CUDA_TRY(cudaMemcpy2DAsync(out + off, n * esz, SLOT(j), cn * esz, cn * esz, (size_t)p,
-                                           cudaMemcpyDefault, s));
+                                           cudaMemcpyDefault, s2));
                 break;
             }
+            CUDA_TRY(cudaEventRecord(OUTEV(j), s2));
         }
     }
 #undef CN
 out:
-    if (cudaStreamSynchronize(s) != cudaSuccess && status == TLMPI_OK) {
+    if ((cudaStreamSynchronize(s) != cudaSuccess || cudaStreamSynchronize(s2) != cudaSuccess) &&
+        status == TLMPI_OK) {
         tlmpi_error(CUDA, "staging stream failed: %s", cudaGetErrorString(cudaGetLastError()));
         status = TLMPI_ERR_CUDA;
     }
