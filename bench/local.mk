@@ -18,3 +18,12 @@ bench_tlmpi_bench_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 bench_tlmpi_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
 dist_noinst_SCRIPTS += bench/run-gpu.sh bench/gpu-summary.py
+
+# tlmpi_costs: ns per host-side step of a device-buffer call (classification, CUDA calls, MPI
+# attribute lookup, a whole NCCL-tier call), to see where overhead over raw NCCL goes.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/tlmpi_costs
+bench_tlmpi_costs_SOURCES = bench/tlmpi_costs.c
+bench_tlmpi_costs_LDADD = libtlmpi.la libtlmpi_core.la $(CUDA_LIBS)
+bench_tlmpi_costs_LDFLAGS = $(CUDA_LDFLAGS) -no-install
+endif

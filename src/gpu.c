@@ -34,7 +34,11 @@ typedef struct {
 } range_t;
 static range_t ranges[RANGE_SLOTS];
 static unsigned range_next;
+/* Writers (insert, drop, flush) hold range_lock and bump range_seq to odd before and to even after
+ * changing entries; readers take no lock (a seqlock): they scan, then retry if range_seq moved. The
+ * hit path of a device-buffer call thus costs a scan plus the one validating driver call. */
 static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned range_seq;
 static unsigned long long cache_hits, cache_misses;
 
 #define MAX_DEVS 64
@@ -138,39 +142,83 @@ int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len)
 }
 
 #ifdef HAVE_CUDA
+static void range_write_begin(void)
+{
+    __atomic_store_n(&range_seq, range_seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void range_write_end(void)
+{
+    __atomic_store_n(&range_seq, range_seq + 1, __ATOMIC_RELEASE);
+}
+
+static void range_store(unsigned i, const range_t *r)
+{
+    __atomic_store_n(&ranges[i].base, r->base, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].end, r->end, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].id, r->id, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].dev, r->dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].type, r->type, __ATOMIC_RELAXED);
+}
+
+/* Lock-free scan for the cached range containing a; the slot index or -1. */
+static int range_find(uintptr_t a, range_t *r_p)
+{
+    for (;;) {
+        unsigned seq = __atomic_load_n(&range_seq, __ATOMIC_ACQUIRE), i;
+        int found = -1;
+
+        if (seq & 1) {
+            continue;
+        }
+        for (i = 0; i < RANGE_SLOTS; i++) {
+            uintptr_t b = __atomic_load_n(&ranges[i].base, __ATOMIC_RELAXED);
+            uintptr_t e = __atomic_load_n(&ranges[i].end, __ATOMIC_RELAXED);
+
+            if (a >= b && a < e) {
+                r_p->base = b;
+                r_p->end = e;
+                r_p->id = __atomic_load_n(&ranges[i].id, __ATOMIC_RELAXED);
+                r_p->dev = __atomic_load_n(&ranges[i].dev, __ATOMIC_RELAXED);
+                r_p->type = __atomic_load_n(&ranges[i].type, __ATOMIC_RELAXED);
+                found = (int)i;
+                break;
+            }
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&range_seq, __ATOMIC_RELAXED) == seq) {
+            return found;
+        }
+    }
+}
+
 /* Cached device range containing p, validated by its buffer id; 1 on a valid hit. */
 static int range_lookup(uintptr_t a, tlmpi_mem_type_t *type_p, int *dev_p)
 {
-    unsigned i;
-    int found = -1;
+    int found;
     range_t r;
+    unsigned long long id = 0;
 
-    pthread_mutex_lock(&range_lock);
-    for (i = 0; i < RANGE_SLOTS; i++) {
-        if (a >= ranges[i].base && a < ranges[i].end) {
-            found = (int)i;
-            r = ranges[i];
-            break;
-        }
-    }
-    pthread_mutex_unlock(&range_lock);
+    found = range_find(a, &r);
     if (found < 0) {
         return 0;
     }
-    {
-        unsigned long long id = 0;
-
-        if (drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id) {
-            *type_p = r.type;
-            *dev_p = r.dev;
-            __atomic_fetch_add(&cache_hits, 1, __ATOMIC_RELAXED);
-            return 1;
-        }
+    if (drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id) {
+        *type_p = r.type;
+        *dev_p = r.dev;
+        /* approximate counter (tests, tlmpi_info): no locked instruction on the hit path */
+        __atomic_store_n(&cache_hits, __atomic_load_n(&cache_hits, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+        return 1;
     }
     /* freed or reused: drop the entry */
     pthread_mutex_lock(&range_lock);
     if (ranges[found].base == r.base && ranges[found].id == r.id) {
-        memset(&ranges[found], 0, sizeof(ranges[found]));
+        static const range_t empty;
+
+        range_write_begin();
+        range_store((unsigned)found, &empty);
+        range_write_end();
     }
     pthread_mutex_unlock(&range_lock);
     return 0;
@@ -181,14 +229,17 @@ static void range_insert(uintptr_t a, tlmpi_mem_type_t type, int dev)
     CUdeviceptr base = 0;
     size_t size = 0;
     unsigned long long id = 0;
+    range_t r;
 
     if (drv_get_range((CUdeviceptr *)&base, &size, (CUdeviceptr)a) != CUDA_SUCCESS || size == 0 ||
         drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) != CUDA_SUCCESS) {
         return;
     }
+    r = (range_t){ .base = (uintptr_t)base, .end = (uintptr_t)base + size, .id = id, .dev = dev, .type = type };
     pthread_mutex_lock(&range_lock);
-    ranges[range_next % RANGE_SLOTS] = (range_t){ .base = (uintptr_t)base, .end = (uintptr_t)base + size,
-                                                  .id = id, .dev = dev, .type = type };
+    range_write_begin();
+    range_store(range_next % RANGE_SLOTS, &r);
+    range_write_end();
     range_next++;
     pthread_mutex_unlock(&range_lock);
 }
@@ -211,7 +262,7 @@ tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p)
     if (drv_get_attr && range_lookup(addr, &t, dev_p)) {
         return t;
     }
-    __atomic_fetch_add(&cache_misses, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&cache_misses, __atomic_load_n(&cache_misses, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError();
         return TLMPI_MEM_HOST;
@@ -237,8 +288,15 @@ tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p)
 void tlmpi_gpu_cache_flush(void)
 {
 #ifdef HAVE_CUDA
+    static const range_t empty;
+    unsigned i;
+
     pthread_mutex_lock(&range_lock);
-    memset(ranges, 0, sizeof(ranges));
+    range_write_begin();
+    for (i = 0; i < RANGE_SLOTS; i++) {
+        range_store(i, &empty);
+    }
+    range_write_end();
     pthread_mutex_unlock(&range_lock);
 #endif
 }

@@ -209,10 +209,14 @@ tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
                     tlmpi_coll_name(c->coll), c->rdev, nc->dev);
         return TLMPI_ERR_INVALID_ARG;
     }
+    /* No device switch here: NCCL makes the communicator's device current around its own calls
+     * (and restores it), and a stream synchronize needs no current device. Only the in-place
+     * reduce-scatter fix-up copy below switches, since it is a plain CUDA call. */
     ctx = tlmpi_gpu_ctx(nc->dev);
-    if (!ctx || tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
+    if (!ctx) {
         return TLMPI_ERR_CUDA;
     }
+    saved = -1;
     s = (cudaStream_t)ctx->stream;
     switch (c->coll) {
     case TLMPI_COLL_ALLREDUCE:
@@ -225,6 +229,11 @@ tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
             /* MPI: the full input is in rbuf and the result goes to its start; NCCL in place puts it
              * at rbuf + rank*n. Run in place, then move the block to the front (disjoint for rank > 0). */
             r = tlmpi_nccl.ncclReduceScatter(rb, rb + (size_t)nc->rank * n * esz, n, t, o, nc->comm, s);
+            if (r == ncclSuccess && nc->rank > 0 && tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
+                cudaStreamSynchronize(s);
+                (void)cudaGetLastError();
+                return TLMPI_ERR_CUDA;
+            }
             if (r == ncclSuccess && nc->rank > 0 &&
                 (e = cudaMemcpyAsync(rb, rb + (size_t)nc->rank * n * esz, n * esz, cudaMemcpyDeviceToDevice, s)) !=
                     cudaSuccess) {
