@@ -54,6 +54,7 @@ int main(int argc, char **argv)
         return 0;
     }
     h = malloc(1 << 20);
+    tlmpi_gpu_probe(NULL); /* the static copy of tlmpi's core classifies only after its own probe */
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaStreamCreate(&sb);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
