@@ -35,11 +35,38 @@ struct tlmpi_nccl_comm {
     int rank, size;
 };
 
+/*
+ * TLMPI_NVLS=0 promises that tlmpi creates no NVLink multicast, and NCCL would create some for its
+ * own communicators on NVLS-capable nodes. NCCL has no per-communicator switch for it in 2.28, only
+ * NCCL_NVLS_ENABLE (read once per process): set it to 0 if unset; if the user set it to anything
+ * else, the two settings conflict and the flat NCCL tier stays off on this rank (agreed over the
+ * comm like any capability).
+ */
+static int nvls_guard_ok(void)
+{
+    const char *v;
+
+    if (TLMPI_ENV_I(NVLS) != TLMPI_TRI_NO) {
+        return 1;
+    }
+    v = getenv("NCCL_NVLS_ENABLE");
+    if (!v) {
+        setenv("NCCL_NVLS_ENABLE", "0", 0);
+        return 1;
+    }
+    if (strcmp(v, "0") != 0) {
+        tlmpi_warn_once(NCCL, "TLMPI_NVLS=0 but NCCL_NVLS_ENABLE=%s: the flat NCCL tier stays off so that "
+                        "no NVLink multicast is created", v);
+        return 0;
+    }
+    return 1;
+}
+
 unsigned tlmpi_nccl_local_caps(tlmpi_comm_t *tc)
 {
     const char *why;
 
-    if (tlmpi_g.gpu_count <= 0 || tc->topo.gpu_device < 0) {
+    if (tlmpi_g.gpu_count <= 0 || tc->topo.gpu_device < 0 || !nvls_guard_ok()) {
         return 0;
     }
     if (!tlmpi_nccl_load(&why)) {
