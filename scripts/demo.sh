@@ -27,24 +27,9 @@ t0=$(date +%s)
 say() { printf '\n==> %s\n' "$*"; }
 
 # ---- 1. packages ---------------------------------------------------------------------------------
-pkgs="mpich libmpich-dev libhwloc-dev hwloc check autoconf automake libtool pkg-config make"
-if [ "${SKIP_APT:-0}" != 1 ] && command -v dpkg-query >/dev/null 2>&1; then
-    missing=
-    for p in $pkgs; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
-    done
-    if [ -n "$missing" ]; then
-        say "installing missing packages:$missing"
-        if [ "$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else
-            echo "demo.sh: need root or sudo to install:$missing" >&2; exit 1
-        fi
-        $sudo apt-get update -qq
-        # shellcheck disable=SC2086
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
-    else
-        say "packages: all present ($pkgs)"
-    fi
-fi
+# shellcheck source=scripts/packages.sh
+. "$src/scripts/packages.sh"
+install_missing demo.sh mpich libmpich-dev libhwloc-dev hwloc check autoconf automake libtool pkg-config make
 for tool in "$mpicc" "$mpiexec" autoreconf make; do
     command -v "$tool" >/dev/null 2>&1 || { echo "demo.sh: $tool not found" >&2; exit 1; }
 done

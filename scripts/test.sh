@@ -34,25 +34,10 @@ say() { printf '\n==> %s\n' "$*"; }
 elapsed() { echo "$(($(date +%s) - $1)) s"; }
 
 # ---- 1. packages ---------------------------------------------------------------------------------
-pkgs="mpich libmpich-dev libopenmpi-dev openmpi-bin libhwloc-dev hwloc check autoconf automake libtool
-      pkg-config gfortran valgrind make"
-if [ "${SKIP_APT:-0}" != 1 ] && command -v dpkg-query >/dev/null 2>&1; then
-    missing=
-    for p in $pkgs; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
-    done
-    if [ -n "$missing" ]; then
-        say "installing missing packages:$missing"
-        if [ "$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else
-            echo "test.sh: need root or sudo to install:$missing" >&2
-            exit 1
-        fi
-        t=$(date +%s)
-        $sudo apt-get update -qq && $sudo apt-get install -y -qq $missing >/dev/null ||
-            { echo "test.sh: apt-get install failed" >&2; exit 1; }
-        echo "installed in $(elapsed "$t")"
-    fi
-fi
+# shellcheck source=scripts/packages.sh
+. "$src/scripts/packages.sh"
+install_missing test.sh mpich libmpich-dev libopenmpi-dev openmpi-bin libhwloc-dev hwloc check autoconf \
+    automake libtool pkg-config gfortran valgrind make
 
 # ---- 2. autotools --------------------------------------------------------------------------------
 say "autoreconf -fi"

@@ -1,5 +1,6 @@
 #include "config.h"
 #include "gpu.h"
+#include "env.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -204,7 +205,10 @@ static int range_lookup(uintptr_t a, tlmpi_mem_type_t *type_p, int *dev_p)
     if (found < 0) {
         return 0;
     }
-    if (drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id) {
+    /* TLMPI_PTR_CACHE=trust (enum index 1): the application promises that a freed device range is
+     * not reused by another GPU's allocation, so the range alone answers */
+    if (TLMPI_ENV_I(PTR_CACHE) == 1 ||
+        (drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id)) {
         *type_p = r.type;
         *dev_p = r.dev;
         /* approximate counter (tests, tlmpi_info): no locked instruction on the hit path */

@@ -9,7 +9,9 @@
  *    the allocation's CU_POINTER_ATTRIBUTE_BUFFER_ID. A hit is re-validated with one
  *    cuPointerGetAttribute(BUFFER_ID) call: a range that was freed (and possibly reused by a new
  *    allocation or host mapping) has another id or none, so the entry is dropped and the pointer is
- *    classified afresh.
+ *    classified afresh. TLMPI_PTR_CACHE=trust skips that call: then a range freed and reused by an
+ *    allocation on another GPU of the same process would keep its old device (the only case it
+ *    gets wrong; a host mapping cannot land in the driver's reserved device address ranges).
  *  - Host verdicts are never cached per pointer: an address that is host memory now may be mapped
  *    as device memory after a free. Only addresses that can never be device memory skip CUDA: the
  *    brk heap below the current break ([break at init, sbrk(0))).
