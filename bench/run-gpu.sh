@@ -125,8 +125,10 @@ cat "$OUT/env.txt" >>"$log"
 MPIEXEC=${MPIEXEC:-mpiexec}
 mpi_flags=()
 envflag=()
+shared_flag=() # how TLMPI_BENCH_SHARED_GPU reaches the ranks (hydra forwards the environment itself)
 if "$MPIEXEC" --version 2>&1 | grep -qiE 'open ?mpi|openrte'; then
     mpi_flags=(--oversubscribe --bind-to none)
+    shared_flag=(-x TLMPI_BENCH_SHARED_GPU)
     if [ "$(id -u)" = 0 ]; then
         export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     fi
@@ -172,28 +174,12 @@ run() {
     [ "$ngpu" -gt 0 ] && [ "$np" -gt "$ngpu" ] && shared=1
     say "run np=$np ($label): tlmpi_bench $*"
     TLMPI_BENCH_SHARED_GPU=$shared timeout -k 10 "$t" \
-        "$MPIEXEC" "${mpi_flags[@]}" "${envflag[@]}" -x TLMPI_BENCH_SHARED_GPU -n "$np" \
+        "$MPIEXEC" "${mpi_flags[@]}" "${envflag[@]}" "${shared_flag[@]}" -n "$np" \
         "$wrap" "$bench" -o "$csv" "$@" </dev/null >>"$log" 2>&1
     rc=$?
     say "np=$np ($label): exit $rc$([ $rc = 124 ] && echo ' (timed out)')"
     return $rc
 }
-if ! "$MPIEXEC" --version 2>&1 | grep -qiE 'open ?mpi|openrte'; then
-    # hydra has no -x; redefine run without it
-    run() {
-        local np=$1 label=$2 csv=$3 shared=0 rc t
-        shift 3
-        t=$(limit)
-        [ "$t" = 0 ] && { say "np=$np ($label): skipped, DEADLINE reached"; return 124; }
-        [ "$ngpu" -gt 0 ] && [ "$np" -gt "$ngpu" ] && shared=1
-        say "run np=$np ($label): tlmpi_bench $*"
-        TLMPI_BENCH_SHARED_GPU=$shared timeout -k 10 "$t" \
-            "$MPIEXEC" "${envflag[@]}" -n "$np" "$wrap" "$bench" -o "$csv" "$@" </dev/null >>"$log" 2>&1
-        rc=$?
-        say "np=$np ($label): exit $rc$([ $rc = 124 ] && echo ' (timed out)')"
-        return $rc
-    }
-fi
 
 # ------------------------------------------------------------------ measurements
 csv=$OUT/results.csv

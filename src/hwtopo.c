@@ -332,7 +332,8 @@ int tlmpi_hwtopo_nic_count(void)
     return n;
 }
 
-tlmpi_status_t tlmpi_hwtopo_gpu_busid(int index, char *buf, size_t len)
+/* The name of GPU or NIC number index (in bus id order): the GPU's bus id or the NIC's name. */
+static tlmpi_status_t hwtopo_name(int is_nic, int index, char *buf, size_t len)
 {
     tlmpi_status_t status = TLMPI_ERR_NOT_FOUND;
 
@@ -343,31 +344,26 @@ tlmpi_status_t tlmpi_hwtopo_gpu_busid(int index, char *buf, size_t len)
     if (!hwtopo_enabled()) {
         return status;
     }
-    if (hwtopo_get_locked() && index >= 0 && index < hwt.ngpu) {
-        fmt_busid(hwt.gpu[index], buf, len);
+    if (hwtopo_get_locked() && index >= 0 && index < (is_nic ? hwt.nnic : hwt.ngpu)) {
+        if (is_nic) {
+            snprintf(buf, len, "%s", hwt.nic[index]->name ? hwt.nic[index]->name : "");
+        } else {
+            fmt_busid(hwt.gpu[index], buf, len);
+        }
         status = TLMPI_OK;
     }
     pthread_mutex_unlock(&hwt.lock);
     return status;
 }
 
+tlmpi_status_t tlmpi_hwtopo_gpu_busid(int index, char *buf, size_t len)
+{
+    return hwtopo_name(0, index, buf, len);
+}
+
 tlmpi_status_t tlmpi_hwtopo_nic_name(int index, char *buf, size_t len)
 {
-    tlmpi_status_t status = TLMPI_ERR_NOT_FOUND;
-
-    if (!buf || !len) {
-        return TLMPI_ERR_INVALID_ARG;
-    }
-    buf[0] = '\0';
-    if (!hwtopo_enabled()) {
-        return status;
-    }
-    if (hwtopo_get_locked() && index >= 0 && index < hwt.nnic) {
-        snprintf(buf, len, "%s", hwt.nic[index]->name ? hwt.nic[index]->name : "");
-        status = TLMPI_OK;
-    }
-    pthread_mutex_unlock(&hwt.lock);
-    return status;
+    return hwtopo_name(1, index, buf, len);
 }
 
 void tlmpi_hwtopo_reset(void)
