@@ -9,6 +9,8 @@
 #include "config.h"
 #include "tlmpi.h"
 #include "gpu.h"
+#include "dtype.h"
+#include "ncclwrap.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -76,6 +78,33 @@ int main(int argc, char **argv)
          MPI_Allreduce(MPI_IN_PLACE, d, 2, MPI_FLOAT, MPI_SUM, dup));
     TIME("MPI_Allreduce 8B device in place, TIER=nccl (WORLD)",
          MPI_Allreduce(MPI_IN_PLACE, d, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+#ifdef HAVE_NCCL
+    {
+        /* tlmpi's whole NCCL-tier call against the same NCCL call made directly, out of place */
+        ncclComm_t nc;
+        ncclUniqueId id;
+        int sz;
+
+        tlmpi_dtype_init();
+        TIME("tlmpi_dtype_classify(MPI_FLOAT)", tlmpi_dtype_classify(MPI_FLOAT, &sz));
+        if (tlmpi_nccl_load(NULL) && tlmpi_nccl.ncclGetUniqueId(&id) == ncclSuccess &&
+            tlmpi_nccl.ncclCommInitRank(&nc, 1, id, 0) == ncclSuccess) {
+            for (int k = 0; k < 2; k++) {
+                TIME("raw ncclAllReduce 8B out of place + sync (blocking stream)",
+                     (tlmpi_nccl.ncclAllReduce(d, d + 64, 2, ncclFloat32, ncclSum, nc, sb), cudaStreamSynchronize(sb)));
+                TIME("raw ncclAllReduce 8B out of place + sync (non-blocking)",
+                     (tlmpi_nccl.ncclAllReduce(d, d + 64, 2, ncclFloat32, ncclSum, nc, s), cudaStreamSynchronize(s)));
+                TIME("MPI_Allreduce 8B out of place, TIER=nccl",
+                     MPI_Allreduce(d, d + 64, 2, MPI_FLOAT, MPI_SUM, dup));
+                TIME("raw ncclReduceScatter 8B + sync (blocking stream)",
+                     (tlmpi_nccl.ncclReduceScatter(d, d + 64, 2, ncclFloat32, ncclSum, nc, sb), cudaStreamSynchronize(sb)));
+                TIME("MPI_Reduce_scatter_block 8B, TIER=nccl",
+                     MPI_Reduce_scatter_block(d, d + 64, 2, MPI_FLOAT, MPI_SUM, dup));
+            }
+            tlmpi_nccl.ncclCommDestroy(nc);
+        }
+    }
+#endif
     MPI_Comm_free(&dup);
     cudaFree(d);
     free(h);
