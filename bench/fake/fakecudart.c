@@ -1,0 +1,41 @@
+/* CPU stand-ins for the CUDA runtime calls tlmpi makes, for counting tlmpi's own host work.
+ * "Device" memory = anything allocated with cudaMalloc here (tracked ranges). */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static struct { uintptr_t b, e; unsigned long long id; } R[64];
+static int nr;
+static unsigned long long nid = 1;
+static int find(const void *p) { uintptr_t a = (uintptr_t)p; for (int i = 0; i < nr; i++) if (a >= R[i].b && a < R[i].e) return i; return -1; }
+cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { (void)d; return cudaSuccess; }
+cudaError_t cudaDeviceGetPCIBusId(char *b, int l, int d) { snprintf(b, l, "0000:00:0%d.0", d); return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int *v) { *v = 13000; return cudaSuccess; }
+cudaError_t cudaDriverGetVersion(int *v) { *v = 13000; return cudaSuccess; }
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+const char *cudaGetErrorString(cudaError_t e) { (void)e; return "fake"; }
+cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = (cudaStream_t)malloc(8); return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t s) { free(s); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned f) { (void)f; *e = (cudaEvent_t)malloc(8); return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { (void)e; (void)s; return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { (void)e; return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f) { (void)s; (void)e; (void)f; return cudaSuccess; }
+cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n); R[nr].b = (uintptr_t)*p; R[nr].e = R[nr].b + n; R[nr].id = nid++; nr++; return cudaSuccess; }
+cudaError_t cudaFree(void *p) { int i = find(p); if (i >= 0) R[i].b = R[i].e = 0; free(p); return cudaSuccess; }
+cudaError_t cudaMallocHost(void **p, size_t n) { *p = malloc(n); return cudaSuccess; }
+cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) { (void)k; (void)st; memmove(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k) { (void)k; memmove(d, s, n); return cudaSuccess; }
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p) {
+    memset(a, 0, sizeof(*a)); a->type = find(p) >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered; return cudaSuccess; }
+static CUresult fk_range(CUdeviceptr *b, size_t *s, CUdeviceptr p) { int i = find((void *)p); if (i < 0) return CUDA_ERROR_INVALID_VALUE; *b = R[i].b; *s = R[i].e - R[i].b; return CUDA_SUCCESS; }
+static CUresult fk_attr(void *d, CUpointer_attribute at, CUdeviceptr p) { int i = find((void *)p); (void)at; if (i < 0) return CUDA_ERROR_INVALID_VALUE; *(unsigned long long *)d = R[i].id; return CUDA_SUCCESS; }
+cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned v, unsigned long long f, enum cudaDriverEntryPointQueryResult *q) {
+    (void)v; (void)f; *fn = !strcmp(sym, "cuMemGetAddressRange") ? (void *)fk_range : !strcmp(sym, "cuPointerGetAttribute") ? (void *)fk_attr : NULL;
+    if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound; return cudaSuccess; }
