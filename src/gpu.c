@@ -40,7 +40,6 @@ static unsigned range_next;
  * hit path of a device-buffer call thus costs a scan plus the one validating driver call. */
 static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned range_seq;
-static unsigned long long cache_hits, cache_misses;
 
 #define MAX_DEVS 64
 static tlmpi_gpu_ctx_t *dev_ctx[MAX_DEVS];
@@ -211,8 +210,6 @@ static int range_lookup(uintptr_t a, tlmpi_mem_type_t *type_p, int *dev_p)
         (drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id)) {
         *type_p = r.type;
         *dev_p = r.dev;
-        /* approximate counter (tests, tlmpi_info): no locked instruction on the hit path */
-        __atomic_store_n(&cache_hits, __atomic_load_n(&cache_hits, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
         return 1;
     }
     /* freed or reused: drop the entry */
@@ -266,7 +263,6 @@ tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p)
     if (drv_get_attr && range_lookup(addr, &t, dev_p)) {
         return t;
     }
-    __atomic_store_n(&cache_misses, __atomic_load_n(&cache_misses, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError();
         return TLMPI_MEM_HOST;
@@ -302,16 +298,6 @@ void tlmpi_gpu_cache_flush(void)
     }
     range_write_end();
     pthread_mutex_unlock(&range_lock);
-#endif
-}
-
-void tlmpi_gpu_cache_stats(unsigned long long *hits_p, unsigned long long *misses_p)
-{
-#ifdef HAVE_CUDA
-    *hits_p = __atomic_load_n(&cache_hits, __ATOMIC_RELAXED);
-    *misses_p = __atomic_load_n(&cache_misses, __ATOMIC_RELAXED);
-#else
-    *hits_p = *misses_p = 0;
 #endif
 }
 

@@ -42,8 +42,6 @@ int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len);
 tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p);
 /* Drop every cached device range (tests, finalize). */
 void tlmpi_gpu_cache_flush(void);
-/* Cache hits/misses of tlmpi_gpu_mem_type since start (tests, tlmpi_info). */
-void tlmpi_gpu_cache_stats(unsigned long long *hits_p, unsigned long long *misses_p);
 
 static inline int tlmpi_mem_is_device(tlmpi_mem_type_t t)
 {
