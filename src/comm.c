@@ -8,6 +8,7 @@
 #include "tier.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -42,6 +43,21 @@ int tlmpi_comm_module_init(void)
     return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &tlmpi_g.comm_keyval, NULL);
 }
 
+/* TLMPI_VERIFY_UNIFORM: every TLMPI_* setting of scope "all ranks" must be the same on every rank
+ * of the comm (a difference can deadlock later); checked once per comm, when its state is built. */
+static void verify_env_uniform(MPI_Comm comm)
+{
+    uint64_t h = tlmpi_env_hash_all_eq();
+    uint64_t mm[2] = { h, ~h };
+
+    PMPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_UINT64_T, MPI_MAX, comm);
+    if (mm[0] != h || mm[1] != ~h) {
+        tlmpi_error(COMM, "TLMPI_VERIFY_UNIFORM: ranks have different values of TLMPI_* settings that must be "
+                    "the same on all ranks (see tlmpi_info); aborting");
+        PMPI_Abort(comm, 1);
+    }
+}
+
 static tlmpi_comm_t *comm_build(MPI_Comm comm)
 {
     tlmpi_comm_t *tc = calloc(1, sizeof(*tc));
@@ -57,6 +73,9 @@ static tlmpi_comm_t *comm_build(MPI_Comm comm)
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
         tc->reason = "intercommunicator";
         goto out;
+    }
+    if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
+        verify_env_uniform(comm);
     }
     /* size 1 stays eligible: a device-buffer call on MPI_COMM_SELF is a device copy through a
      * one-rank NCCL communicator, many times faster than staging through the host */

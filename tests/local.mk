@@ -98,7 +98,7 @@ tests_mpi_mpi_half_np4_LDFLAGS = -no-install
 
 # Shell tests: each builds its programs itself, the way a user would (plain mpicc, -ltlmpi,
 # mpif90 + -ltlmpi), so they need the compilers and flags configure found.
-INTERPOSE_TESTS = tests/interpose/preload.sh tests/interpose/linked.sh tests/interpose/fortran.sh \
+INTERPOSE_TESTS = tests/mpi/verify_env.sh tests/interpose/preload.sh tests/interpose/linked.sh tests/interpose/fortran.sh \
     tests/mpi/leak_churn.sh
 TESTS += $(INTERPOSE_TESTS)
 EXTRA_DIST += $(INTERPOSE_TESTS) tests/interpose/common.sh tests/interpose/plain_app.c \
