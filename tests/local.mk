@@ -58,6 +58,12 @@ tests_mpi_mpi_topo_np3_LDFLAGS = -no-install
 TESTS += tests/gpu/check_gpu.sh
 EXTRA_DIST += tests/launch.sh
 if HAVE_CUDA
+# the element-wise reduction kernels of cuda/reduce.cu against a host reference (77 without a GPU)
+check_PROGRAMS += tests/gpu/gpu_reduce
+TESTS += tests/gpu/gpu_reduce
+tests_gpu_gpu_reduce_SOURCES = tests/gpu/gpu_reduce.c
+tests_gpu_gpu_reduce_LDADD = libtlmpi_core.la $(CUDA_LIBS)
+tests_gpu_gpu_reduce_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 check_PROGRAMS += tests/gpu/gpu_coll
 tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c
 tests_gpu_gpu_coll_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
