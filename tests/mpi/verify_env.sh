@@ -17,9 +17,12 @@ export TLMPI_VERIFY_UNIFORM=1
 "$MPIEXEC" $flags -n 2 "$info" --topo >"$work/same.log" 2>&1 </dev/null ||
     fail "equal settings: exit $? (see $work/same.log)"
 grep -q "TLMPI_VERIFY_UNIFORM" "$work/same.log" && fail "equal settings reported as different ($work/same.log)"
-# MPMD: rank 0 gets another chunk size
+# MPMD: rank 0 gets another chunk size. tlmpi's messages go to per-process files: output forwarded
+# by the launcher can be lost when a rank aborts.
+export TLMPI_LOG_FILE="$work/tlmpi.%p.log"
 "$MPIEXEC" $flags -n 1 $setenv "$info" --topo : -n 1 "$info" --topo >"$work/diff.log" 2>&1 </dev/null &&
     fail "different TLMPI_STAGING_CHUNK on one rank: exit 0, no abort ($work/diff.log)"
+cat "$work"/tlmpi.*.log >>"$work/diff.log" 2>/dev/null
 grep -q "TLMPI_VERIFY_UNIFORM: ranks have different values" "$work/diff.log" ||
     fail "different settings: no tlmpi message ($work/diff.log)"
 echo "PASS: equal settings accepted; a different TLMPI_STAGING_CHUNK on one rank aborted with tlmpi's message"
