@@ -61,6 +61,9 @@ else:
         p("Targets (1 rank, one GPU): the nccl mode adds at most 3 us and 2% over raw NCCL; auto is at least 5x faster than staging from 1 MiB."
           if not shared else "No targets: two ranks on one GPU reach each other through NCCL's socket transport on loopback.")
         p()
+        if any(r.get("d_raw_us") for k, v in by.items() if k[0] == n for r in v.values()):
+            p("nccl tier - raw NCCL: median over the repetitions of the paired difference (nccl mode minus raw NCCL in the same repetition, mode order alternating), with its 95% confidence interval.")
+            p()
         p("| coll | size | " + " | ".join(modes) + " | nccl tier - raw NCCL | auto speed-up vs staging |")
         p("|---|---|" + "---|" * len(modes) + "---|---|")
         for (nn, c, b), v in sorted(by.items()):
@@ -79,6 +82,11 @@ else:
             if "nccl" in v and "raw-nccl" in v:
                 t, t0 = float(v["nccl"]["avg_us"]), float(v["raw-nccl"]["avg_us"])
                 d = t - t0
+                ci = ""
+                if v["nccl"].get("d_raw_us"):
+                    # paired: median over repetitions of (nccl - raw NCCL in the same repetition)
+                    d = float(v["nccl"]["d_raw_us"])
+                    ci = f" [{float(v['nccl']['d_raw_lo_us']):+.2f}, {float(v['nccl']['d_raw_hi_us']):+.2f}]"
                 served = v["nccl"]["path_served"]
                 if shared:
                     ok = ""  # NCCL over loopback sockets: no target
@@ -88,7 +96,7 @@ else:
                     # target: tlmpi over its NCCL tier adds at most 3 us and 2% over raw NCCL
                     ok = " ok" if d <= 3.0 and d <= 0.02 * t0 else \
                         f" **{'over 3 us' if d > 3.0 else ''}{' and ' if d > 3.0 and d > 0.02 * t0 else ''}{'over 2%' if d > 0.02 * t0 else ''}**"
-                ov = f"{d:+.1f} us ({100 * d / t0:+.1f}%){ok}"
+                ov = (f"{d:+.2f} us{ci} ({100 * d / t0:+.1f}%){ok}" if ci else f"{d:+.1f} us ({100 * d / t0:+.1f}%){ok}")
             if "auto" in v and "staging" in v:
                 s = float(v["staging"]["avg_us"]) / float(v["auto"]["avg_us"])
                 tgt = ""

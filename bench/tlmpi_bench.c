@@ -10,7 +10,12 @@
  *   busbw      : algbw * 2(n-1)/n (allreduce), algbw * (n-1)/n (allgather, reduce_scatter); 0 at n=1
  *   latency    : per-call average over `iters` back-to-back blocking calls on each rank; avg is the
  *                mean over ranks, min/max the extremes over ranks; with -r R, medians over R
- *                round-robin repetitions (every mode once per repetition, so drift hits all alike).
+ *                round-robin repetitions (every mode once per repetition, so drift hits all alike;
+ *                the order of the modes is reversed on odd repetitions, so no mode always runs first).
+ *   d_raw      : paired overhead against raw NCCL: for each repetition, this mode's latency minus
+ *                raw NCCL's latency in the same repetition; the median of those differences and a
+ *                distribution-free 95% confidence interval of it (order statistics). With many short
+ *                repetitions (-r 101 -t 0.01) this resolves a few tenths of a microsecond.
  *
  * Every CSV row carries a generation string: library version, mode, path that actually served
  * the row (from tlmpi's counters), algorithm, the behaviour-changing environment knobs and a hash
@@ -46,7 +51,7 @@ extern char **environ;
 
 #define BENCH_MAX_SIZES 64
 #define BENCH_MAX_MODES 8
-#define BENCH_MAX_REPS 64
+#define BENCH_MAX_REPS 1024
 #define BENCH_GEN_LEN 1024
 
 /* ---------------------------------------------------------------- options and small types */
@@ -270,6 +275,18 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof(*v), cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Distribution-free 95% confidence interval of the median of n values already sorted (order
+ * statistics, normal approximation of the binomial): v[n/2 - 0.98 sqrt(n)] .. v[n/2 + 0.98 sqrt(n)].
+ * With fewer than 6 values it is simply the range. */
+static void median_ci(const double *sorted, int n, double *lo, double *hi)
+{
+    double h = 0.98 * sqrt((double)n);
+    int a = (int)((double)n / 2.0 - h), b = (int)((double)n / 2.0 + h + 0.999);
+
+    *lo = sorted[a < 0 ? 0 : a];
+    *hi = sorted[b >= n ? n - 1 : b];
 }
 
 static void now_iso(char *buf, size_t len)
@@ -694,6 +711,8 @@ typedef struct {
     double avg_us, min_us, max_us, algbw, busbw;
     const char *valid;
     const char *dtype;
+    int have_d;                     /* d_raw_* set (a tlmpi mode measured beside raw NCCL) */
+    double d_raw_us, d_raw_lo_us, d_raw_hi_us;
 } bench_row_t;
 
 static void emit_row(const bench_row_t *r)
@@ -704,8 +723,13 @@ static void emit_row(const bench_row_t *r)
         return;
     }
     make_generation(r->mode, r->path, gen, sizeof(gen));
-    printf("%-15s %-9s %-12s %12zu %11.2f %11.2f %11.2f %7d %10.2f %10.2f  %s\n", r->coll, r->mode, r->path,
+    printf("%-15s %-9s %-12s %12zu %11.2f %11.2f %11.2f %7d %10.2f %10.2f  %-5s", r->coll, r->mode, r->path,
            r->bytes, r->avg_us, r->min_us, r->max_us, r->iters, r->algbw, r->busbw, r->valid);
+    if (r->have_d) {
+        printf("  %+.3f [%+.3f, %+.3f] us (%+.2f%%)", r->d_raw_us, r->d_raw_lo_us, r->d_raw_hi_us,
+               r->avg_us > r->d_raw_us ? 100.0 * r->d_raw_us / (r->avg_us - r->d_raw_us) : 0.0);
+    }
+    printf("\n");
     fflush(stdout);
     if (!g_csv) {
         return;
@@ -735,7 +759,17 @@ static void emit_row(const bench_row_t *r)
     csv_field(g_csv, num, 0);
     snprintf(num, sizeof(num), "%.4f", r->busbw);
     csv_field(g_csv, num, 0);
-    csv_field(g_csv, r->valid, 1);
+    csv_field(g_csv, r->valid, 0);
+    for (int k = 0; k < 3; k++) {
+        double v = k == 0 ? r->d_raw_us : k == 1 ? r->d_raw_lo_us : r->d_raw_hi_us;
+
+        if (r->have_d) {
+            snprintf(num, sizeof(num), "%.3f", v);
+        } else {
+            num[0] = '\0';
+        }
+        csv_field(g_csv, num, k == 2);
+    }
     fflush(g_csv);
 }
 
@@ -744,8 +778,9 @@ static void print_header(const char *what)
     if (g_rank == 0) {
         printf("\n# %s  dtype=%s  nranks=%d  gpus=%d  (%s on %s)\n", what, dt_names[g_o.dt], g_size, g_ngpus,
                g_gpu, g_host);
-        printf("%-15s %-9s %-12s %12s %11s %11s %11s %7s %10s %10s  %s\n", "# coll", "mode", "path", "bytes",
-               "avg_us", "min_us", "max_us", "iters", "algbw_GB/s", "busbw_GB/s", "valid");
+        printf("%-15s %-9s %-12s %12s %11s %11s %11s %7s %10s %10s  %-5s  %s\n", "# coll", "mode", "path", "bytes",
+               "avg_us", "min_us", "max_us", "iters", "algbw_GB/s", "busbw_GB/s", "valid",
+               "d_raw: median paired diff vs raw-nccl [95% CI]");
     }
 }
 
@@ -862,12 +897,15 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
         /* Round robin: every mode once per repetition, so that clock or contention drift hits
          * all modes alike (algorithms.md 7.3). */
         for (rep = 0; rep < g_o.reps; rep++) {
-            for (mi = 0; mi < g_o.nmodes; mi++) {
-                bench_meas_t *m = &meas[mi];
+            for (int kk = 0; kk < g_o.nmodes; kk++) {
+                /* odd repetitions run the modes in reverse order */
+                bench_meas_t *m;
                 double t, sum = 0;
                 uint64_t seed, before[TLMPI_PATH_COUNT], after[TLMPI_PATH_COUNT];
                 int p;
 
+                mi = rep & 1 ? g_o.nmodes - 1 - kk : kk;
+                m = &meas[mi];
                 if (!m->active) {
                     continue;
                 }
@@ -910,6 +948,32 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
                 }
             }
         }
+        /* paired differences against raw NCCL, before median() reorders the per-rep arrays */
+        static double dr[BENCH_MAX_MODES][3];
+        static int have_dr[BENCH_MAX_MODES];
+        int raw = -1;
+
+        for (mi = 0; mi < g_o.nmodes; mi++) {
+            have_dr[mi] = 0;
+            if (g_o.modes[mi] == MODE_RAW_NCCL && meas[mi].active) {
+                raw = mi;
+            }
+        }
+        for (mi = 0; raw >= 0 && mi < g_o.nmodes; mi++) {
+            double d[BENCH_MAX_REPS];
+
+            if (mi == raw || !meas[mi].active) {
+                continue;
+            }
+            for (rep = 0; rep < g_o.reps; rep++) {
+                d[rep] = meas[mi].avg[rep] - meas[raw].avg[rep];
+            }
+            dr[mi][0] = median(d, g_o.reps) * 1e6;
+            median_ci(d, g_o.reps, &dr[mi][1], &dr[mi][2]);
+            dr[mi][1] *= 1e6;
+            dr[mi][2] *= 1e6;
+            have_dr[mi] = 1;
+        }
         for (mi = 0; mi < g_o.nmodes; mi++) {
             bench_meas_t *m = &meas[mi];
             bench_row_t row;
@@ -918,6 +982,10 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
                 continue;
             }
             memset(&row, 0, sizeof(row));
+            row.have_d = have_dr[mi];
+            row.d_raw_us = dr[mi][0];
+            row.d_raw_lo_us = dr[mi][1];
+            row.d_raw_hi_us = dr[mi][2];
             row.coll = coll_names[ci];
             row.mode = mode_names[g_o.modes[mi]];
             row.dtype = dt_names[g_o.dt];
@@ -1295,7 +1363,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "tlmpi_bench: cannot open %s: %s\n", g_o.csv, strerror(errno));
         } else if (ftell(g_csv) == 0) {
             fprintf(g_csv, "generation,date,host,gpu,nranks,coll,dtype,mode,path_served,bytes,iters,avg_us,min_us,"
-                           "max_us,algbw_GBps,busbw_GBps,valid\n");
+                           "max_us,algbw_GBps,busbw_GBps,valid,d_raw_us,d_raw_lo_us,d_raw_hi_us\n");
         }
     }
     if (g_rank == 0) {

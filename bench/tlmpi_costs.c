@@ -11,10 +11,12 @@
 #include "gpu.h"
 #include "dtype.h"
 #include "ncclwrap.h"
+#include "env.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 
 #define N 20000
 #define RUNS 5
@@ -37,6 +39,43 @@ static int cmp(const void *a, const void *b)
         }                                                                                    \
         qsort(r, RUNS, sizeof(double), cmp);                                                 \
         printf("%-44s %9.1f ns\n", _name, r[RUNS / 2]);                                      \
+    } while (0)
+
+/* Paired comparison of two statements: PREPS repetitions, each timing a block of PBLOCK calls of
+ * A and a block of PBLOCK calls of B (order alternating between repetitions). Prints both medians
+ * and the median of the per-repetition differences B - A with a distribution-free 95% CI. Drift
+ * (clocks, other tenants) hits both alike, so a few tens of ns are resolved on a 10 us call. */
+#define PREPS 201
+#define PBLOCK 200
+static double pa[PREPS], pb[PREPS], pd[PREPS];
+static void pair_report(const char *na, const char *nb)
+{
+    double ma, mb, md, lo, hi, h = 0.98 * sqrt((double)PREPS);
+    int i0 = (int)(PREPS / 2.0 - h), i1 = (int)(PREPS / 2.0 + h + 0.999);
+
+    for (int k = 0; k < PREPS; k++) pd[k] = pb[k] - pa[k];
+    qsort(pa, PREPS, sizeof(double), cmp);
+    qsort(pb, PREPS, sizeof(double), cmp);
+    qsort(pd, PREPS, sizeof(double), cmp);
+    ma = pa[PREPS / 2]; mb = pb[PREPS / 2]; md = pd[PREPS / 2];
+    lo = pd[i0 < 0 ? 0 : i0]; hi = pd[i1 >= PREPS ? PREPS - 1 : i1];
+    printf("paired  A: %-52s %9.1f ns\n", na, ma);
+    printf("        B: %-52s %9.1f ns\n", nb, mb);
+    printf("        B - A: median %+.1f ns, 95%% CI [%+.1f, %+.1f] (%+.2f%% of A)\n", md, lo, hi, 100.0 * md / ma);
+}
+#define PAIR(_na, _sa, _nb, _sb)                                                             \
+    do {                                                                                     \
+        for (int i = 0; i < PBLOCK; i++) { _sa; _sb; } /* warm-up */                         \
+        for (int k = 0; k < PREPS; k++) {                                                    \
+            for (int w = 0; w < 2; w++) {                                                    \
+                int b_ = (k + w) & 1;                                                        \
+                double t0 = MPI_Wtime();                                                     \
+                if (b_) { for (int i = 0; i < PBLOCK; i++) { _sb; } }                        \
+                else { for (int i = 0; i < PBLOCK; i++) { _sa; } }                           \
+                (b_ ? pb : pa)[k] = (MPI_Wtime() - t0) / PBLOCK * 1e9;                       \
+            }                                                                                \
+        }                                                                                    \
+        pair_report(_na, _nb);                                                               \
     } while (0)
 
 int main(int argc, char **argv)
@@ -100,6 +139,49 @@ int main(int argc, char **argv)
                      (tlmpi_nccl.ncclReduceScatter(d, d + 64, 2, ncclFloat32, ncclSum, nc, sb), cudaStreamSynchronize(sb)));
                 TIME("MPI_Reduce_scatter_block 8B, TIER=nccl",
                      MPI_Reduce_scatter_block(d, d + 64, 2, MPI_FLOAT, MPI_SUM, dup));
+            }
+            {
+                /* the wait: cudaStreamSynchronize against tlmpi's spin on a GPU-written host word,
+                 * both after the same raw NCCL call on tlmpi's own stream */
+                tlmpi_gpu_ctx_t *ctx = tlmpi_gpu_ctx(0);
+                float *d2;
+
+                cudaMalloc((void **)&d2, 1 << 20);
+                printf("tlmpi stream wait: %s\n", ctx && ctx->spin ? "spin (GPU-written host word)" : "cudaStreamSynchronize");
+                if (ctx) {
+                    cudaStream_t ts = (cudaStream_t)ctx->stream;
+                    PAIR("raw ncclAllReduce 8B + cudaStreamSynchronize",
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), cudaStreamSynchronize(ts)),
+                         "raw ncclAllReduce 8B + tlmpi_gpu_stream_wait",
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx)));
+                    PAIR("raw ncclAllReduce 1MiB + cudaStreamSynchronize",
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 1 << 18, ncclFloat32, ncclSum, nc, ts), cudaStreamSynchronize(ts)),
+                         "raw ncclAllReduce 1MiB + tlmpi_gpu_stream_wait",
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 1 << 18, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx)));
+                }
+                /* tlmpi's whole call against raw NCCL + cudaStreamSynchronize (two allocations, as OSU) */
+                PAIR("raw ncclAllReduce 8B + sync (non-blocking stream)",
+                     (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, s), cudaStreamSynchronize(s)),
+                     "MPI_Allreduce 8B, TIER=nccl",
+                     MPI_Allreduce(d, d2, 2, MPI_FLOAT, MPI_SUM, dup));
+                PAIR("raw ncclAllReduce 8B + sync (blocking stream)",
+                     (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, sb), cudaStreamSynchronize(sb)),
+                     "raw ncclAllReduce 8B + sync (non-blocking stream)",
+                     (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, s), cudaStreamSynchronize(s)));
+                PAIR("raw ncclReduceScatter 8B + sync (non-blocking stream)",
+                     (tlmpi_nccl.ncclReduceScatter(d, d2, 2, ncclFloat32, ncclSum, nc, s), cudaStreamSynchronize(s)),
+                     "MPI_Reduce_scatter_block 8B, TIER=nccl",
+                     MPI_Reduce_scatter_block(d, d2, 2, MPI_FLOAT, MPI_SUM, dup));
+                PAIR("raw ncclAllGather 8B + sync (non-blocking stream)",
+                     (tlmpi_nccl.ncclAllGather(d, d2, 8, ncclInt8, nc, s), cudaStreamSynchronize(s)),
+                     "MPI_Allgather 8B, TIER=nccl",
+                     MPI_Allgather(d, 2, MPI_FLOAT, d2, 2, MPI_FLOAT, dup));
+                PAIR("tlmpi_gpu_mem_type(device ptr, cached) x2 (two allocations)",
+                     (tlmpi_gpu_mem_type(d, &dev), tlmpi_gpu_mem_type(d2, &dev)),
+                     "tlmpi_gpu_mem_type x2, TLMPI_PTR_CACHE=trust",
+                     (tlmpi_env_val[TLMPI_ENV_PTR_CACHE].i = 1, tlmpi_gpu_mem_type(d, &dev), tlmpi_gpu_mem_type(d2, &dev),
+                      tlmpi_env_val[TLMPI_ENV_PTR_CACHE].i = 0));
+                cudaFree(d2);
             }
             tlmpi_nccl.ncclCommDestroy(nc);
         }

@@ -14,8 +14,18 @@
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static tlmpi_comm_t *live_head;
 
+/* One-entry per-thread cache of the last state looked up, so that repeated calls on one comm skip
+ * PMPI_Comm_get_attr (116 instructions under MPICH). A handle can be reused after MPI_Comm_free
+ * (MPICH reuses its integers), so every state destruction bumps comm_gen and a cached entry is used
+ * only while the generation it was taken in is still current. */
+static unsigned comm_gen;
+static __thread MPI_Comm tls_comm __attribute__((tls_model("initial-exec")));
+static __thread tlmpi_comm_t *tls_tc __attribute__((tls_model("initial-exec")));
+static __thread unsigned tls_gen __attribute__((tls_model("initial-exec")));
+
 static void comm_destroy(tlmpi_comm_t *tc)
 {
+    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE); /* invalidates every thread's cached entry */
     pthread_mutex_lock(&comm_lock);
     if (tc->prev) {
         tc->prev->next = tc->next;
@@ -58,7 +68,7 @@ static void verify_env_uniform(MPI_Comm comm)
     }
 }
 
-static tlmpi_comm_t *comm_build(MPI_Comm comm)
+static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
 {
     tlmpi_comm_t *tc = calloc(1, sizeof(*tc));
     int inter = 0, local_ok, all_ok;
@@ -111,15 +121,33 @@ out:
     return tc;
 }
 
-tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm)
+/* The lookup through the MPI attribute (and the build on a comm's first use); refills the cache. */
+static __attribute__((noinline)) tlmpi_comm_t *comm_get_slow(MPI_Comm comm, unsigned gen)
 {
+    tlmpi_comm_t *tc;
     void *attr;
     int flag = 0;
 
     if (PMPI_Comm_get_attr(comm, tlmpi_g.comm_keyval, &attr, &flag) != MPI_SUCCESS) {
         return NULL;
     }
-    return flag ? attr : comm_build(comm);
+    tc = flag ? attr : comm_build(comm);
+    if (tc) {
+        tls_comm = comm;
+        tls_tc = tc;
+        tls_gen = gen;
+    }
+    return tc;
+}
+
+tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm)
+{
+    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
+
+    if (TLMPI_LIKELY(tls_tc != NULL) && tls_comm == comm && tls_gen == gen) {
+        return tls_tc;
+    }
+    return comm_get_slow(comm, gen);
 }
 
 void tlmpi_comm_module_finalize(void)

@@ -2,8 +2,10 @@
 #include "gpu.h"
 #include "env.h"
 #include "log.h"
+#include "core.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,8 +21,10 @@ static const char *gpu_why = "not probed";
 #ifdef HAVE_CUDA
 typedef CUresult (*get_range_fn_t)(CUdeviceptr *base, size_t *size, CUdeviceptr p);
 typedef CUresult (*get_attr_fn_t)(void *data, CUpointer_attribute attr, CUdeviceptr p);
+typedef CUresult (*write_value_fn_t)(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags);
 static get_range_fn_t drv_get_range;
 static get_attr_fn_t drv_get_attr;
+static write_value_fn_t drv_write_value32;
 
 /* Host addresses that can never be device memory: the brk heap below the current break. (No
  * linker symbols such as `end`: libtlmpi may be LD_PRELOADed into a binary that does not export them.) */
@@ -59,6 +63,11 @@ static void load_driver_entry_points(void)
     if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &fn, 12000, cudaEnableDefault, &q) ==
             cudaSuccess && q == cudaDriverEntryPointSuccess) {
         drv_get_attr = (get_attr_fn_t)fn;
+    }
+    fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess && q == cudaDriverEntryPointSuccess) {
+        drv_write_value32 = (write_value_fn_t)fn;
     }
     (void)cudaGetLastError();
     if (!drv_get_range || !drv_get_attr) {
@@ -193,8 +202,9 @@ static int range_find(uintptr_t a, range_t *r_p)
     }
 }
 
-/* Cached device range containing p, validated by its buffer id; 1 on a valid hit. */
-static int range_lookup(uintptr_t a, tlmpi_mem_type_t *type_p, int *dev_p)
+/* Cached device range containing p, validated by its buffer id; 1 on a valid hit (then *r_p is the
+ * range). */
+static int range_lookup(uintptr_t a, range_t *r_p)
 {
     int found;
     range_t r;
@@ -208,8 +218,7 @@ static int range_lookup(uintptr_t a, tlmpi_mem_type_t *type_p, int *dev_p)
      * not reused by another GPU's allocation, so the range alone answers */
     if (TLMPI_ENV_I(PTR_CACHE) == 1 ||
         (drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id)) {
-        *type_p = r.type;
-        *dev_p = r.dev;
+        *r_p = r;
         return 1;
     }
     /* freed or reused: drop the entry */
@@ -225,7 +234,8 @@ static int range_lookup(uintptr_t a, tlmpi_mem_type_t *type_p, int *dev_p)
     return 0;
 }
 
-static void range_insert(uintptr_t a, tlmpi_mem_type_t type, int dev)
+/* Cache the allocation containing a; 1 (and *r_p) if it could be cached. */
+static int range_insert(uintptr_t a, tlmpi_mem_type_t type, int dev, range_t *r_p)
 {
     CUdeviceptr base = 0;
     size_t size = 0;
@@ -234,34 +244,50 @@ static void range_insert(uintptr_t a, tlmpi_mem_type_t type, int dev)
 
     if (drv_get_range((CUdeviceptr *)&base, &size, (CUdeviceptr)a) != CUDA_SUCCESS || size == 0 ||
         drv_get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) != CUDA_SUCCESS) {
-        return;
+        return 0;
     }
     r = (range_t){ .base = (uintptr_t)base, .end = (uintptr_t)base + size, .id = id, .dev = dev, .type = type };
+    *r_p = r;
     pthread_mutex_lock(&range_lock);
     range_write_begin();
     range_store(range_next % RANGE_SLOTS, &r);
     range_write_end();
     range_next++;
     pthread_mutex_unlock(&range_lock);
+    return 1;
 }
 #endif
 
 tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p)
+{
+    tlmpi_gpu_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
+
+    return tlmpi_gpu_mem_type_in_call(p, dev_p, &seen);
+}
+
+tlmpi_mem_type_t tlmpi_gpu_mem_type_in_call(const void *p, int *dev_p, tlmpi_gpu_seen_t *seen)
 {
     *dev_p = -1;
 #ifdef HAVE_CUDA
     struct cudaPointerAttributes a;
     uintptr_t addr = (uintptr_t)p;
     tlmpi_mem_type_t t;
+    range_t r;
 
     if (p == NULL || gpu_count <= 0) {
         return TLMPI_MEM_HOST;
     }
+    if (addr >= seen->base && addr < seen->end) {
+        *dev_p = seen->dev;
+        return seen->type;
+    }
     if (addr >= brk_lo && addr < (uintptr_t)sbrk(0)) {
         return TLMPI_MEM_HOST;
     }
-    if (drv_get_attr && range_lookup(addr, &t, dev_p)) {
-        return t;
+    if (drv_get_attr && range_lookup(addr, &r)) {
+        *seen = (tlmpi_gpu_seen_t){ r.base, r.end, r.type, r.dev };
+        *dev_p = r.dev;
+        return r.type;
     }
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -274,13 +300,14 @@ tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p)
     default:                    return TLMPI_MEM_HOST;
     }
     *dev_p = a.device;
-    if (drv_get_range) {
-        range_insert(addr, t, a.device);
+    if (drv_get_range && range_insert(addr, t, a.device, &r)) {
+        *seen = (tlmpi_gpu_seen_t){ r.base, r.end, r.type, r.dev };
     }
     (void)cudaGetLastError();
     return t;
 #else
     (void)p;
+    (void)seen;
     return TLMPI_MEM_HOST;
 #endif
 }
@@ -339,6 +366,109 @@ void tlmpi_gpu_restore_device(int saved)
 #endif
 }
 
+#ifdef HAVE_CUDA
+/* Decide how this device's stream is waited for (TLMPI_WAIT), with dev current. Spin needs the
+ * driver's stream memory operations on a mapped host word; checked here once with a real write. */
+static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
+{
+    long mode = TLMPI_ENV_I(WAIT); /* 0 auto, 1 sync, 2 spin */
+    unsigned flags = 0;
+    void *w = NULL;
+    const char *why = NULL;
+
+    ctx->spin = 0;
+    ctx->done_word = NULL;
+    if (mode == 1) {
+        return;
+    }
+    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
+        why = "MPI_THREAD_MULTIPLE";
+    } else if (mode == 0 && cudaGetDeviceFlags(&flags) == cudaSuccess && (flags & cudaDeviceScheduleBlockingSync)) {
+        why = "the device is set to blocking sync";
+    } else if (!drv_write_value32) {
+        why = "no cuStreamWriteValue32";
+    } else if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+        why = "cannot allocate a mapped host word";
+        w = NULL;
+    } else {
+        *(volatile unsigned *)w = 0;
+        if (drv_write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)w, 1, 0) != CUDA_SUCCESS ||
+            cudaStreamSynchronize((cudaStream_t)ctx->stream) != cudaSuccess || *(volatile unsigned *)w != 1) {
+            why = "stream memory operations are not usable";
+        }
+    }
+    (void)cudaGetLastError();
+    if (why) {
+        if (w) {
+            cudaFreeHost(w);
+        }
+        if (mode == 2) {
+            tlmpi_warn(CUDA, "TLMPI_WAIT=spin: not possible on device %d (%s); using cudaStreamSynchronize", dev, why);
+        } else {
+            tlmpi_debug(CUDA, "device %d: waiting with cudaStreamSynchronize (%s)", dev, why);
+        }
+        return;
+    }
+    ctx->done_word = w;
+    ctx->done_seq = 1;
+    ctx->spin = 1;
+}
+#endif
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx)
+{
+#ifdef HAVE_CUDA
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    unsigned target, spins = 0, rounds = 0;
+    cudaError_t e;
+
+    if (!ctx->spin) {
+        return (int)cudaStreamSynchronize(s);
+    }
+    target = ctx->done_seq + 1;
+    if (drv_write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word, target, 0) != CUDA_SUCCESS) {
+        (void)cudaGetLastError();
+        return (int)cudaStreamSynchronize(s);
+    }
+    ctx->done_seq = target;
+    for (;;) {
+        if ((int)(*ctx->done_word - target) >= 0) {
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            return 0;
+        }
+        if (++spins < 512) {
+            cpu_relax();
+            continue;
+        }
+        /* every few microseconds: has the stream failed (or finished)? */
+        spins = 0;
+        e = cudaStreamQuery(s);
+        if (e == cudaSuccess) {
+            return 0;
+        }
+        if (e != cudaErrorNotReady) {
+            return (int)e;
+        }
+        (void)cudaGetLastError();
+        if (++rounds > 64) {
+            sched_yield(); /* a long wait: leave the core to others */
+        }
+    }
+#else
+    (void)ctx;
+    return 1;
+#endif
+}
+
 tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev)
 {
 #ifdef HAVE_CUDA
@@ -369,6 +499,7 @@ tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev)
             goto err;
         }
     }
+    ctx_setup_spin(ctx, dev);
     tlmpi_gpu_restore_device(saved);
     __atomic_store_n(&dev_ctx[dev], ctx, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ctx_lock);
@@ -415,6 +546,9 @@ void tlmpi_gpu_finalize(void)
         }
         cudaStreamDestroy((cudaStream_t)ctx->stream);
         cudaStreamDestroy((cudaStream_t)ctx->stream2);
+        if (ctx->done_word) {
+            cudaFreeHost((void *)ctx->done_word);
+        }
         memset(ctx, 0, sizeof(*ctx));
         dev_ctx[d] = NULL;
         tlmpi_gpu_restore_device(saved);

@@ -22,6 +22,7 @@
 #define TLMPI_GPU_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum {
     TLMPI_MEM_HOST = 0,     /* pageable host memory (or unknown to CUDA) */
@@ -40,6 +41,18 @@ int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len);
 
 /* Memory type of p; *dev_p gets the device ordinal for DEVICE/MANAGED (else -1). */
 tlmpi_mem_type_t tlmpi_gpu_mem_type(const void *p, int *dev_p);
+
+/* A device allocation validated during the current call (zero-initialise before the first use).
+ * tlmpi_gpu_mem_type_in_call classifies like tlmpi_gpu_mem_type, but a pointer inside an allocation
+ * already validated for this call is answered without a second driver call (an allocation that
+ * is live now keeps its extent), and a pointer it validates becomes the new `seen`. Only for the
+ * buffers of one call: the allocation may be freed once the call returns. */
+typedef struct {
+    uintptr_t base, end;
+    tlmpi_mem_type_t type;
+    int dev;
+} tlmpi_gpu_seen_t;
+tlmpi_mem_type_t tlmpi_gpu_mem_type_in_call(const void *p, int *dev_p, tlmpi_gpu_seen_t *seen);
 /* Drop every cached device range (tests, finalize). */
 void tlmpi_gpu_cache_flush(void);
 
@@ -59,8 +72,18 @@ typedef struct {
     void *stream;
     void *stream2;
     void *events[TLMPI_GPU_MAX_EVENTS];
+    volatile unsigned *done_word;   /* pinned, mapped host word the GPU writes (NULL: no spin wait) */
+    unsigned done_seq;              /* last value enqueued for done_word */
+    int spin;                       /* tlmpi_gpu_stream_wait polls done_word */
 } tlmpi_gpu_ctx_t;
 tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev);
+
+/* Wait until everything enqueued so far on ctx->stream has completed (blocking MPI semantics);
+ * returns a cudaError_t (0 = success). With ctx->spin the GPU writes a new value into done_word
+ * after the work and the host polls it, calling cudaStreamQuery every few microseconds so that a
+ * failed kernel is reported rather than waited for forever; else cudaStreamSynchronize. Only one
+ * thread at a time may use ctx->stream (spin is off under MPI_THREAD_MULTIPLE). */
+int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx);
 
 /* Make dev current for the calling thread; *saved_p gets the previous device, or -1 if dev was
  * already current. tlmpi_gpu_restore_device(saved) undoes it (no-op for -1). Return 0 or -1. */

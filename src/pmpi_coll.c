@@ -196,6 +196,16 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
     }
 }
 
+/* Memory type and device of both buffers. Send and receive buffers carved from one allocation
+ * (a framework's memory pool) cost one validating driver call, not two. */
+static inline void classify_buffers(tlmpi_call_t *c)
+{
+    tlmpi_gpu_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
+
+    c->rmem = tlmpi_gpu_mem_type_in_call(c->rbuf, &c->rdev, &seen);
+    c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_gpu_mem_type_in_call(c->sbuf, &c->sdev, &seen);
+}
+
 static inline int coll_entry(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
 {
     int rc;
@@ -207,16 +217,14 @@ static inline int coll_entry(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcou
     if (TLMPI_UNLIKELY(c->coll != TLMPI_COLL_ALLGATHER && is_half_type(c->dtype))) {
         c->smem = c->rmem = TLMPI_MEM_HOST;
         if (tlmpi_g.gpu_count > 0) {
-            c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_gpu_mem_type(c->sbuf, &c->sdev);
-            c->rmem = tlmpi_gpu_mem_type(c->rbuf, &c->rdev);
+            classify_buffers(c);
         }
         return coll_slow(c, rtype, rcount);
     }
     if (tlmpi_g.gpu_count == 0 || c->count <= 0) {
         goto passthrough;
     }
-    c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_gpu_mem_type(c->sbuf, &c->sdev);
-    c->rmem = tlmpi_gpu_mem_type(c->rbuf, &c->rdev);
+    classify_buffers(c);
     if (tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem) ||
         TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) { /* host calls too, so a mismatch is caught */
         return coll_slow(c, rtype, rcount);

@@ -53,6 +53,7 @@ static int g_rank, g_size, g_quick;
 static long g_cases, g_fail;
 static unsigned long long g_seed = 0x5eed;
 static int g_shared_gpu;
+static int g_pool;                  /* device send buffer carved from the receive buffer's allocation */
 static char *d_s, *d_r;             /* device scratch */
 static size_t d_bytes;
 static char *h_in, *h_out, *h_exp;  /* host scratch */
@@ -246,7 +247,12 @@ static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inp
     }
     /* own input on the host */
     for (i = 0; i < in_n; i++) put(t, h_in, i, val(t, cs, rank, i));
-    sbuf = sdev ? d_s : h_in;
+    char *dsend = g_pool ? d_r + d_bytes / 2 : d_s;
+    if (g_pool && (out_n > in_n ? out_n : in_n) * esz > d_bytes / 2) {
+        fprintf(stderr, "pool case too large\n");
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    sbuf = sdev ? dsend : h_in;
     rbuf = rdev ? d_r : h_out;
     /* poison the output, then place the input */
     if (rdev) CK(cudaMemset(d_r, 0xA5, out_n * esz > in_n * esz ? out_n * esz : in_n * esz));
@@ -257,7 +263,7 @@ static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inp
         else memcpy(h_out + off, h_in, in_n * esz);
         sbuf = MPI_IN_PLACE;
     } else if (sdev) {
-        CK(cudaMemcpy(d_s, h_in, in_n * esz, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dsend, h_in, in_n * esz, cudaMemcpyHostToDevice));
     }
     if (tlmpi_config_set("TIER", tier) != TLMPI_OK) {
         fprintf(stderr, "tlmpi_config_set TIER %s failed\n", tier);
@@ -607,6 +613,32 @@ int main(int argc, char **argv)
     MPI_Comm_free(&half);
     MPI_Comm_free(&dup);
     if (g_rank == 0) printf("sub-communicators done (%ld cases so far)\n", g_cases);
+
+    /* Comm handles reused after MPI_Comm_free: tlmpi caches the last comm's state per thread, so a
+     * stale entry would run on a freed NCCL comm or with the wrong size. The comm alternates between
+     * all ranks and halves (so consecutive comms differ in size), freed after each use. */
+    {
+        long c0 = g_cases;
+        for (a = 0; a < 16; a++) {
+            MPI_Comm cm;
+            MPI_Comm_split(MPI_COMM_WORLD, a % 2 ? g_rank % 2 : 0, g_rank, &cm);
+            run_case(cm, C_AR, &g_types[0], OP_SUM, 0, 4097, tiers[(a / 2) % 3], 1, 1);
+            run_case(cm, C_RSB, &g_types[6], OP_MAX, a % 3 == 0, 33, tiers[(a / 2) % 3], 1, 1);
+            MPI_Comm_free(&cm);
+        }
+        if (g_rank == 0) printf("comm handle reuse: %ld cases\n", g_cases - c0);
+    }
+
+    /* send and receive buffers in one allocation (a framework's memory pool): one validated
+     * classification answers both */
+    g_pool = 1;
+    for (ti = 0; ti < 3; ti++) {
+        run_case(MPI_COMM_WORLD, C_AR, &g_types[0], OP_SUM, 0, 4097, tiers[ti], 1, 1);
+        run_case(MPI_COMM_WORLD, C_RSB, &g_types[1], OP_MIN, 0, 1000, tiers[ti], 1, 1);
+        run_case(MPI_COMM_WORLD, C_AG, &g_types[6], OP_SUM, 0, 333, tiers[ti], 1, 1);
+        run_case(MPI_COMM_WORLD, C_AR, &g_types[0], OP_SUM, 0, 4097, tiers[ti], 0, 1);
+    }
+    g_pool = 0;
 
     /* back-to-back mixed calls: tiers, collectives, types, ops, sizes change every call */
     nb2b = g_quick ? 200 : 1000;
