@@ -13,6 +13,7 @@
 #include "ncclwrap.h"
 #include "env.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,29 @@ int main(int argc, char **argv)
                      (tlmpi_nccl.ncclAllGather(d, d2, 8, ncclInt8, nc, s), cudaStreamSynchronize(s)),
                      "MPI_Allgather 8B, TIER=nccl",
                      MPI_Allgather(d, 2, MPI_FLOAT, d2, 2, MPI_FLOAT, dup));
+                {
+                    /* candidate driver queries for re-validating a cached allocation */
+                    typedef CUresult (*attr_fn)(void *, CUpointer_attribute, CUdeviceptr);
+                    typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
+                    typedef CUresult (*attrs_fn)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
+                    enum cudaDriverEntryPointQueryResult q;
+                    void *f1 = NULL, *f2 = NULL, *f3 = NULL;
+                    unsigned long long id;
+                    CUdeviceptr base;
+                    size_t sz;
+                    CUpointer_attribute at[1] = { CU_POINTER_ATTRIBUTE_BUFFER_ID };
+                    void *av[1] = { &id };
+
+                    cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &f1, 12000, cudaEnableDefault, &q);
+                    cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f2, 12000, cudaEnableDefault, &q);
+                    cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f3, 12000, cudaEnableDefault, &q);
+                    if (f1 && f2 && f3) {
+                        PAIR("cuPointerGetAttribute(BUFFER_ID)", ((attr_fn)f1)(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)d2),
+                             "cuMemGetAddressRange", ((range_fn)f2)(&base, &sz, (CUdeviceptr)d2));
+                        PAIR("cuPointerGetAttribute(BUFFER_ID)", ((attr_fn)f1)(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)d2),
+                             "cuPointerGetAttributes(1: BUFFER_ID)", ((attrs_fn)f3)(1, at, av, (CUdeviceptr)d2));
+                    }
+                }
                 PAIR("tlmpi_gpu_mem_type(device ptr, cached) x2 (two allocations)",
                      (tlmpi_gpu_mem_type(d, &dev), tlmpi_gpu_mem_type(d2, &dev)),
                      "tlmpi_gpu_mem_type x2, TLMPI_PTR_CACHE=trust",

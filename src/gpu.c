@@ -373,7 +373,7 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
 {
     long mode = TLMPI_ENV_I(WAIT); /* 0 auto, 1 sync, 2 spin */
     unsigned flags = 0;
-    void *w = NULL;
+    void *w = NULL, *dw = NULL;
     const char *why = NULL;
 
     ctx->spin = 0;
@@ -390,9 +390,11 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
     } else if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
         why = "cannot allocate a mapped host word";
         w = NULL;
+    } else if (cudaHostGetDevicePointer(&dw, w, 0) != cudaSuccess) {
+        why = "no device address for the mapped host word";
     } else {
         *(volatile unsigned *)w = 0;
-        if (drv_write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)w, 1, 0) != CUDA_SUCCESS ||
+        if (drv_write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)dw, 1, 0) != CUDA_SUCCESS ||
             cudaStreamSynchronize((cudaStream_t)ctx->stream) != cudaSuccess || *(volatile unsigned *)w != 1) {
             why = "stream memory operations are not usable";
         }
@@ -410,6 +412,7 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
         return;
     }
     ctx->done_word = w;
+    ctx->done_word_dev = dw;
     ctx->done_seq = 1;
     ctx->spin = 1;
 }
@@ -435,7 +438,7 @@ int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx)
         return (int)cudaStreamSynchronize(s);
     }
     target = ctx->done_seq + 1;
-    if (drv_write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word, target, 0) != CUDA_SUCCESS) {
+    if (drv_write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word_dev, target, 0) != CUDA_SUCCESS) {
         (void)cudaGetLastError();
         return (int)cudaStreamSynchronize(s);
     }

@@ -73,6 +73,7 @@ typedef struct {
     void *stream2;
     void *events[TLMPI_GPU_MAX_EVENTS];
     volatile unsigned *done_word;   /* pinned, mapped host word the GPU writes (NULL: no spin wait) */
+    void *done_word_dev;            /* its device address */
     unsigned done_seq;              /* last value enqueued for done_word */
     int spin;                       /* tlmpi_gpu_stream_wait polls done_word */
 } tlmpi_gpu_ctx_t;
