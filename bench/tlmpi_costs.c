@@ -12,6 +12,7 @@
 #include "dtype.h"
 #include "ncclwrap.h"
 #include "env.h"
+#include "../cuda/kernels.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -159,6 +160,25 @@ int main(int argc, char **argv)
                          (tlmpi_nccl.ncclAllReduce(d, d2, 1 << 18, ncclFloat32, ncclSum, nc, ts), cudaStreamSynchronize(ts)),
                          "raw ncclAllReduce 1MiB + tlmpi_gpu_stream_wait",
                          (tlmpi_nccl.ncclAllReduce(d, d2, 1 << 18, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx)));
+                    /* a one-rank collective is a device copy: NCCL's enqueue against a plain copy
+                     * (copy engine) and against tlmpi's copy kernel, all waited for by spinning */
+                    const void *src1[1] = { d };
+                    PAIR("raw ncclAllReduce 8B + spin wait",
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx)),
+                         "cudaMemcpyAsync 8B D2D + spin wait",
+                         (cudaMemcpyAsync(d2, d, 8, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)));
+                    PAIR("raw ncclAllGather 1MiB + spin wait",
+                         (tlmpi_nccl.ncclAllGather(d, d2, 1 << 20, ncclInt8, nc, ts), tlmpi_gpu_stream_wait(ctx)),
+                         "cudaMemcpyAsync 1MiB D2D + spin wait",
+                         (cudaMemcpyAsync(d2, d, 1 << 20, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)));
+                    PAIR("cudaMemcpyAsync 8B D2D + spin wait",
+                         (cudaMemcpyAsync(d2, d, 8, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)),
+                         "copy kernel (reduce_multi, 1 source) 8B + spin wait",
+                         (tlmpi_cuda_reduce_multi(d2, src1, 1, 8, TLMPI_DT_U8, TLMPI_OP_SUM, ts), tlmpi_gpu_stream_wait(ctx)));
+                    PAIR("cudaMemcpyAsync 1MiB D2D + spin wait",
+                         (cudaMemcpyAsync(d2, d, 1 << 20, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)),
+                         "copy kernel (reduce_multi, 1 source) 1MiB + spin wait",
+                         (tlmpi_cuda_reduce_multi(d2, src1, 1, 1 << 18, TLMPI_DT_U32, TLMPI_OP_SUM, ts), tlmpi_gpu_stream_wait(ctx)));
                 }
                 /* tlmpi's whole call against raw NCCL + cudaStreamSynchronize (two allocations, as OSU) */
                 PAIR("raw ncclAllReduce 8B + sync (non-blocking stream)",

@@ -226,6 +226,25 @@ static void fail(const char *what)
  * One case on comm: coll, type, op, in-place, count (elements per rank block), tier name.
  * smem/rmem: 1 = device, 0 = host (mixed-pair cases).
  */
+/* Do two ranks of comm use one GPU (then auto must not pick NCCL)? Asked per call: sub-communicators
+ * differ (a one-rank half never shares), and comm handles are reused after MPI_Comm_free. */
+static int comm_shared_gpu(MPI_Comm comm)
+{
+    char bus[64] = "", *all;
+    int p, i, j, dev = -1, shared = 0;
+
+    MPI_Comm_size(comm, &p);
+    if (p == 1) return 0;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetPCIBusId(bus, 64, dev);
+    all = malloc((size_t)p * 64);
+    MPI_Allgather(bus, 64, MPI_CHAR, all, 64, MPI_CHAR, comm);
+    for (i = 0; i < p; i++)
+        for (j = 0; j < i; j++)
+            if (!strcmp(all + 64 * i, all + 64 * j)) shared = 1;
+    free(all);
+    return shared;
+}
+
 static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inplace, size_t count,
                      const char *tier, int sdev, int rdev)
 {
@@ -294,7 +313,7 @@ static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inp
         if (count == 0 || (!sdev && !rdev)) want = TLMPI_PATH_PASSTHROUGH;
         else if (!strcmp(tier, "nccl")) want = want_nccl ? TLMPI_PATH_NCCL : TLMPI_PATH_STAGING;
         else if (!strcmp(tier, "staging")) want = TLMPI_PATH_STAGING;
-        else want = (want_nccl && !g_shared_gpu) ? TLMPI_PATH_NCCL : TLMPI_PATH_STAGING;
+        else want = (want_nccl && !(g_shared_gpu && comm_shared_gpu(comm))) ? TLMPI_PATH_NCCL : TLMPI_PATH_STAGING;
         if (took != want) {
             char m2[700];
             snprintf(m2, sizeof(m2), "%s: took path %s, expected %s", msg, tlmpi_path_name(took), tlmpi_path_name(want));
