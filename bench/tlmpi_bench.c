@@ -666,6 +666,9 @@ static const char *algo_of(const char *path)
     if (!strcmp(path, "staging")) {
         return "stage-pmpi";
     }
+    if (!strcmp(path, "self")) {
+        return "d2d-copy";
+    }
     if (!strcmp(path, "passthrough") || !strcmp(path, "hostop")) {
         return "pmpi";
     }

@@ -70,6 +70,7 @@ typedef enum {
     TLMPI_PATH_NCCL,            /**< flat NCCL host collective */
     TLMPI_PATH_IPC,             /**< CUDA-IPC intra-node kernels (+ NCCL on the rail comm) */
     TLMPI_PATH_DEVICE,          /**< NCCL Device API kernels */
+    TLMPI_PATH_SELF,            /**< one-rank communicator: a device copy on tlmpi's stream */
     TLMPI_PATH_COUNT
 } tlmpi_path_t;
 

@@ -46,6 +46,11 @@ tlmpi_path_t tlmpi_select_path(const tlmpi_select_in_t *in)
     case TLMPI_TIER_STAGING:
         break;
     case TLMPI_TIER_AUTO:
+        /* one rank: every collective is a copy of the input (any op: nothing is combined), done on
+         * the device without NCCL's enqueue; mixed host/device pairs decline to staging */
+        if ((in->caps & TLMPI_CAP_SELF) && in->contiguous) {
+            return TLMPI_PATH_SELF;
+        }
         /* several ranks on one GPU: NCCL runs over loopback sockets there (~4.5 ms per call,
          * measured), far slower than staging through the MPI's shared memory */
         if (nccl_ok && !(in->caps & TLMPI_CAP_SHARED_GPU)) {

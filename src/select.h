@@ -17,7 +17,8 @@ enum {
     TLMPI_CAP_MPI_CUDA_AWARE = 1u << 2, /* the MPI accepts device pointers */
     TLMPI_CAP_SHARED_GPU = 1u << 3,     /* (OR over ranks) two ranks of a node share one GPU */
     TLMPI_CAP_IPC = 1u << 4,            /* reserved: CUDA-IPC intra-node kernels */
-    TLMPI_CAP_DEVAPI = 1u << 5          /* reserved: NCCL Device API kernels */
+    TLMPI_CAP_DEVAPI = 1u << 5,         /* reserved: NCCL Device API kernels */
+    TLMPI_CAP_SELF = 1u << 6            /* one-rank communicator with a GPU: a collective is a copy */
 };
 
 /* TLMPI_TIER values, in the order of the enum in env.def */

@@ -1,6 +1,7 @@
 /*
  * tier dispatch: the dispatcher (pmpi_coll.c) picks a path with tlmpi_select_path and runs it here.
  *   NCCL    -> nccl.c (flat NCCL tier; may decline with UNSUPPORTED before any data moved)
+ *   SELF    -> self.c (one-rank communicator: a device copy; declines for host buffers)
  *   STAGING -> staging.c (host staging; the correctness fallback, never declines)
  */
 #include "config.h"
@@ -18,8 +19,13 @@ unsigned tlmpi_tier_local_caps(tlmpi_comm_t *tc)
         caps |= TLMPI_CAP_MPI_CUDA_AWARE;
     }
     if (tlmpi_g.gpu_count > 0) {
+        int size = 0;
+
         caps |= TLMPI_CAP_STAGING;
         caps |= tlmpi_nccl_local_caps(tc);
+        if (PMPI_Comm_size(tc->comm, &size) == MPI_SUCCESS && size == 1) {
+            caps |= TLMPI_CAP_SELF;
+        }
     }
     return caps;
 }
@@ -54,6 +60,8 @@ tlmpi_status_t tlmpi_tier_run(tlmpi_comm_t *tc, tlmpi_path_t path, const tlmpi_c
         return tlmpi_nccl_run(tc, c);
     case TLMPI_PATH_STAGING:
         return tlmpi_staging_run(tc, c);
+    case TLMPI_PATH_SELF:
+        return tlmpi_self_run(tc, c);
     default:
         return TLMPI_ERR_UNSUPPORTED;
     }

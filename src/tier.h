@@ -50,6 +50,11 @@ void tlmpi_staging_finalize(void);
  * communicator cannot be created on some rank or the call's buffers are not device memory. */
 unsigned tlmpi_nccl_local_caps(tlmpi_comm_t *tc);
 tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *call);
+
+/* self.c: a one-rank communicator's collective on device buffers, as one device-to-device copy on
+ * tlmpi's stream (nothing to copy in place). UNSUPPORTED (before anything ran) when a buffer is not
+ * device memory. */
+tlmpi_status_t tlmpi_self_run(tlmpi_comm_t *tc, const tlmpi_call_t *call);
 void tlmpi_nccl_comm_cleanup(tlmpi_comm_t *tc);
 
 /* The MPI_Op to hand PMPI for this call: tlmpi's own op for half types, else the caller's. */

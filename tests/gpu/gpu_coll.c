@@ -313,6 +313,7 @@ static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inp
         if (count == 0 || (!sdev && !rdev)) want = TLMPI_PATH_PASSTHROUGH;
         else if (!strcmp(tier, "nccl")) want = want_nccl ? TLMPI_PATH_NCCL : TLMPI_PATH_STAGING;
         else if (!strcmp(tier, "staging")) want = TLMPI_PATH_STAGING;
+        else if (p == 1 && (sdev || inplace) && rdev) want = TLMPI_PATH_SELF; /* one rank: a device copy */
         else want = (want_nccl && !(g_shared_gpu && comm_shared_gpu(comm))) ? TLMPI_PATH_NCCL : TLMPI_PATH_STAGING;
         if (took != want) {
             char m2[700];

@@ -15,10 +15,12 @@
 #define STG TLMPI_CAP_STAGING
 #define AWARE TLMPI_CAP_MPI_CUDA_AWARE
 #define SHARED TLMPI_CAP_SHARED_GPU
+#define SELF TLMPI_CAP_SELF
 #define P_PASS TLMPI_PATH_PASSTHROUGH
 #define P_HOSTOP TLMPI_PATH_HOSTOP
 #define P_STG TLMPI_PATH_STAGING
 #define P_NCCL TLMPI_PATH_NCCL
+#define P_SELF TLMPI_PATH_SELF
 
 typedef struct {
     const char *name;
@@ -66,6 +68,15 @@ static const select_case_t cases[] = {
     { "dev 0 bytes",             { AR,  0,    TLMPI_DT_F32,  1, TLMPI_OP_SUM,   1, NCCL | STG,         TLMPI_TIER_AUTO }, P_PASS },
     { "dev 0 bytes forced nccl", { AR,  0,    TLMPI_DT_F32,  1, TLMPI_OP_SUM,   1, NCCL | STG,         TLMPI_TIER_NCCL }, P_PASS },
     { "dev 0 bytes f16",         { RSB, 0,    TLMPI_DT_F16,  1, TLMPI_OP_SUM,   1, 0,                  TLMPI_TIER_STAGING }, P_PASS },
+    { "dev one rank auto",       { AR,  4096, TLMPI_DT_F32,  1, TLMPI_OP_SUM,   1, NCCL | STG | SELF,  TLMPI_TIER_AUTO }, P_SELF },
+    { "dev one rank i16 user op",{ AR,  4096, TLMPI_DT_I16,  1, TLMPI_OP_USER,  1, NCCL | STG | SELF,  TLMPI_TIER_AUTO }, P_SELF },
+    { "dev one rank allgather",  { AG,  4096, TLMPI_DT_BYTES, 1, TLMPI_OP_OTHER, 1, STG | SELF,       TLMPI_TIER_AUTO }, P_SELF },
+    { "dev one rank f16 rsb",    { RSB, 4096, TLMPI_DT_F16,  1, TLMPI_OP_MAX,   1, SELF,               TLMPI_TIER_AUTO }, P_SELF },
+    { "dev one rank noncontig",  { AR,  4096, TLMPI_DT_DERIVED, 0, TLMPI_OP_SUM, 1, NCCL | STG | SELF, TLMPI_TIER_AUTO }, P_STG },
+    { "dev one rank forced nccl",{ AR,  4096, TLMPI_DT_F32,  1, TLMPI_OP_SUM,   1, NCCL | STG | SELF,  TLMPI_TIER_NCCL }, P_NCCL },
+    { "dev one rank forced stg", { AR,  4096, TLMPI_DT_F32,  1, TLMPI_OP_SUM,   1, NCCL | STG | SELF,  TLMPI_TIER_STAGING }, P_STG },
+    { "dev one rank 0 bytes",    { AR,  0,    TLMPI_DT_F32,  1, TLMPI_OP_SUM,   1, NCCL | STG | SELF,  TLMPI_TIER_AUTO }, P_PASS },
+    { "host one rank",           { AR,  4096, TLMPI_DT_F32,  1, TLMPI_OP_SUM,   0, NCCL | STG | SELF,  TLMPI_TIER_AUTO }, P_PASS },
     { "dev 0 bytes allgather",   { AG,  0,    TLMPI_DT_BYTES, 1, TLMPI_OP_OTHER, 1, 0,                 TLMPI_TIER_AUTO }, P_PASS },
 };
 
@@ -121,7 +132,7 @@ START_TEST(test_select_invariants)
     for (contig = 0; contig < 2; contig++)
     for (op = 0; op < TLMPI_OP_COUNT; op++)
     for (dev = 0; dev < 2; dev++)
-    for (caps = 0; caps < 64; caps++)
+    for (caps = 0; caps < 128; caps++)
     for (tier = TLMPI_TIER_AUTO; tier <= TLMPI_TIER_MPI; tier++)
     for (b = 0; b < sizeof(sizes) / sizeof(sizes[0]); b++) {
         tlmpi_path_t p;
@@ -165,7 +176,13 @@ START_TEST(test_select_invariants)
         if (tier == TLMPI_TIER_NCCL && (caps & NCCL) && tlmpi_select_nccl_supports(coll, dt, contig, op)) {
             INV(p == P_NCCL);
         }
-        if (tier == TLMPI_TIER_AUTO && (caps & NCCL) && !(caps & SHARED) &&
+        if (p == P_SELF) {
+            INV(tier == TLMPI_TIER_AUTO && (caps & SELF) && contig);
+        }
+        if (tier == TLMPI_TIER_AUTO && (caps & SELF) && contig) {
+            INV(p == P_SELF);
+        }
+        if (tier == TLMPI_TIER_AUTO && (caps & NCCL) && !(caps & SHARED) && !((caps & SELF) && contig) &&
             tlmpi_select_nccl_supports(coll, dt, contig, op)) {
             INV(p == P_NCCL);
         }
