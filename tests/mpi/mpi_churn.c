@@ -51,6 +51,11 @@ static void check_query(MPI_Comm comm, const char *name, long cycle)
         TST_CHECK(info.local_size >= 1 && info.local_rank >= 0 && info.local_rank < info.local_size &&
                   info.node_count >= 1 && info.node_index >= 0 && info.node_index < info.node_count,
                   "cycle %ld: tlmpi_comm_query(%s): inconsistent node layout", cycle, name);
+        /* the state must be this comm's, not a freed comm's whose handle was reused (tlmpi caches
+         * the last state per thread) */
+        TST_CHECK(!info.regular || info.local_size * info.node_count == size,
+                  "cycle %ld: tlmpi_comm_query(%s): %d nodes x %d ranks for a comm of %d (stale state?)", cycle,
+                  name, info.node_count, info.local_size, size);
     }
 }
 
@@ -84,6 +89,14 @@ int main(int argc, char **argv)
         TST_CHECK(sum == tst_size * (tst_size - 1) / 2 + tst_size * (int)i, "cycle %ld: sum %d", i, sum);
         check_query(d, "dup", i);
         check_query(s, "split", i);
+        if (i % 4 == 1) {
+            /* a one-rank comm between comms of other sizes: its handle is likely reused next */
+            MPI_Comm one;
+
+            MPI_Comm_split(d, tst_rank, 0, &one);
+            check_query(one, "one-rank split", i);
+            MPI_Comm_free(&one);
+        }
         if (i % 7 == 0) {
             /* half type: tlmpi swaps in its own op (HOSTOP path) */
             uint16_t h = f16_from_small_int(3), hr = 0xffff;
