@@ -1,9 +1,13 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dl_iterate_phdr, pthread_getattr_np */
+#endif
 #include "config.h"
 #include "gpu.h"
 #include "env.h"
 #include "log.h"
 #include "core.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -29,6 +33,77 @@ static write_value_fn_t drv_write_value32;
 /* Host addresses that can never be device memory: the brk heap below the current break. (No
  * linker symbols such as `end`: libtlmpi may be LD_PRELOADed into a binary that does not export them.) */
 static uintptr_t brk_lo;
+
+/* More host addresses that cannot be device memory while the call runs, so that host-buffer calls
+ * on a GPU node skip the CUDA query (about 190 ns):
+ *  - the main program's loaded segments (globals, Fortran COMMON blocks, constants): mapped for the
+ *    whole life of the process (a shared library's could be unmapped by dlclose, so those are not
+ *    used);
+ *  - the calling thread's live stack: from tlmpi's own frame up to the top of the thread's stack.
+ *    Only when tlmpi's frame is inside the thread's stack as pthread reports it: on a coroutine or
+ *    fiber stack, that range would span unrelated mappings, and the fast path is not taken. */
+#define EXE_SEGS 8
+static struct {
+    uintptr_t lo, hi;
+} exe_seg[EXE_SEGS];
+static int exe_nseg;
+static __thread uintptr_t tls_stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec"))); /* 0 unknown, 1 none */
+
+static int exe_phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    int i;
+
+    (void)size;
+    (void)data;
+    for (i = 0; i < info->dlpi_phnum && exe_nseg < EXE_SEGS; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+        if (ph->p_type == PT_LOAD && ph->p_memsz > 0) {
+            exe_seg[exe_nseg].lo = (uintptr_t)(info->dlpi_addr + ph->p_vaddr);
+            exe_seg[exe_nseg].hi = exe_seg[exe_nseg].lo + (uintptr_t)ph->p_memsz;
+            exe_nseg++;
+        }
+    }
+    return 1; /* the first object is the main program: stop */
+}
+
+static void stack_bounds_init(void)
+{
+    pthread_attr_t at;
+    void *addr = NULL;
+    size_t size = 0;
+
+    tls_stack_hi = 1; /* unknown for good unless pthread answers */
+    if (pthread_getattr_np(pthread_self(), &at) != 0) {
+        return;
+    }
+    if (pthread_attr_getstack(&at, &addr, &size) == 0 && addr && size) {
+        tls_stack_lo = (uintptr_t)addr;
+        tls_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&at);
+}
+
+/* 1 if a is certainly host memory now (see above); never 1 for an address CUDA could map. */
+static inline int host_certain(uintptr_t a)
+{
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    int i;
+
+    if (TLMPI_UNLIKELY(tls_stack_hi == 0)) {
+        stack_bounds_init();
+    }
+    if (a >= fp && a < tls_stack_hi && fp >= tls_stack_lo) {
+        return 1;
+    }
+    for (i = 0; i < exe_nseg; i++) {
+        if (a >= exe_seg[i].lo && a < exe_seg[i].hi) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 #define RANGE_SLOTS 32
 typedef struct {
@@ -95,6 +170,7 @@ int tlmpi_gpu_probe(const char **why_p)
         }
         if (n > 0) {
             brk_lo = (uintptr_t)sbrk(0);
+            dl_iterate_phdr(exe_phdr_cb, NULL);
             load_driver_entry_points();
         }
         gpu_count = n;
@@ -281,7 +357,7 @@ tlmpi_mem_type_t tlmpi_gpu_mem_type_in_call(const void *p, int *dev_p, tlmpi_gpu
         *dev_p = seen->dev;
         return seen->type;
     }
-    if (addr >= brk_lo && addr < (uintptr_t)sbrk(0)) {
+    if ((addr >= brk_lo && addr < (uintptr_t)sbrk(0)) || host_certain(addr)) {
         return TLMPI_MEM_HOST;
     }
     if (drv_get_attr && range_lookup(addr, &r)) {

@@ -73,6 +73,16 @@ check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
 tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
 tests_gpu_libtlmpi_guard_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(CUDA_LDFLAGS)
 tests_gpu_libtlmpi_guard_la_LIBADD = $(CUDA_LIBS) -ldl
+# host-buffer classification on "a GPU node" anywhere: the fake CUDA runtime of bench/fake, linked
+# ahead of libtlmpi (and so of the real libcudart), reports one GPU and counts pointer queries
+check_LTLIBRARIES += tests/mpi/libfakecudart.la
+tests_mpi_libfakecudart_la_SOURCES = bench/fake/fakecudart.c
+tests_mpi_libfakecudart_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+check_PROGRAMS += tests/mpi/mpi_host_classify
+TESTS += tests/mpi/mpi_host_classify
+tests_mpi_mpi_host_classify_SOURCES = tests/mpi/mpi_host_classify.c tests/mpi/tst_util.h
+tests_mpi_mpi_host_classify_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_host_classify_LDFLAGS = -no-install
 endif
 
 # --- MPI correctness/bad-input/lifecycle/half tests (tests/mpi), interposition proofs

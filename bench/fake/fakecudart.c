@@ -1,5 +1,6 @@
-/* CPU stand-ins for the CUDA runtime calls tlmpi makes, for counting tlmpi's own host work.
- * "Device" memory = anything allocated with cudaMalloc here (tracked ranges). */
+/* CPU stand-ins for the CUDA runtime calls tlmpi makes, for counting tlmpi's own host work
+ * (bench/devpath-callgrind.sh) and for tests that need "a GPU" on a machine without one
+ * (tests/mpi/mpi_host_classify). "Device" memory = anything allocated with cudaMalloc here. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -32,10 +33,14 @@ cudaError_t cudaMallocHost(void **p, size_t n) { *p = malloc(n); return cudaSucc
 cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) { (void)k; (void)st; memmove(d, s, n); return cudaSuccess; }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k) { (void)k; memmove(d, s, n); return cudaSuccess; }
+/* how many pointer queries tlmpi made (tests/mpi/mpi_host_classify reads it) */
+unsigned long fake_cuda_ptr_queries;
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p) {
+    fake_cuda_ptr_queries++;
     memset(a, 0, sizeof(*a)); a->type = find(p) >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered; return cudaSuccess; }
 static CUresult fk_range(CUdeviceptr *b, size_t *s, CUdeviceptr p) { int i = find((void *)p); if (i < 0) return CUDA_ERROR_INVALID_VALUE; *b = R[i].b; *s = R[i].e - R[i].b; return CUDA_SUCCESS; }
 static CUresult fk_attr(void *d, CUpointer_attribute at, CUdeviceptr p) { int i = find((void *)p); (void)at; if (i < 0) return CUDA_ERROR_INVALID_VALUE; *(unsigned long long *)d = R[i].id; return CUDA_SUCCESS; }
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned v, unsigned long long f, enum cudaDriverEntryPointQueryResult *q) {
     (void)v; (void)f; *fn = !strcmp(sym, "cuMemGetAddressRange") ? (void *)fk_range : !strcmp(sym, "cuPointerGetAttribute") ? (void *)fk_attr : NULL;
-    if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound; return cudaSuccess; }
+    if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess; }
