@@ -291,7 +291,8 @@ tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
     e = (cudaError_t)tlmpi_gpu_stream_wait(ctx);
     tlmpi_gpu_restore_device(saved);
     if (e != cudaSuccess) {
-        tlmpi_error(CUDA, "%s: stream synchronize failed: %s", tlmpi_coll_name(c->coll), cudaGetErrorString(e));
+        tlmpi_error(CUDA, "%s: waiting for the NCCL collective failed: %s", tlmpi_coll_name(c->coll),
+                    cudaGetErrorString(e));
         (void)cudaGetLastError();
         return TLMPI_ERR_CUDA;
     }

@@ -83,6 +83,18 @@ TESTS += tests/mpi/mpi_host_classify
 tests_mpi_mpi_host_classify_SOURCES = tests/mpi/mpi_host_classify.c tests/mpi/tst_util.h
 tests_mpi_mpi_host_classify_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_host_classify_LDFLAGS = -no-install
+# the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
+# failing stream) with the fake CUDA runtime and a fake NCCL (dlopen'ed by tlmpi)
+if HAVE_NCCL
+check_LTLIBRARIES += tests/mpi/libfakenccl.la
+tests_mpi_libfakenccl_la_SOURCES = bench/fake/fakenccl.c
+tests_mpi_libfakenccl_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+check_PROGRAMS += tests/mpi/mpi_fake_device
+TESTS += tests/mpi/mpi_fake_device
+tests_mpi_mpi_fake_device_SOURCES = tests/mpi/mpi_fake_device.c tests/mpi/tst_util.h
+tests_mpi_mpi_fake_device_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_fake_device_LDFLAGS = -no-install
+endif
 endif
 
 # --- MPI correctness/bad-input/lifecycle/half tests (tests/mpi), interposition proofs

@@ -1,0 +1,147 @@
+/*
+ * mpi_fake_device: tlmpi's device-buffer control flow on a machine without a GPU. Linked with
+ * bench/fake/fakecudart.c (a CPU stand-in for the CUDA runtime: one "GPU" whose memory is host
+ * memory, copies are memmove) and pointed at bench/fake/fakenccl.c (NCCL calls that return at once),
+ * it checks:
+ *  - the staging tier end to end on "device" buffers (allreduce, allgather, reduce_scatter_block,
+ *    in place and not), against exact expected values;
+ *  - the one-rank `self` path on MPI_COMM_SELF (a device copy), in place and not;
+ *  - the forced NCCL tier's control flow, including tlmpi's spin wait on a host word;
+ *  - error handling: with the fake stream failing (no GPU write ever arrives, stream queries report
+ *    a launch failure) an NCCL-tier call and a self-path call return an error through the
+ *    communicator's error handler instead of hanging, and the next call after the failure clears
+ *    succeeds.
+ */
+#include "config.h"
+#include "tlmpi.h"
+#include "tst_util.h"
+
+#include <cuda_runtime_api.h>
+#include <libgen.h>
+#include <unistd.h>
+
+extern int fake_stream_error;
+
+#define N 4096
+
+static long long path_calls(tlmpi_coll_t c, tlmpi_path_t p)
+{
+    tlmpi_stat_t st;
+
+    tlmpi_get_stats(c, p, &st);
+    return (long long)st.calls;
+}
+
+static void set_tier(const char *t)
+{
+    TST_CHECK(tlmpi_config_set("TIER", t) == TLMPI_OK, "tlmpi_config_set(TIER, %s)", t);
+}
+
+int main(int argc, char **argv)
+{
+    double *ds, *dr, *h;
+    long long before;
+    char exe[4096], lib[4200];
+    ssize_t len;
+    int i, k, rc;
+
+    /* the fake NCCL next to this program (libtool puts the module in .libs) */
+    if (!getenv("TLMPI_NCCL_LIBRARY") && (len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+        exe[len] = '\0';
+        snprintf(lib, sizeof(lib), "%s/.libs/libfakenccl.so", dirname(exe));
+        setenv("TLMPI_NCCL_LIBRARY", lib, 1);
+    }
+    /* "device" buffers, large enough to be mmap'd (not in the brk heap, which is host for sure) */
+    cudaMalloc((void **)&ds, 4 * N * sizeof(double));
+    cudaMalloc((void **)&dr, 4 * N * sizeof(double));
+    h = malloc(4 * N * sizeof(double));
+    tst_init("mpi_fake_device", &argc, &argv);
+
+    /* 1. staging tier, end to end */
+    set_tier("staging");
+    for (k = 0; k < 2; k++) { /* k = 1: in place */
+        for (i = 0; i < N; i++) {
+            ds[i] = tst_rank + i;
+            dr[i] = -1;
+        }
+        if (k) memcpy(dr, ds, N * sizeof(double));
+        before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_STAGING);
+        rc = MPI_Allreduce(k ? MPI_IN_PLACE : ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        TST_CHECK(rc == MPI_SUCCESS, "staging allreduce (in place %d): rc %d", k, rc);
+        TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_STAGING) == before + 1, "allreduce did not stage");
+        for (i = 0; i < N; i++) {
+            double want = (double)tst_size * (tst_size - 1) / 2 + (double)tst_size * i;
+            if (dr[i] != want) {
+                TST_FAIL("staging allreduce (in place %d): element %d = %g, expected %g", k, i, dr[i], want);
+                break;
+            }
+        }
+    }
+    for (i = 0; i < N; i++) ds[i] = 1000.0 * tst_rank + i;
+    memset(dr, 0xA5, (size_t)tst_size * N * sizeof(double));
+    rc = MPI_Allgather(ds, N, MPI_DOUBLE, dr, N, MPI_DOUBLE, MPI_COMM_WORLD);
+    TST_CHECK(rc == MPI_SUCCESS, "staging allgather: rc %d", rc);
+    for (i = 0; i < tst_size * N; i++) {
+        if (dr[i] != 1000.0 * (i / N) + i % N) {
+            TST_FAIL("staging allgather: element %d = %g", i, dr[i]);
+            break;
+        }
+    }
+    for (i = 0; i < tst_size * N; i++) ds[i] = (double)(i + tst_rank);
+    memset(dr, 0xA5, N * sizeof(double));
+    rc = MPI_Reduce_scatter_block(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    TST_CHECK(rc == MPI_SUCCESS, "staging reduce_scatter_block: rc %d", rc);
+    for (i = 0; i < N; i++) {
+        double want = (double)tst_size * (tst_rank * N + i) + (double)tst_size * (tst_size - 1) / 2;
+        if (dr[i] != want) {
+            TST_FAIL("staging reduce_scatter_block: element %d = %g, expected %g", i, dr[i], want);
+            break;
+        }
+    }
+
+    /* 2. one rank: the self path copies on the "device" */
+    set_tier("auto");
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < N; i++) {
+            ds[i] = 3.0 * i + tst_rank;
+            dr[i] = k ? ds[i] : -1;
+        }
+        before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_SELF);
+        rc = MPI_Allreduce(k ? MPI_IN_PLACE : ds, dr, N, MPI_DOUBLE, MPI_MAX, MPI_COMM_SELF);
+        TST_CHECK(rc == MPI_SUCCESS, "self allreduce (in place %d): rc %d", k, rc);
+        TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_SELF) == before + 1, "one-rank allreduce not on the self path");
+        TST_CHECK(memcmp(dr, ds, N * sizeof(double)) == 0, "self allreduce (in place %d): output is not the input", k);
+    }
+    /* a host receive buffer with one rank: not the self path (staging serves mixed pairs) */
+    before = path_calls(TLMPI_COLL_ALLGATHER, TLMPI_PATH_STAGING);
+    rc = MPI_Allgather(ds, N, MPI_DOUBLE, h, N, MPI_DOUBLE, MPI_COMM_SELF);
+    TST_CHECK(rc == MPI_SUCCESS && memcmp(h, ds, N * sizeof(double)) == 0, "one-rank mixed allgather");
+    TST_CHECK(path_calls(TLMPI_COLL_ALLGATHER, TLMPI_PATH_STAGING) == before + 1, "mixed pair not staged");
+
+    /* 3. forced NCCL tier (the fake NCCL moves no data: only the control flow is checked) */
+    set_tier("nccl");
+    before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL);
+    rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    TST_CHECK(rc == MPI_SUCCESS, "nccl allreduce: rc %d", rc);
+    TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL) == before + 1, "forced nccl did not use NCCL");
+
+    /* 4. a failing stream: errors, not hangs; then recovery */
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    fake_stream_error = 1;
+    rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    TST_CHECK(rc != MPI_SUCCESS, "nccl allreduce on a failing stream returned success");
+    set_tier("auto");
+    rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_SELF);
+    TST_CHECK(rc != MPI_SUCCESS, "self allreduce on a failing stream returned success");
+    fake_stream_error = 0;
+    set_tier("nccl");
+    rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    TST_CHECK(rc == MPI_SUCCESS, "nccl allreduce after the failure cleared: rc %d", rc);
+    set_tier("auto");
+    rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_SELF);
+    TST_CHECK(rc == MPI_SUCCESS && memcmp(dr, ds, N * sizeof(double)) == 0, "self allreduce after the failure cleared");
+
+    rc = tst_finish();
+    free(h);
+    return rc;
+}
