@@ -47,6 +47,7 @@ static struct {
     uintptr_t lo, hi;
 } exe_seg[EXE_SEGS];
 static int exe_nseg;
+static uintptr_t exe_lo, exe_hi; /* span of all of them: one comparison rejects other addresses */
 static __thread uintptr_t tls_stack_lo __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec"))); /* 0 unknown, 1 none */
 
@@ -62,6 +63,12 @@ static int exe_phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
         if (ph->p_type == PT_LOAD && ph->p_memsz > 0) {
             exe_seg[exe_nseg].lo = (uintptr_t)(info->dlpi_addr + ph->p_vaddr);
             exe_seg[exe_nseg].hi = exe_seg[exe_nseg].lo + (uintptr_t)ph->p_memsz;
+            if (!exe_nseg || exe_seg[exe_nseg].lo < exe_lo) {
+                exe_lo = exe_seg[exe_nseg].lo;
+            }
+            if (exe_seg[exe_nseg].hi > exe_hi) {
+                exe_hi = exe_seg[exe_nseg].hi;
+            }
             exe_nseg++;
         }
     }
@@ -96,6 +103,9 @@ static inline int host_certain(uintptr_t a)
     }
     if (a >= fp && a < tls_stack_hi && fp >= tls_stack_lo) {
         return 1;
+    }
+    if (a < exe_lo || a >= exe_hi) {
+        return 0;
     }
     for (i = 0; i < exe_nseg; i++) {
         if (a >= exe_seg[i].lo && a < exe_seg[i].hi) {
