@@ -33,6 +33,8 @@ struct tlmpi_nccl_comm {
     ncclComm_t comm;
     int dev;            /* device the communicator was created on */
     int rank, size;
+    void *scratch;      /* on dev: for calls whose buffers are on another device (grown on demand) */
+    size_t scratch_bytes;
 };
 
 /*
@@ -187,10 +189,116 @@ void tlmpi_nccl_comm_cleanup(tlmpi_comm_t *tc)
         if (r != ncclSuccess) {
             tlmpi_warn(NCCL, "ncclCommDestroy failed: %s", tlmpi_nccl.ncclGetErrorString(r));
         }
+        if (nc->scratch) {
+            cudaFree(nc->scratch);
+        }
         tlmpi_gpu_restore_device(saved);
     }
     (void)cudaGetLastError();
     free(nc);
+}
+
+/*
+ * A call whose buffers are on another device than the one the communicator's NCCL tier was created
+ * on (a process driving several GPUs). This rank still takes part in the collective, since the other
+ * ranks chose NCCL too, and a refusal here would hang them. The input is copied into scratch memory
+ * on the communicator's device, the collective runs there, and the result is copied back; the copies
+ * go between devices through CUDA's unified addressing. n is NCCL's element count (bytes for
+ * allgather).
+ */
+static tlmpi_status_t nccl_run_other_device(struct tlmpi_nccl_comm *nc, const tlmpi_call_t *c,
+                                            ncclDataType_t t, ncclRedOp_t o, size_t n)
+{
+    int in_place = c->sbuf == MPI_IN_PLACE, saved = -1;
+    size_t esz = c->coll == TLMPI_COLL_ALLGATHER ? 1 : (size_t)c->dt_size, in_b, out_b, need;
+    const char *src;
+    char *rb = c->rbuf, *tin, *tout;
+    tlmpi_gpu_ctx_t *ctx;
+    cudaStream_t s;
+    cudaError_t e;
+    ncclResult_t r;
+
+    tlmpi_warn_once(NCCL, "%s: buffers on device %d/%d, but this communicator's NCCL tier runs on device "
+                    "%d: copying through device %d (slower; keep a communicator's buffers on one GPU)",
+                    tlmpi_coll_name(c->coll), in_place ? c->rdev : c->sdev, c->rdev, nc->dev, nc->dev);
+    switch (c->coll) {
+    case TLMPI_COLL_ALLREDUCE:
+        src = in_place ? rb : c->sbuf;
+        in_b = out_b = n * esz;
+        break;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        src = in_place ? rb : c->sbuf;
+        in_b = n * esz * (size_t)nc->size;
+        out_b = n * esz;
+        break;
+    default:
+        src = in_place ? rb + (size_t)nc->rank * n : c->sbuf;
+        in_b = n;
+        out_b = n * (size_t)nc->size;
+        break;
+    }
+    ctx = tlmpi_gpu_ctx(nc->dev);
+    if (!ctx || tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
+        return TLMPI_ERR_CUDA;
+    }
+    s = (cudaStream_t)ctx->stream;
+    need = ((in_b + 255) & ~(size_t)255) + out_b;
+    if (need > nc->scratch_bytes) {
+        if (nc->scratch) {
+            cudaStreamSynchronize(s); /* earlier calls are complete (they waited), but be sure */
+            cudaFree(nc->scratch);
+        }
+        nc->scratch = NULL;
+        nc->scratch_bytes = 0;
+        if ((e = cudaMalloc(&nc->scratch, need)) != cudaSuccess) {
+            tlmpi_error(CUDA, "%s: cudaMalloc(%zu) of scratch on device %d failed: %s", tlmpi_coll_name(c->coll),
+                        need, nc->dev, cudaGetErrorString(e));
+            nc->scratch = NULL;
+            goto cuda_err;
+        }
+        nc->scratch_bytes = need;
+    }
+    tin = nc->scratch;
+    tout = tin + ((in_b + 255) & ~(size_t)255);
+    if ((e = cudaMemcpyAsync(tin, src, in_b, cudaMemcpyDefault, s)) != cudaSuccess) {
+        tlmpi_error(CUDA, "%s: copy to device %d failed: %s", tlmpi_coll_name(c->coll), nc->dev, cudaGetErrorString(e));
+        goto cuda_err;
+    }
+    switch (c->coll) {
+    case TLMPI_COLL_ALLREDUCE:
+        r = tlmpi_nccl.ncclAllReduce(tin, tout, n, t, o, nc->comm, s);
+        break;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        r = tlmpi_nccl.ncclReduceScatter(tin, tout, n, t, o, nc->comm, s);
+        break;
+    default:
+        r = tlmpi_nccl.ncclAllGather(tin, tout, n, t, nc->comm, s);
+        break;
+    }
+    if (r != ncclSuccess) {
+        tlmpi_error(NCCL, "%s: NCCL failed: %s (%s)", tlmpi_coll_name(c->coll), tlmpi_nccl.ncclGetErrorString(r),
+                    tlmpi_nccl.ncclGetLastError(nc->comm));
+        cudaStreamSynchronize(s);
+        (void)cudaGetLastError();
+        tlmpi_gpu_restore_device(saved);
+        return TLMPI_ERR_NCCL;
+    }
+    if ((e = cudaMemcpyAsync(rb, tout, out_b, cudaMemcpyDefault, s)) != cudaSuccess) {
+        tlmpi_error(CUDA, "%s: copy from device %d failed: %s", tlmpi_coll_name(c->coll), nc->dev, cudaGetErrorString(e));
+        goto cuda_err;
+    }
+    if ((e = (cudaError_t)tlmpi_gpu_stream_wait(ctx)) != cudaSuccess) {
+        tlmpi_error(CUDA, "%s: waiting for the NCCL collective failed: %s", tlmpi_coll_name(c->coll),
+                    cudaGetErrorString(e));
+        goto cuda_err;
+    }
+    tlmpi_gpu_restore_device(saved);
+    return TLMPI_OK;
+cuda_err:
+    cudaStreamSynchronize(s);
+    (void)cudaGetLastError();
+    tlmpi_gpu_restore_device(saved);
+    return TLMPI_ERR_CUDA;
 }
 
 tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
@@ -232,9 +340,9 @@ tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
     }
     nc = tc->nccl;
     if (c->rdev != nc->dev || (!in_place && c->sdev != nc->dev)) {
-        tlmpi_error(NCCL, "%s: buffer on device %d but the communicator's NCCL tier runs on device %d",
-                    tlmpi_coll_name(c->coll), c->rdev, nc->dev);
-        return TLMPI_ERR_INVALID_ARG;
+        /* Not an error, and never a decline: the other ranks are already committed to NCCL, so
+         * this rank must take part too. */
+        return nccl_run_other_device(nc, c, t, o, n);
     }
     /* No device switch here: NCCL makes the communicator's device current around its own calls
      * (and restores it), and a stream synchronize needs no current device. Only the in-place

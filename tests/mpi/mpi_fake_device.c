@@ -7,6 +7,10 @@
  *    in place and not), against exact expected values;
  *  - the one-rank `self` path on MPI_COMM_SELF (a device copy), in place and not;
  *  - the forced NCCL tier's control flow, including tlmpi's spin wait on a host word;
+ *  - buffers on another device than the one the communicator's NCCL tier was created on (a
+ *    process driving two GPUs): the rank still takes part in NCCL, through scratch memory on the
+ *    communicator's device, and the result lands in the caller's buffer (one-rank communicator, where
+ *    the fake NCCL copies input to output), for all three collectives, in place and not;
  *  - error handling: with the fake stream failing (no GPU write ever arrives, stream queries report
  *    a launch failure) an NCCL-tier call and a self-path call return an error through the
  *    communicator's error handler instead of hanging, and the next call after the failure clears
@@ -39,7 +43,8 @@ static void set_tier(const char *t)
 
 int main(int argc, char **argv)
 {
-    double *ds, *dr, *h;
+    double *ds, *dr, *es, *er, *h;
+    MPI_Comm one;
     long long before;
     char exe[4096], lib[4200];
     ssize_t len;
@@ -51,7 +56,13 @@ int main(int argc, char **argv)
         snprintf(lib, sizeof(lib), "%s/.libs/libfakenccl.so", dirname(exe));
         setenv("TLMPI_NCCL_LIBRARY", lib, 1);
     }
-    /* "device" buffers, large enough to be mmap'd (not in the brk heap, which is host for sure) */
+    /* two fake GPUs; "device" buffers large enough to be mmap'd (not in the brk heap, which is host
+     * for sure): ds/dr on device 0, es/er on device 1 */
+    setenv("FAKE_CUDA_DEVICES", "2", 1);
+    cudaSetDevice(1);
+    cudaMalloc((void **)&es, 4 * N * sizeof(double));
+    cudaMalloc((void **)&er, 4 * N * sizeof(double));
+    cudaSetDevice(0);
     cudaMalloc((void **)&ds, 4 * N * sizeof(double));
     cudaMalloc((void **)&dr, 4 * N * sizeof(double));
     h = malloc(4 * N * sizeof(double));
@@ -124,6 +135,47 @@ int main(int argc, char **argv)
     rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     TST_CHECK(rc == MPI_SUCCESS, "nccl allreduce: rc %d", rc);
     TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL) == before + 1, "forced nccl did not use NCCL");
+
+    /* 5. buffers on the other device than the communicator's NCCL tier (created on device 0 by the
+     * first call); one rank, so the fake NCCL's copy makes every result checkable */
+    MPI_Comm_dup(MPI_COMM_SELF, &one);
+    MPI_Comm_set_errhandler(one, MPI_ERRORS_RETURN);
+    for (i = 0; i < N; i++) ds[i] = i;
+    rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, one);
+    TST_CHECK(rc == MPI_SUCCESS && memcmp(dr, ds, N * sizeof(double)) == 0, "nccl allreduce on device 0");
+    for (k = 0; k < 2; k++) {
+        const char *ip = k ? "in place" : "not in place";
+
+        for (i = 0; i < N; i++) {
+            es[i] = 7.0 * i + 1;
+            er[i] = k ? es[i] : -1;
+        }
+        before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL);
+        rc = MPI_Allreduce(k ? MPI_IN_PLACE : es, er, N, MPI_DOUBLE, MPI_SUM, one);
+        TST_CHECK(rc == MPI_SUCCESS, "other-device allreduce (%s): rc %d", ip, rc);
+        TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL) == before + 1, "other-device allreduce not on NCCL");
+        TST_CHECK(memcmp(er, es, N * sizeof(double)) == 0, "other-device allreduce (%s): wrong result", ip);
+        for (i = 0; i < N; i++) {
+            es[i] = 5.0 * i + 2;
+            er[i] = k ? es[i] : -1;
+        }
+        rc = MPI_Allgather(k ? MPI_IN_PLACE : es, N, MPI_DOUBLE, er, N, MPI_DOUBLE, one);
+        TST_CHECK(rc == MPI_SUCCESS && memcmp(er, es, N * sizeof(double)) == 0, "other-device allgather (%s)", ip);
+        for (i = 0; i < N; i++) {
+            es[i] = 3.0 * i + 3;
+            er[i] = k ? es[i] : -1;
+        }
+        rc = MPI_Reduce_scatter_block(k ? MPI_IN_PLACE : es, er, N, MPI_DOUBLE, MPI_SUM, one);
+        TST_CHECK(rc == MPI_SUCCESS && memcmp(er, es, N * sizeof(double)) == 0, "other-device reduce_scatter_block (%s)", ip);
+        /* mixed: send buffer on device 1, receive buffer on the comm's device 0 */
+        for (i = 0; i < N; i++) {
+            es[i] = 11.0 * i;
+            dr[i] = -1;
+        }
+        rc = MPI_Allreduce(es, dr, N, MPI_DOUBLE, MPI_SUM, one);
+        TST_CHECK(rc == MPI_SUCCESS && memcmp(dr, es, N * sizeof(double)) == 0, "send on device 1, receive on device 0");
+    }
+    MPI_Comm_free(&one);
 
     /* 4. a failing stream: errors, not hangs; then recovery */
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
