@@ -649,6 +649,39 @@ int main(int argc, char **argv)
         if (g_rank == 0) printf("comm handle reuse: %ld cases\n", g_cases - c0);
     }
 
+    /* A process driving two GPUs: buffers on another device than the one the communicator's NCCL
+     * tier was created on (this rank's device, by the first call). tlmpi copies through that device;
+     * before, the rank returned an error while its peers waited in NCCL. Needs two GPUs. */
+    if (ndev >= 2) {
+        MPI_Comm dc;
+        char *save_s = d_s, *save_r = d_r, *o_s, *o_r;
+        int other = (dev + 1) % ndev, cc;
+        long c0 = g_cases;
+
+        MPI_Comm_dup(MPI_COMM_WORLD, &dc);
+        run_case(dc, C_AR, &g_types[0], OP_SUM, 0, 4097, "nccl", 1, 1);
+        CK(cudaSetDevice(other));
+        CK(cudaMalloc((void **)&o_s, d_bytes));
+        CK(cudaMalloc((void **)&o_r, d_bytes));
+        CK(cudaSetDevice(dev));
+        d_s = o_s;
+        d_r = o_r;
+        for (cc = 0; cc < C_N; cc++) {
+            for (ip = 0; ip < 2; ip++) {
+                run_case(dc, cc, &g_types[0], OP_SUM, ip, 4097, "nccl", 1, 1);
+                run_case(dc, cc, &g_types[3], OP_MAX, ip, 777, "nccl", 1, 1);
+            }
+        }
+        d_s = save_s;
+        d_r = save_r;
+        CK(cudaFree(o_s));
+        CK(cudaFree(o_r));
+        MPI_Comm_free(&dc);
+        if (g_rank == 0) printf("buffers on another GPU than the NCCL tier's: %ld cases\n", g_cases - c0);
+    } else if (g_rank == 0) {
+        printf("buffers on another GPU than the NCCL tier's: skipped (one GPU)\n");
+    }
+
     /* send and receive buffers in one allocation (a framework's memory pool): one validated
      * classification answers both */
     g_pool = 1;
