@@ -198,6 +198,18 @@ void tlmpi_nccl_comm_cleanup(tlmpi_comm_t *tc)
     free(nc);
 }
 
+/* An NCCL call failed: report it, drain the stream, restore the caller's device. */
+static tlmpi_status_t nccl_failed(struct tlmpi_nccl_comm *nc, const tlmpi_call_t *c, ncclResult_t r, cudaStream_t s,
+                                  int saved)
+{
+    tlmpi_error(NCCL, "%s: NCCL failed: %s (%s)", tlmpi_coll_name(c->coll), tlmpi_nccl.ncclGetErrorString(r),
+                tlmpi_nccl.ncclGetLastError(nc->comm));
+    cudaStreamSynchronize(s);
+    (void)cudaGetLastError();
+    tlmpi_gpu_restore_device(saved);
+    return TLMPI_ERR_NCCL;
+}
+
 /*
  * A call whose buffers are on another device than the one the communicator's NCCL tier was created
  * on (a process driving several GPUs). This rank still takes part in the collective, since the other
@@ -276,12 +288,7 @@ static tlmpi_status_t nccl_run_other_device(struct tlmpi_nccl_comm *nc, const tl
         break;
     }
     if (r != ncclSuccess) {
-        tlmpi_error(NCCL, "%s: NCCL failed: %s (%s)", tlmpi_coll_name(c->coll), tlmpi_nccl.ncclGetErrorString(r),
-                    tlmpi_nccl.ncclGetLastError(nc->comm));
-        cudaStreamSynchronize(s);
-        (void)cudaGetLastError();
-        tlmpi_gpu_restore_device(saved);
-        return TLMPI_ERR_NCCL;
+        return nccl_failed(nc, c, r, s, saved);
     }
     if ((e = cudaMemcpyAsync(rb, tout, out_b, cudaMemcpyDefault, s)) != cudaSuccess) {
         tlmpi_error(CUDA, "%s: copy from device %d failed: %s", tlmpi_coll_name(c->coll), nc->dev, cudaGetErrorString(e));
@@ -389,12 +396,7 @@ tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
         break;
     }
     if (r != ncclSuccess) {
-        tlmpi_error(NCCL, "%s: NCCL failed: %s (%s)", tlmpi_coll_name(c->coll), tlmpi_nccl.ncclGetErrorString(r),
-                    tlmpi_nccl.ncclGetLastError(nc->comm));
-        cudaStreamSynchronize(s);
-        (void)cudaGetLastError();
-        tlmpi_gpu_restore_device(saved);
-        return TLMPI_ERR_NCCL;
+        return nccl_failed(nc, c, r, s, saved);
     }
     e = (cudaError_t)tlmpi_gpu_stream_wait(ctx);
     tlmpi_gpu_restore_device(saved);
