@@ -3,7 +3,7 @@
 # passthrough: a plain MPI program (no tlmpi.h, not linked with tlmpi) that times MPI_X (through a
 # preloaded interposer) against PMPI_X (plain MPI) in one run; scripts/demo.sh, bench/callgrind.sh.
 noinst_PROGRAMS += bench/passthrough
-bench_passthrough_SOURCES = bench/passthrough.c
+bench_passthrough_SOURCES = bench/passthrough.c bench/bench_stats.h
 bench_passthrough_CPPFLAGS =
 bench_passthrough_LDADD = -ldl -lm
 dist_noinst_SCRIPTS += bench/callgrind.sh
@@ -13,7 +13,7 @@ dist_noinst_SCRIPTS += bench/callgrind.sh
 # drives it on a GPU host.
 if HAVE_CUDA
 noinst_PROGRAMS += bench/tlmpi_bench
-bench_tlmpi_bench_SOURCES = bench/tlmpi_bench.c
+bench_tlmpi_bench_SOURCES = bench/tlmpi_bench.c bench/bench_stats.h
 bench_tlmpi_bench_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 bench_tlmpi_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
@@ -23,7 +23,7 @@ dist_noinst_SCRIPTS += bench/run-gpu.sh bench/gpu-summary.py
 # attribute lookup, a whole NCCL-tier call), to see where overhead over raw NCCL goes.
 if HAVE_CUDA
 noinst_PROGRAMS += bench/tlmpi_costs
-bench_tlmpi_costs_SOURCES = bench/tlmpi_costs.c
+bench_tlmpi_costs_SOURCES = bench/tlmpi_costs.c bench/bench_stats.h
 bench_tlmpi_costs_LDADD = libtlmpi.la libtlmpi_core.la $(CUDA_LIBS)
 bench_tlmpi_costs_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif

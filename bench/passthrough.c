@@ -30,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
+
 enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_RSB, COLL_N };
 static const char *const coll_names[COLL_N] = { "MPI_Allreduce", "MPI_Allgather",
                                                 "MPI_Reduce_scatter_block" };
@@ -132,19 +134,12 @@ static int check_once(int coll, int use_pmpi)
     return bad;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
 /* Percentile (nearest rank, 0..100) of v[0..n-1]; sorts v. */
 static double pct(double *v, int n, double p)
 {
     int k;
 
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
     k = (int)(p / 100.0 * (double)(n - 1) + 0.5);
     return v[k < 0 ? 0 : (k >= n ? n - 1 : k)];
 }
@@ -153,16 +148,6 @@ typedef struct {
     double mpi_med, pmpi_med, d_med, d_p10, d_p90, d_lo, d_hi;
 } result_t;
 
-/* Distribution-free 95% confidence interval of the median of n sorted values (order statistics,
- * normal approximation of the binomial): v[n/2 - 0.98 sqrt(n)] .. v[n/2 + 0.98 sqrt(n)]. */
-static void median_ci(const double *sorted, int n, double *lo, double *hi)
-{
-    double h = 0.98 * sqrt((double)n);
-    int a = (int)((double)n / 2.0 - h), b = (int)((double)n / 2.0 + h + 0.999);
-
-    *lo = sorted[a < 0 ? 0 : a];
-    *hi = sorted[b >= n ? n - 1 : b];
-}
 
 static result_t measure(int coll, const opts_t *o)
 {
@@ -196,7 +181,7 @@ static result_t measure(int coll, const opts_t *o)
     r.d_med = pct(d, o->reps, 50);
     r.d_p10 = pct(d, o->reps, 10);
     r.d_p90 = pct(d, o->reps, 90);
-    median_ci(d, o->reps, &r.d_lo, &r.d_hi);
+    bench_median_ci(d, o->reps, &r.d_lo, &r.d_hi);
     free(t_mpi);
     free(t_pmpi);
     free(d);

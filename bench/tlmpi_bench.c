@@ -46,6 +46,7 @@
 #endif
 
 #include "tlmpi.h"
+#include "bench_stats.h"
 
 extern char **environ;
 
@@ -265,28 +266,10 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Distribution-free 95% confidence interval of the median of n values already sorted (order
- * statistics, normal approximation of the binomial): v[n/2 - 0.98 sqrt(n)] .. v[n/2 + 0.98 sqrt(n)].
- * With fewer than 6 values it is simply the range. */
-static void median_ci(const double *sorted, int n, double *lo, double *hi)
-{
-    double h = 0.98 * sqrt((double)n);
-    int a = (int)((double)n / 2.0 - h), b = (int)((double)n / 2.0 + h + 0.999);
-
-    *lo = sorted[a < 0 ? 0 : a];
-    *hi = sorted[b >= n ? n - 1 : b];
 }
 
 static void now_iso(char *buf, size_t len)
@@ -972,7 +955,7 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
                 d[rep] = meas[mi].avg[rep] - meas[raw].avg[rep];
             }
             dr[mi][0] = median(d, g_o.reps) * 1e6;
-            median_ci(d, g_o.reps, &dr[mi][1], &dr[mi][2]);
+            bench_median_ci(d, g_o.reps, &dr[mi][1], &dr[mi][2]);
             dr[mi][1] *= 1e6;
             dr[mi][2] *= 1e6;
             have_dr[mi] = 1;

@@ -18,16 +18,11 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <math.h>
+#include "bench_stats.h"
 
 #define N 20000
 #define RUNS 5
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define TIME(_name, _stmt)                                                                   \
     do {                                                                                     \
@@ -39,7 +34,7 @@ static int cmp(const void *a, const void *b)
             }                                                                                \
             r[k] = (MPI_Wtime() - t0) / N * 1e9;                                             \
         }                                                                                    \
-        qsort(r, RUNS, sizeof(double), cmp);                                                 \
+        qsort(r, RUNS, sizeof(double), bench_cmp_double);                                    \
         printf("%-44s %9.1f ns\n", _name, r[RUNS / 2]);                                      \
     } while (0)
 
@@ -52,15 +47,14 @@ static int cmp(const void *a, const void *b)
 static double pa[PREPS], pb[PREPS], pd[PREPS];
 static void pair_report(const char *na, const char *nb)
 {
-    double ma, mb, md, lo, hi, h = 0.98 * sqrt((double)PREPS);
-    int i0 = (int)(PREPS / 2.0 - h), i1 = (int)(PREPS / 2.0 + h + 0.999);
+    double ma, mb, md, lo, hi;
 
     for (int k = 0; k < PREPS; k++) pd[k] = pb[k] - pa[k];
-    qsort(pa, PREPS, sizeof(double), cmp);
-    qsort(pb, PREPS, sizeof(double), cmp);
-    qsort(pd, PREPS, sizeof(double), cmp);
+    qsort(pa, PREPS, sizeof(double), bench_cmp_double);
+    qsort(pb, PREPS, sizeof(double), bench_cmp_double);
+    qsort(pd, PREPS, sizeof(double), bench_cmp_double);
     ma = pa[PREPS / 2]; mb = pb[PREPS / 2]; md = pd[PREPS / 2];
-    lo = pd[i0 < 0 ? 0 : i0]; hi = pd[i1 >= PREPS ? PREPS - 1 : i1];
+    bench_median_ci(pd, PREPS, &lo, &hi);
     printf("paired  A: %-52s %9.1f ns\n", na, ma);
     printf("        B: %-52s %9.1f ns\n", nb, mb);
     printf("        B - A: median %+.1f ns, 95%% CI [%+.1f, %+.1f] (%+.2f%% of A)\n", md, lo, hi, 100.0 * md / ma);
