@@ -2,7 +2,7 @@
  * mpi_fake_device: tlmpi's device-buffer control flow on a machine without a GPU. Linked with
  * bench/fake/fakecudart.c (a CPU stand-in for the CUDA runtime: one "GPU" whose memory is host
  * memory, copies are memmove) and pointed at bench/fake/fakenccl.c (NCCL calls that return at once),
- * it checks:
+ * it checks, on fresh random small integers with poisoned outputs:
  *  - the staging tier end to end on "device" buffers (allreduce, allgather, reduce_scatter_block,
  *    in place and not), against exact expected values;
  *  - the one-rank `self` path on MPI_COMM_SELF (a device copy), in place and not;
@@ -36,6 +36,28 @@ static long long path_calls(tlmpi_coll_t c, tlmpi_path_t p)
     return (long long)st.calls;
 }
 
+/* Fresh small integers (exact in double, so every summation order agrees), the same function of
+ * (seed, rank, index) on every rank so each can compute the expected results. */
+static uint64_t g_seed;
+
+static double val(int r, long i)
+{
+    uint64_t x = g_seed ^ ((uint64_t)(r + 1) << 40) ^ (uint64_t)i * 0x9E3779B97F4A7C15ULL;
+
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 29;
+    return (double)((int)(x % 9) - 4);
+}
+
+static double sum_over_ranks(long i)
+{
+    double v = 0;
+
+    for (int r = 0; r < tst_size; r++) v += val(r, i);
+    return v;
+}
+
 static void set_tier(const char *t)
 {
     TST_CHECK(tlmpi_config_set("TIER", t) == TLMPI_OK, "tlmpi_config_set(TIER, %s)", t);
@@ -67,13 +89,15 @@ int main(int argc, char **argv)
     cudaMalloc((void **)&dr, 4 * N * sizeof(double));
     h = malloc(4 * N * sizeof(double));
     tst_init("mpi_fake_device", &argc, &argv);
+    tst_rng_sync();
+    g_seed = tst_rand();
 
     /* 1. staging tier, end to end */
     set_tier("staging");
     for (k = 0; k < 2; k++) { /* k = 1: in place */
         for (i = 0; i < N; i++) {
-            ds[i] = tst_rank + i;
-            dr[i] = -1;
+            ds[i] = val(tst_rank, i);
+            dr[i] = -1e300; /* poison */
         }
         if (k) memcpy(dr, ds, N * sizeof(double));
         before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_STAGING);
@@ -81,29 +105,29 @@ int main(int argc, char **argv)
         TST_CHECK(rc == MPI_SUCCESS, "staging allreduce (in place %d): rc %d", k, rc);
         TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_STAGING) == before + 1, "allreduce did not stage");
         for (i = 0; i < N; i++) {
-            double want = (double)tst_size * (tst_size - 1) / 2 + (double)tst_size * i;
+            double want = sum_over_ranks(i);
             if (dr[i] != want) {
                 TST_FAIL("staging allreduce (in place %d): element %d = %g, expected %g", k, i, dr[i], want);
                 break;
             }
         }
     }
-    for (i = 0; i < N; i++) ds[i] = 1000.0 * tst_rank + i;
+    for (i = 0; i < N; i++) ds[i] = val(tst_rank, N + i);
     memset(dr, 0xA5, (size_t)tst_size * N * sizeof(double));
     rc = MPI_Allgather(ds, N, MPI_DOUBLE, dr, N, MPI_DOUBLE, MPI_COMM_WORLD);
     TST_CHECK(rc == MPI_SUCCESS, "staging allgather: rc %d", rc);
     for (i = 0; i < tst_size * N; i++) {
-        if (dr[i] != 1000.0 * (i / N) + i % N) {
+        if (dr[i] != val(i / N, N + i % N)) {
             TST_FAIL("staging allgather: element %d = %g", i, dr[i]);
             break;
         }
     }
-    for (i = 0; i < tst_size * N; i++) ds[i] = (double)(i + tst_rank);
+    for (i = 0; i < tst_size * N; i++) ds[i] = val(tst_rank, 2 * N + i);
     memset(dr, 0xA5, N * sizeof(double));
     rc = MPI_Reduce_scatter_block(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     TST_CHECK(rc == MPI_SUCCESS, "staging reduce_scatter_block: rc %d", rc);
     for (i = 0; i < N; i++) {
-        double want = (double)tst_size * (tst_rank * N + i) + (double)tst_size * (tst_size - 1) / 2;
+        double want = sum_over_ranks(2 * N + (long)tst_rank * N + i);
         if (dr[i] != want) {
             TST_FAIL("staging reduce_scatter_block: element %d = %g, expected %g", i, dr[i], want);
             break;
@@ -114,8 +138,8 @@ int main(int argc, char **argv)
     set_tier("auto");
     for (k = 0; k < 2; k++) {
         for (i = 0; i < N; i++) {
-            ds[i] = 3.0 * i + tst_rank;
-            dr[i] = k ? ds[i] : -1;
+            ds[i] = val(tst_rank, 4 * N + i);
+            dr[i] = k ? ds[i] : -1e300; /* poison */
         }
         before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_SELF);
         rc = MPI_Allreduce(k ? MPI_IN_PLACE : ds, dr, N, MPI_DOUBLE, MPI_MAX, MPI_COMM_SELF);
@@ -140,15 +164,18 @@ int main(int argc, char **argv)
      * first call); one rank, so the fake NCCL's copy makes every result checkable */
     MPI_Comm_dup(MPI_COMM_SELF, &one);
     MPI_Comm_set_errhandler(one, MPI_ERRORS_RETURN);
-    for (i = 0; i < N; i++) ds[i] = i;
+    for (i = 0; i < N; i++) {
+        ds[i] = val(tst_rank, 5 * N + i);
+        dr[i] = -1e300;
+    }
     rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, one);
     TST_CHECK(rc == MPI_SUCCESS && memcmp(dr, ds, N * sizeof(double)) == 0, "nccl allreduce on device 0");
     for (k = 0; k < 2; k++) {
         const char *ip = k ? "in place" : "not in place";
 
         for (i = 0; i < N; i++) {
-            es[i] = 7.0 * i + 1;
-            er[i] = k ? es[i] : -1;
+            es[i] = val(tst_rank, 6 * N + i);
+            er[i] = k ? es[i] : -1e300;
         }
         before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL);
         rc = MPI_Allreduce(k ? MPI_IN_PLACE : es, er, N, MPI_DOUBLE, MPI_SUM, one);
@@ -156,21 +183,21 @@ int main(int argc, char **argv)
         TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL) == before + 1, "other-device allreduce not on NCCL");
         TST_CHECK(memcmp(er, es, N * sizeof(double)) == 0, "other-device allreduce (%s): wrong result", ip);
         for (i = 0; i < N; i++) {
-            es[i] = 5.0 * i + 2;
-            er[i] = k ? es[i] : -1;
+            es[i] = val(tst_rank, 7 * N + i);
+            er[i] = k ? es[i] : -1e300;
         }
         rc = MPI_Allgather(k ? MPI_IN_PLACE : es, N, MPI_DOUBLE, er, N, MPI_DOUBLE, one);
         TST_CHECK(rc == MPI_SUCCESS && memcmp(er, es, N * sizeof(double)) == 0, "other-device allgather (%s)", ip);
         for (i = 0; i < N; i++) {
-            es[i] = 3.0 * i + 3;
-            er[i] = k ? es[i] : -1;
+            es[i] = val(tst_rank, 8 * N + i);
+            er[i] = k ? es[i] : -1e300;
         }
         rc = MPI_Reduce_scatter_block(k ? MPI_IN_PLACE : es, er, N, MPI_DOUBLE, MPI_SUM, one);
         TST_CHECK(rc == MPI_SUCCESS && memcmp(er, es, N * sizeof(double)) == 0, "other-device reduce_scatter_block (%s)", ip);
         /* mixed: send buffer on device 1, receive buffer on the comm's device 0 */
         for (i = 0; i < N; i++) {
-            es[i] = 11.0 * i;
-            dr[i] = -1;
+            es[i] = val(tst_rank, 9 * N + i);
+            dr[i] = -1e300;
         }
         rc = MPI_Allreduce(es, dr, N, MPI_DOUBLE, MPI_SUM, one);
         TST_CHECK(rc == MPI_SUCCESS && memcmp(dr, es, N * sizeof(double)) == 0, "send on device 1, receive on device 0");
