@@ -28,4 +28,4 @@ bench_tlmpi_costs_LDADD = libtlmpi.la libtlmpi_core.la $(CUDA_LIBS)
 bench_tlmpi_costs_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
 dist_noinst_SCRIPTS += bench/devpath-callgrind.sh bench/overhead-gpu.sh
-EXTRA_DIST += bench/fake/fakecudart.c bench/fake/fakenccl.c bench/fake/dev_loop.c
+EXTRA_DIST += tests/fakes/fakecudart.c tests/fakes/fakenccl.c tests/fakes/dev_loop.c

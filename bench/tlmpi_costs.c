@@ -8,7 +8,9 @@
  */
 #include "config.h"
 #include "tlmpi.h"
-#include "gpu.h"
+#include "classify.h"
+#include "cudawrap.h"
+#include "stream.h"
 #include "dtype.h"
 #include "ncclwrap.h"
 #include "env.h"
@@ -98,8 +100,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(MPI_IN_PLACE, d, 2, MPI_FLOAT, MPI_SUM, dup); /* builds state, NCCL comm */
     TIME("cudaPointerGetAttributes(device ptr)", cudaPointerGetAttributes(&a, d));
     TIME("cudaPointerGetAttributes(malloc ptr)", cudaPointerGetAttributes(&a, h));
-    TIME("tlmpi_gpu_mem_type(device ptr, cached)", tlmpi_gpu_mem_type(d, &dev));
-    TIME("tlmpi_gpu_mem_type(malloc ptr)", tlmpi_gpu_mem_type(h, &dev));
+    TIME("tlmpi_mem_type(device ptr, cached)", tlmpi_mem_type(d, &dev));
+    TIME("tlmpi_mem_type(malloc ptr)", tlmpi_mem_type(h, &dev));
     TIME("cudaGetDevice", cudaGetDevice(&dev));
     TIME("cudaGetLastError", cudaGetLastError());
     TIME("cudaStreamSynchronize(idle, non-blocking)", cudaStreamSynchronize(s));
@@ -214,10 +216,10 @@ int main(int argc, char **argv)
                              "cuPointerGetAttributes(1: BUFFER_ID)", ((attrs_fn)f3)(1, at, av, (CUdeviceptr)d2));
                     }
                 }
-                PAIR("tlmpi_gpu_mem_type(device ptr, cached) x2 (two allocations)",
-                     (tlmpi_gpu_mem_type(d, &dev), tlmpi_gpu_mem_type(d2, &dev)),
-                     "tlmpi_gpu_mem_type x2, TLMPI_PTR_CACHE=trust",
-                     (tlmpi_env_val[TLMPI_ENV_PTR_CACHE].i = 1, tlmpi_gpu_mem_type(d, &dev), tlmpi_gpu_mem_type(d2, &dev),
+                PAIR("tlmpi_mem_type(device ptr, cached) x2 (two allocations)",
+                     (tlmpi_mem_type(d, &dev), tlmpi_mem_type(d2, &dev)),
+                     "tlmpi_mem_type x2, TLMPI_PTR_CACHE=trust",
+                     (tlmpi_env_val[TLMPI_ENV_PTR_CACHE].i = 1, tlmpi_mem_type(d, &dev), tlmpi_mem_type(d2, &dev),
                       tlmpi_env_val[TLMPI_ENV_PTR_CACHE].i = 0));
                 cudaFree(d2);
             }

@@ -73,10 +73,10 @@ check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
 tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
 tests_gpu_libtlmpi_guard_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(CUDA_LDFLAGS)
 tests_gpu_libtlmpi_guard_la_LIBADD = $(CUDA_LIBS) -ldl
-# host-buffer classification on "a GPU node" anywhere: the fake CUDA runtime of bench/fake, linked
+# host-buffer classification on "a GPU node" anywhere: the fake CUDA runtime of tests/fakes, linked
 # ahead of libtlmpi (and so of the real libcudart), reports one GPU and counts pointer queries
 check_LTLIBRARIES += tests/mpi/libfakecudart.la
-tests_mpi_libfakecudart_la_SOURCES = bench/fake/fakecudart.c
+tests_mpi_libfakecudart_la_SOURCES = tests/fakes/fakecudart.c
 tests_mpi_libfakecudart_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 check_PROGRAMS += tests/mpi/mpi_host_classify
 TESTS += tests/mpi/mpi_host_classify
@@ -87,7 +87,7 @@ tests_mpi_mpi_host_classify_LDFLAGS = -no-install
 # failing stream) with the fake CUDA runtime and a fake NCCL (dlopen'ed by tlmpi)
 if HAVE_NCCL
 check_LTLIBRARIES += tests/mpi/libfakenccl.la
-tests_mpi_libfakenccl_la_SOURCES = bench/fake/fakenccl.c
+tests_mpi_libfakenccl_la_SOURCES = tests/fakes/fakenccl.c
 tests_mpi_libfakenccl_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 check_PROGRAMS += tests/mpi/mpi_fake_device
 TESTS += tests/mpi/mpi_fake_device

@@ -7,7 +7,7 @@
 #include "config.h"
 #include "tlmpi.h"
 #include "env.h"
-#include "gpu.h"
+#include "cudawrap.h"
 #include "ncclwrap.h"
 
 #include <stdio.h>

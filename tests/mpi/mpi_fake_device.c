@@ -1,7 +1,7 @@
 /*
  * mpi_fake_device: tlmpi's device-buffer control flow on a machine without a GPU. Linked with
- * bench/fake/fakecudart.c (a CPU stand-in for the CUDA runtime: one "GPU" whose memory is host
- * memory, copies are memmove) and pointed at bench/fake/fakenccl.c (NCCL calls that return at once),
+ * tests/fakes/fakecudart.c (a CPU stand-in for the CUDA runtime: one "GPU" whose memory is host
+ * memory, copies are memmove) and pointed at tests/fakes/fakenccl.c (NCCL calls that return at once),
  * it checks, on fresh random small integers with poisoned outputs:
  *  - the staging tier end to end on "device" buffers (allreduce, allgather, reduce_scatter_block,
  *    in place and not), against exact expected values;

@@ -2,7 +2,7 @@
  * mpi_host_classify: on a node with a GPU, host buffers on the caller's stack or in the program's
  * globals are recognised as host memory without a CUDA query; other host memory (here an mmap'd
  * region, and a stack that is not the thread's own, as coroutines use) still gets one. Runs on any
- * machine: it is linked with bench/fake/fakecudart.c, a CPU stand-in for the CUDA runtime that
+ * machine: it is linked with tests/fakes/fakecudart.c, a CPU stand-in for the CUDA runtime that
  * reports one GPU and counts cudaPointerGetAttributes calls (fake_cuda_ptr_queries). Every call
  * is also checked for the right result and for taking tlmpi's pass-through path.
  */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# docs/ENV.md must be exactly what tools/tlmpi_info --env-markdown prints from src/env.def.
+# docs/ENV.md must be exactly what tools/tlmpi_info --env-markdown prints from src/core/env.def.
 # Fails with the diff and the command that regenerates the file.
 srcdir=${top_srcdir:-.}
 builddir=${top_builddir:-.}
@@ -17,8 +17,8 @@ if ! "$info" --env-markdown >"$tmp"; then
     exit 1
 fi
 if ! diff -u "$doc" "$tmp"; then
-    echo "FAIL: $doc is stale (src/env.def changed). Regenerate it with:"
+    echo "FAIL: $doc is stale (src/core/env.def changed). Regenerate it with:"
     echo "    $info --env-markdown > $doc"
     exit 1
 fi
-echo "PASS: $doc matches src/env.def"
+echo "PASS: $doc matches src/core/env.def"

@@ -1,5 +1,5 @@
 /*
- * env: the TLMPI_* configuration table (src/env.def), parsed once at init and cached.
+ * env: the TLMPI_* configuration table (src/core/env.def), parsed once at init and cached.
  * Owner of every getenv("TLMPI_*"): nothing else reads the environment for TLMPI_ names.
  * Does not include mpi.h; unit-testable alone.
  */

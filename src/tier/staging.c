@@ -24,11 +24,13 @@
  */
 #include "config.h"
 #include "tier.h"
-#include "core.h"
+#include "global.h"
 #include "env.h"
-#include "gpu.h"
+#include "classify.h"
+#include "cudawrap.h"
+#include "stream.h"
 #include "log.h"
-#include "select.h"
+#include "plan.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -12,13 +12,14 @@
  * is CUDA-aware.
  */
 #include "config.h"
-#include "core.h"
+#include "global.h"
+#include "stats.h"
 #include "comm.h"
 #include "dtype.h"
 #include "env.h"
-#include "gpu.h"
+#include "classify.h"
 #include "log.h"
-#include "select.h"
+#include "plan.h"
 #include "tier.h"
 
 #include <stdlib.h>
@@ -200,10 +201,10 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
  * (a framework's memory pool) cost one validating driver call, not two. */
 static inline void classify_buffers(tlmpi_call_t *c)
 {
-    tlmpi_gpu_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
+    tlmpi_mem_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
 
-    c->rmem = tlmpi_gpu_mem_type_in_call(c->rbuf, &c->rdev, &seen);
-    c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_gpu_mem_type_in_call(c->sbuf, &c->sdev, &seen);
+    c->rmem = tlmpi_mem_type_in_call(c->rbuf, &c->rdev, &seen);
+    c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_mem_type_in_call(c->sbuf, &c->sdev, &seen);
 }
 
 static inline int coll_entry(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)

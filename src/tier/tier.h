@@ -10,7 +10,7 @@
 
 #include "comm.h"
 #include "dtype.h"
-#include "gpu.h"
+#include "classify.h"
 #include <mpi.h>
 
 /* One intercepted call, classified. */

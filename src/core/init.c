@@ -1,9 +1,11 @@
 #include "config.h"
-#include "core.h"
+#include "global.h"
+#include "stats.h"
 #include "comm.h"
 #include "dtype.h"
 #include "env.h"
-#include "gpu.h"
+#include "classify.h"
+#include "cudawrap.h"
 #include "log.h"
 #include "tier.h"
 
@@ -23,7 +25,6 @@ tlmpi_global_t tlmpi_g = {
     .comm_keyval = MPI_KEYVAL_INVALID,
     .self_keyval = MPI_KEYVAL_INVALID,
 };
-tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -39,24 +40,6 @@ static int query_mpi_cuda_aware(void)
 #endif
 }
 
-void tlmpi_core_print_stats(FILE *f)
-{
-    int c, p;
-
-    fprintf(f, "tlmpi stats rank %d:\n", tlmpi_g.world_rank);
-    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
-        for (p = 0; p < TLMPI_PATH_COUNT; p++) {
-            tlmpi_stat_t s = tlmpi_stats[c][p];
-
-            if (s.calls) {
-                fprintf(f, "  %-22s %-12s calls %10llu  bytes %14llu\n", tlmpi_coll_name(c),
-                        tlmpi_path_name(p), (unsigned long long)s.calls, (unsigned long long)s.bytes);
-            }
-        }
-    }
-    fflush(f);
-}
-
 /* First thing MPI_Finalize does: delete MPI_COMM_SELF's attributes. MPI is still fully usable. */
 static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
@@ -65,6 +48,7 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     }
     tlmpi_comm_module_finalize();
     tlmpi_tier_finalize();
+    tlmpi_mem_cache_flush();
     tlmpi_half_finalize();
     tlmpi_g.state = TLMPI_STATE_FINALIZED;
     tlmpi_log_close();
@@ -111,6 +95,9 @@ int tlmpi_core_init_slow(void)
         }
     }
     tlmpi_g.gpu_count = tlmpi_gpu_probe(&why);
+    if (tlmpi_g.gpu_count > 0) {
+        tlmpi_mem_init();
+    }
     tlmpi_g.mpi_cuda_aware = query_mpi_cuda_aware();
     tlmpi_dtype_init();
     tlmpi_half_init();
@@ -140,16 +127,6 @@ int tlmpi_core_error(MPI_Comm comm, tlmpi_status_t status, const char *what)
     return PMPI_Comm_call_errhandler(comm, tlmpi_g.err_code) == MPI_SUCCESS ? tlmpi_g.err_code : tlmpi_g.err_code;
 }
 
-TLMPI_EXPORT tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_stat_t *stat_p)
-{
-    if ((unsigned)coll >= TLMPI_COLL_COUNT || (unsigned)path >= TLMPI_PATH_COUNT || !stat_p) {
-        return TLMPI_ERR_INVALID_ARG;
-    }
-    stat_p->calls = __atomic_load_n(&tlmpi_stats[coll][path].calls, __ATOMIC_RELAXED);
-    stat_p->bytes = __atomic_load_n(&tlmpi_stats[coll][path].bytes, __ATOMIC_RELAXED);
-    return TLMPI_OK;
-}
-
 TLMPI_EXPORT tlmpi_status_t tlmpi_config_set(const char *name, const char *value)
 {
     int rc, c;
@@ -170,9 +147,4 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_config_set(const char *name, const char *value
         }
     }
     return TLMPI_OK;
-}
-
-TLMPI_EXPORT void tlmpi_reset_stats(void)
-{
-    memset(tlmpi_stats, 0, sizeof(tlmpi_stats));
 }

@@ -1,5 +1,5 @@
 #include "config.h"
-#include "select.h"
+#include "plan.h"
 
 int tlmpi_select_nccl_supports(tlmpi_coll_t coll, tlmpi_dtype_t dt, int contiguous, tlmpi_op_t op)
 {

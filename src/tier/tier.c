@@ -6,10 +6,10 @@
  */
 #include "config.h"
 #include "tier.h"
-#include "core.h"
-#include "gpu.h"
+#include "global.h"
+#include "stream.h"
 #include "log.h"
-#include "select.h"
+#include "plan.h"
 
 unsigned tlmpi_tier_local_caps(tlmpi_comm_t *tc)
 {

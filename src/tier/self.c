@@ -9,7 +9,9 @@
  */
 #include "config.h"
 #include "tier.h"
-#include "gpu.h"
+#include "classify.h"
+#include "cudawrap.h"
+#include "stream.h"
 #include "log.h"
 
 #ifdef HAVE_CUDA

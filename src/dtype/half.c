@@ -1,6 +1,6 @@
 #include "config.h"
 #include "half.h"
-#include "core.h"
+#include "global.h"
 #include "tier.h"
 #include "log.h"
 

@@ -1,6 +1,6 @@
 #include "config.h"
 #include "topo.h"
-#include "gpu.h"
+#include "cudawrap.h"
 #include "hwtopo.h"
 #include "env.h"
 #include "log.h"

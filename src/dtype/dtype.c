@@ -1,6 +1,6 @@
 #include "config.h"
 #include "dtype.h"
-#include "core.h"
+#include "global.h"
 
 #include <string.h>
 

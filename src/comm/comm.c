@@ -1,10 +1,9 @@
 #include "config.h"
 #include "comm.h"
-#include "core.h"
+#include "global.h"
 #include "env.h"
-#include "gpu.h"
 #include "log.h"
-#include "select.h"
+#include "plan.h"
 #include "tier.h"
 
 #include <pthread.h>

@@ -1,0 +1,32 @@
+/*
+ * stats: per-collective, per-path call and byte counters (TLMPI_STATS=1, tlmpi_get_stats). Paths are
+ * the public labels of include/tlmpi.h; each tier names its label in its table entry.
+ */
+#ifndef TLMPI_STATS_H
+#define TLMPI_STATS_H
+
+#include "global.h"
+#include <stdio.h>
+
+/* Counters, always on (the public API and tests read them). Below MPI_THREAD_MULTIPLE the MPI
+ * standard lets only one thread at a time be inside MPI, so a relaxed load + store cannot lose an
+ * update and costs far less than the locked read-modify-write that MPI_THREAD_MULTIPLE needs
+ * (two lock adds were about a third of the pass-through overhead). Readers use relaxed loads. */
+extern tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
+static inline void tlmpi_stat_add(tlmpi_coll_t coll, tlmpi_path_t path, uint64_t bytes)
+{
+    tlmpi_stat_t *s = &tlmpi_stats[coll][path];
+
+    if (TLMPI_LIKELY(tlmpi_g.thread_level != MPI_THREAD_MULTIPLE)) {
+        __atomic_store_n(&s->calls, __atomic_load_n(&s->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->bytes, __atomic_load_n(&s->bytes, __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
+    } else {
+        __atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&s->bytes, bytes, __ATOMIC_RELAXED);
+    }
+}
+
+/* Print the statistics table (TLMPI_STATS=1 at finalize; tlmpi_info). */
+void tlmpi_core_print_stats(FILE *f);
+
+#endif

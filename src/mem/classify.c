@@ -1,0 +1,312 @@
+/*
+ * classify: is a buffer host, pinned, device or managed memory, and on which device (the rules and
+ * the cache are described in classify.h). Driver entry points come from cudawrap.c.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dl_iterate_phdr, pthread_getattr_np */
+#endif
+#include "config.h"
+#include "classify.h"
+#include "cudawrap.h"
+#include "compiler.h"
+#include "env.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_CUDA
+#include <cuda.h> /* types and enums only: the driver is reached through the runtime, never linked */
+#include <cuda_runtime_api.h>
+
+static int classify_on; /* tlmpi_mem_init ran with a GPU present */
+
+/* Host addresses that can never be device memory: the brk heap below the current break. (No
+ * linker symbols such as `end`: libtlmpi may be LD_PRELOADed into a binary that does not export them.) */
+static uintptr_t brk_lo;
+
+/* More host addresses that cannot be device memory while the call runs, so that host-buffer calls
+ * on a GPU node skip the CUDA query (about 190 ns):
+ *  - the main program's loaded segments (globals, Fortran COMMON blocks, constants): mapped for the
+ *    whole life of the process (a shared library's could be unmapped by dlclose, so those are not
+ *    used);
+ *  - the calling thread's live stack: from tlmpi's own frame up to the top of the thread's stack.
+ *    Only when tlmpi's frame is inside the thread's stack as pthread reports it: on a coroutine or
+ *    fiber stack, that range would span unrelated mappings, and the fast path is not taken. */
+#define EXE_SEGS 8
+static struct {
+    uintptr_t lo, hi;
+} exe_seg[EXE_SEGS];
+static int exe_nseg;
+static uintptr_t exe_lo, exe_hi; /* span of all of them: one comparison rejects other addresses */
+static __thread uintptr_t tls_stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec"))); /* 0 unknown, 1 none */
+
+static int exe_phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    int i;
+
+    (void)size;
+    (void)data;
+    for (i = 0; i < info->dlpi_phnum && exe_nseg < EXE_SEGS; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+        if (ph->p_type == PT_LOAD && ph->p_memsz > 0) {
+            exe_seg[exe_nseg].lo = (uintptr_t)(info->dlpi_addr + ph->p_vaddr);
+            exe_seg[exe_nseg].hi = exe_seg[exe_nseg].lo + (uintptr_t)ph->p_memsz;
+            if (!exe_nseg || exe_seg[exe_nseg].lo < exe_lo) {
+                exe_lo = exe_seg[exe_nseg].lo;
+            }
+            if (exe_seg[exe_nseg].hi > exe_hi) {
+                exe_hi = exe_seg[exe_nseg].hi;
+            }
+            exe_nseg++;
+        }
+    }
+    return 1; /* the first object is the main program: stop */
+}
+
+static void stack_bounds_init(void)
+{
+    pthread_attr_t at;
+    void *addr = NULL;
+    size_t size = 0;
+
+    tls_stack_hi = 1; /* unknown for good unless pthread answers */
+    if (pthread_getattr_np(pthread_self(), &at) != 0) {
+        return;
+    }
+    if (pthread_attr_getstack(&at, &addr, &size) == 0 && addr && size) {
+        tls_stack_lo = (uintptr_t)addr;
+        tls_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&at);
+}
+
+/* 1 if a is certainly host memory now (see above); never 1 for an address CUDA could map. */
+static inline int host_certain(uintptr_t a)
+{
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    int i;
+
+    if (TLMPI_UNLIKELY(tls_stack_hi == 0)) {
+        stack_bounds_init();
+    }
+    if (a >= fp && a < tls_stack_hi && fp >= tls_stack_lo) {
+        return 1;
+    }
+    if (a < exe_lo || a >= exe_hi) {
+        return 0;
+    }
+    for (i = 0; i < exe_nseg; i++) {
+        if (a >= exe_seg[i].lo && a < exe_seg[i].hi) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#define RANGE_SLOTS 32
+typedef struct {
+    uintptr_t base, end;
+    unsigned long long id;      /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+    int dev;
+    tlmpi_mem_type_t type;
+} range_t;
+static range_t ranges[RANGE_SLOTS];
+static unsigned range_next;
+/* Writers (insert, drop, flush) hold range_lock and bump range_seq to odd before and to even after
+ * changing entries; readers take no lock (a seqlock): they scan, then retry if range_seq moved. The
+ * hit path of a device-buffer call thus costs a scan plus the one validating driver call. */
+static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned range_seq;
+
+void tlmpi_mem_init(void)
+{
+    brk_lo = (uintptr_t)sbrk(0);
+    dl_iterate_phdr(exe_phdr_cb, NULL);
+    classify_on = 1;
+}
+
+static void range_write_begin(void)
+{
+    __atomic_store_n(&range_seq, range_seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void range_write_end(void)
+{
+    __atomic_store_n(&range_seq, range_seq + 1, __ATOMIC_RELEASE);
+}
+
+static void range_store(unsigned i, const range_t *r)
+{
+    __atomic_store_n(&ranges[i].base, r->base, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].end, r->end, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].id, r->id, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].dev, r->dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&ranges[i].type, r->type, __ATOMIC_RELAXED);
+}
+
+/* Lock-free scan for the cached range containing a; the slot index or -1. */
+static int range_find(uintptr_t a, range_t *r_p)
+{
+    for (;;) {
+        unsigned seq = __atomic_load_n(&range_seq, __ATOMIC_ACQUIRE), i;
+        int found = -1;
+
+        if (seq & 1) {
+            continue;
+        }
+        for (i = 0; i < RANGE_SLOTS; i++) {
+            uintptr_t b = __atomic_load_n(&ranges[i].base, __ATOMIC_RELAXED);
+            uintptr_t e = __atomic_load_n(&ranges[i].end, __ATOMIC_RELAXED);
+
+            if (a >= b && a < e) {
+                r_p->base = b;
+                r_p->end = e;
+                r_p->id = __atomic_load_n(&ranges[i].id, __ATOMIC_RELAXED);
+                r_p->dev = __atomic_load_n(&ranges[i].dev, __ATOMIC_RELAXED);
+                r_p->type = __atomic_load_n(&ranges[i].type, __ATOMIC_RELAXED);
+                found = (int)i;
+                break;
+            }
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&range_seq, __ATOMIC_RELAXED) == seq) {
+            return found;
+        }
+    }
+}
+
+/* Cached device range containing p, validated by its buffer id; 1 on a valid hit (then *r_p is the
+ * range). */
+static int range_lookup(uintptr_t a, range_t *r_p)
+{
+    int found;
+    range_t r;
+    unsigned long long id = 0;
+
+    found = range_find(a, &r);
+    if (found < 0) {
+        return 0;
+    }
+    /* TLMPI_PTR_CACHE=trust (enum index 1): the application promises that a freed device range is
+     * not reused by another GPU's allocation, so the range alone answers */
+    if (TLMPI_ENV_I(PTR_CACHE) == 1 ||
+        (tlmpi_cu.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) == CUDA_SUCCESS && id == r.id)) {
+        *r_p = r;
+        return 1;
+    }
+    /* freed or reused: drop the entry */
+    pthread_mutex_lock(&range_lock);
+    if (ranges[found].base == r.base && ranges[found].id == r.id) {
+        static const range_t empty;
+
+        range_write_begin();
+        range_store((unsigned)found, &empty);
+        range_write_end();
+    }
+    pthread_mutex_unlock(&range_lock);
+    return 0;
+}
+
+/* Cache the allocation containing a; 1 (and *r_p) if it could be cached. */
+static int range_insert(uintptr_t a, tlmpi_mem_type_t type, int dev, range_t *r_p)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    unsigned long long id = 0;
+    range_t r;
+
+    if (tlmpi_cu.get_range((CUdeviceptr *)&base, &size, (CUdeviceptr)a) != CUDA_SUCCESS || size == 0 ||
+        tlmpi_cu.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)a) != CUDA_SUCCESS) {
+        return 0;
+    }
+    r = (range_t){ .base = (uintptr_t)base, .end = (uintptr_t)base + size, .id = id, .dev = dev, .type = type };
+    *r_p = r;
+    pthread_mutex_lock(&range_lock);
+    range_write_begin();
+    range_store(range_next % RANGE_SLOTS, &r);
+    range_write_end();
+    range_next++;
+    pthread_mutex_unlock(&range_lock);
+    return 1;
+}
+#else
+void tlmpi_mem_init(void)
+{
+}
+#endif
+
+tlmpi_mem_type_t tlmpi_mem_type(const void *p, int *dev_p)
+{
+    tlmpi_mem_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
+
+    return tlmpi_mem_type_in_call(p, dev_p, &seen);
+}
+
+tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_seen_t *seen)
+{
+    *dev_p = -1;
+#ifdef HAVE_CUDA
+    struct cudaPointerAttributes a;
+    uintptr_t addr = (uintptr_t)p;
+    tlmpi_mem_type_t t;
+    range_t r;
+
+    if (p == NULL || !classify_on) {
+        return TLMPI_MEM_HOST;
+    }
+    if (addr >= seen->base && addr < seen->end) {
+        *dev_p = seen->dev;
+        return seen->type;
+    }
+    if ((addr >= brk_lo && addr < (uintptr_t)sbrk(0)) || host_certain(addr)) {
+        return TLMPI_MEM_HOST;
+    }
+    if (tlmpi_cu.get_attr && range_lookup(addr, &r)) {
+        *seen = (tlmpi_mem_seen_t){ r.base, r.end, r.type, r.dev };
+        *dev_p = r.dev;
+        return r.type;
+    }
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return TLMPI_MEM_HOST;
+    }
+    switch (a.type) {
+    case cudaMemoryTypeDevice:  t = TLMPI_MEM_DEVICE; break;
+    case cudaMemoryTypeManaged: t = TLMPI_MEM_MANAGED; break;
+    case cudaMemoryTypeHost:    return TLMPI_MEM_PINNED;
+    default:                    return TLMPI_MEM_HOST;
+    }
+    *dev_p = a.device;
+    if (tlmpi_cu.get_range && range_insert(addr, t, a.device, &r)) {
+        *seen = (tlmpi_mem_seen_t){ r.base, r.end, r.type, r.dev };
+    }
+    (void)cudaGetLastError();
+    return t;
+#else
+    (void)p;
+    (void)seen;
+    return TLMPI_MEM_HOST;
+#endif
+}
+
+void tlmpi_mem_cache_flush(void)
+{
+#ifdef HAVE_CUDA
+    static const range_t empty;
+    unsigned i;
+
+    pthread_mutex_lock(&range_lock);
+    range_write_begin();
+    for (i = 0; i < RANGE_SLOTS; i++) {
+        range_store(i, &empty);
+    }
+    range_write_end();
+    pthread_mutex_unlock(&range_lock);
+#endif
+}

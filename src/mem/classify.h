@@ -1,0 +1,61 @@
+/*
+ * classify: the memory type of a buffer (host, pinned, device, managed) and its device, for the
+ * dispatcher's per-call classification. MPI-free; compiled with and without CUDA (without: every
+ * pointer is host).
+ *
+ * Classification cache (tlmpi_mem_type). The rule, chosen so that no verdict can go stale:
+ *  - Device/managed verdicts are cached per allocation range (cuMemGetAddressRange) together with
+ *    the allocation's CU_POINTER_ATTRIBUTE_BUFFER_ID. A hit is re-validated with one
+ *    cuPointerGetAttribute(BUFFER_ID) call: a range that was freed (and possibly reused by a new
+ *    allocation or host mapping) has another id or none, so the entry is dropped and the pointer is
+ *    classified afresh. TLMPI_PTR_CACHE=trust skips that call: then a range freed and reused by an
+ *    allocation on another GPU of the same process would keep its old device (the only case it
+ *    gets wrong; a host mapping cannot land in the driver's reserved device address ranges).
+ *  - Host verdicts are never cached per pointer: an address that is host memory now may be mapped
+ *    as device memory after a free. Only addresses that cannot be device memory during the call
+ *    skip CUDA: the brk heap below the current break ([break at init, sbrk(0))), the main program's
+ *    loaded segments (globals), and the calling thread's live stack (from tlmpi's frame to the top
+ *    of the thread's stack, when tlmpi runs on that stack and not on a coroutine's).
+ *  - Everything else costs one cudaPointerGetAttributes, which neither changes the current device
+ *    nor leaves a sticky error (any error is cleared).
+ */
+#ifndef TLMPI_CLASSIFY_H
+#define TLMPI_CLASSIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    TLMPI_MEM_HOST = 0,     /* pageable host memory (or unknown to CUDA) */
+    TLMPI_MEM_PINNED,       /* page-locked host memory registered with CUDA */
+    TLMPI_MEM_DEVICE,       /* device memory (cudaMalloc, VMM, ...) */
+    TLMPI_MEM_MANAGED       /* managed memory: both sides may touch it; treated as device */
+} tlmpi_mem_type_t;
+
+/* Record the host ranges that can never be device memory (the brk heap, the main program's
+ * segments); called once at init when a GPU is present. Before it, every pointer is host. */
+void tlmpi_mem_init(void);
+
+/* Memory type of p; *dev_p gets the device ordinal for DEVICE/MANAGED (else -1). */
+tlmpi_mem_type_t tlmpi_mem_type(const void *p, int *dev_p);
+
+/* A device allocation validated during the current call (zero-initialise before the first use).
+ * tlmpi_mem_type_in_call classifies like tlmpi_mem_type, but a pointer inside an allocation
+ * already validated for this call is answered without a second driver call (an allocation that
+ * is live now keeps its extent), and a pointer it validates becomes the new `seen`. Only for the
+ * buffers of one call: the allocation may be freed once the call returns. */
+typedef struct {
+    uintptr_t base, end;
+    tlmpi_mem_type_t type;
+    int dev;
+} tlmpi_mem_seen_t;
+tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_seen_t *seen);
+/* Drop every cached device range (tests, finalize). */
+void tlmpi_mem_cache_flush(void);
+
+static inline int tlmpi_mem_is_device(tlmpi_mem_type_t t)
+{
+    return t == TLMPI_MEM_DEVICE || t == TLMPI_MEM_MANAGED;
+}
+
+#endif
