@@ -3,7 +3,7 @@
  * table of named cases plus invariants checked over every combination of inputs.
  */
 #include "config.h"
-#include "select.h"
+#include "plan.h"
 
 #include <check.h>
 #include <stdlib.h>
