@@ -3,6 +3,9 @@ LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/launch.sh
 AM_TESTS_ENVIRONMENT = MPIEXEC='$(MPIEXEC)'; export MPIEXEC; top_srcdir='$(top_srcdir)'; export top_srcdir; \
     top_builddir='$(top_builddir)'; export top_builddir;
 
+# the MPI test programs share one harness, tests/harness.h
+TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+
 # --- unit tests (tests/unit: Check, fork mode, no MPI run, no GPU) and topology MPI tests ---
 EXTRA_DIST += tests/unit/env_doc.sh tests/unit/no_check.sh
 TESTS += tests/unit/env_doc.sh
@@ -40,16 +43,16 @@ endif
 TOPO_MPI_TESTS = tests/mpi/mpi_topo tests/mpi/mpi_topo_np4 tests/mpi/mpi_topo_np3
 check_PROGRAMS += $(TOPO_MPI_TESTS)
 TESTS += $(TOPO_MPI_TESTS)
-tests_mpi_mpi_topo_SOURCES = tests/mpi/mpi_topo.c
-tests_mpi_mpi_topo_CPPFLAGS = $(AM_CPPFLAGS) -DMPI_TOPO_MODE=2
+tests_mpi_mpi_topo_SOURCES = tests/mpi/mpi_topo.c tests/harness.h
+tests_mpi_mpi_topo_CPPFLAGS = $(TEST_CPPFLAGS) -DMPI_TOPO_MODE=2
 tests_mpi_mpi_topo_LDADD = libtlmpi.la
 tests_mpi_mpi_topo_LDFLAGS = -no-install
-tests_mpi_mpi_topo_np4_SOURCES = tests/mpi/mpi_topo.c
-tests_mpi_mpi_topo_np4_CPPFLAGS = $(AM_CPPFLAGS) -DMPI_TOPO_MODE=4
+tests_mpi_mpi_topo_np4_SOURCES = tests/mpi/mpi_topo.c tests/harness.h
+tests_mpi_mpi_topo_np4_CPPFLAGS = $(TEST_CPPFLAGS) -DMPI_TOPO_MODE=4
 tests_mpi_mpi_topo_np4_LDADD = libtlmpi.la
 tests_mpi_mpi_topo_np4_LDFLAGS = -no-install
-tests_mpi_mpi_topo_np3_SOURCES = tests/mpi/mpi_topo.c
-tests_mpi_mpi_topo_np3_CPPFLAGS = $(AM_CPPFLAGS) -DMPI_TOPO_MODE=3
+tests_mpi_mpi_topo_np3_SOURCES = tests/mpi/mpi_topo.c tests/harness.h
+tests_mpi_mpi_topo_np3_CPPFLAGS = $(TEST_CPPFLAGS) -DMPI_TOPO_MODE=3
 tests_mpi_mpi_topo_np3_LDADD = libtlmpi.la
 tests_mpi_mpi_topo_np3_LDFLAGS = -no-install
 
@@ -65,7 +68,8 @@ tests_gpu_gpu_reduce_SOURCES = tests/gpu/gpu_reduce.c
 tests_gpu_gpu_reduce_LDADD = libtlmpi_core.la $(CUDA_LIBS)
 tests_gpu_gpu_reduce_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 check_PROGRAMS += tests/gpu/gpu_coll
-tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c
+tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c tests/harness.h
+tests_gpu_gpu_coll_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_coll_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_coll_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # the PMPI guard: preloaded, aborts on a device pointer reaching PMPI_* (-rpath: build a shared lib)
@@ -73,29 +77,52 @@ check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
 tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
 tests_gpu_libtlmpi_guard_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(CUDA_LDFLAGS)
 tests_gpu_libtlmpi_guard_la_LIBADD = $(CUDA_LIBS) -ldl
+# MPI_THREAD_MULTIPLE with device buffers on the GPU host (tests/gpu/threads.sh; the same source as
+# tests/mpi/mpi_threads, with the real CUDA runtime and NCCL)
+check_PROGRAMS += tests/gpu/gpu_threads
+tests_gpu_gpu_threads_SOURCES = tests/mpi/mpi_threads.c tests/harness.h
+tests_gpu_gpu_threads_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_threads_LDADD = libtlmpi.la $(CUDA_LIBS) -lpthread -lm
+tests_gpu_gpu_threads_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # host-buffer classification on "a GPU node" anywhere: the fake CUDA runtime of tests/fakes, linked
 # ahead of libtlmpi (and so of the real libcudart), reports one GPU and counts pointer queries
 check_LTLIBRARIES += tests/mpi/libfakecudart.la
 tests_mpi_libfakecudart_la_SOURCES = tests/fakes/fakecudart.c
 tests_mpi_libfakecudart_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_mpi_libfakecudart_la_LIBADD = -lpthread
 check_PROGRAMS += tests/mpi/mpi_host_classify
 TESTS += tests/mpi/mpi_host_classify
-tests_mpi_mpi_host_classify_SOURCES = tests/mpi/mpi_host_classify.c tests/mpi/tst_util.h
+tests_mpi_mpi_host_classify_SOURCES = tests/mpi/mpi_host_classify.c tests/harness.h
+tests_mpi_mpi_host_classify_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_host_classify_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_host_classify_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
-# failing stream) with the fake CUDA runtime and a fake NCCL (dlopen'ed by tlmpi)
+# failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
+# communicates between the processes of one host, through shared memory)
 if HAVE_NCCL
 check_LTLIBRARIES += tests/mpi/libfakenccl.la
 tests_mpi_libfakenccl_la_SOURCES = tests/fakes/fakenccl.c
 tests_mpi_libfakenccl_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_mpi_libfakenccl_la_LIBADD = -lrt
 check_PROGRAMS += tests/mpi/mpi_fake_device
 TESTS += tests/mpi/mpi_fake_device
-tests_mpi_mpi_fake_device_SOURCES = tests/mpi/mpi_fake_device.c tests/mpi/tst_util.h
+tests_mpi_mpi_fake_device_SOURCES = tests/mpi/mpi_fake_device.c tests/harness.h
+tests_mpi_mpi_fake_device_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_fake_device_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_fake_device_LDFLAGS = -no-install
+# MPI_THREAD_MULTIPLE: 4 threads, each on its own dup, device buffers, every tier (tests/mpi/threads.sh
+# runs it with 2 and 4 ranks per mode)
+check_PROGRAMS += tests/mpi/mpi_threads
+tests_mpi_mpi_threads_SOURCES = tests/mpi/mpi_threads.c tests/harness.h
+tests_mpi_mpi_threads_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
+tests_mpi_mpi_threads_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
+tests_mpi_mpi_threads_LDFLAGS = -no-install
 endif
 endif
+# threads.sh skips (77) where mpi_threads is not built (no CUDA headers or no NCCL headers);
+# THREADS_REPEAT=N repeats its whole matrix. tests/gpu/threads.sh: the same on a GPU host.
+TESTS += tests/mpi/threads.sh
+EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
 
 # --- MPI correctness/bad-input/lifecycle/half tests (tests/mpi), interposition proofs
 # --- (tests/interpose), leak check under valgrind. Plain C (no Check): they also run on hosts
@@ -105,22 +132,28 @@ MPI_TESTS = tests/mpi/mpi_coll tests/mpi/mpi_coll_np4 tests/mpi/mpi_errors tests
 check_PROGRAMS += $(MPI_TESTS)
 TESTS += $(MPI_TESTS)
 MPI_TEST_LDADD = libtlmpi.la -lm
-tests_mpi_mpi_coll_SOURCES = tests/mpi/mpi_coll.c tests/mpi/tst_util.h
+tests_mpi_mpi_coll_SOURCES = tests/mpi/mpi_coll.c tests/harness.h
+tests_mpi_mpi_coll_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_coll_LDADD = $(MPI_TEST_LDADD)
 tests_mpi_mpi_coll_LDFLAGS = -no-install
 tests_mpi_mpi_coll_np4_SOURCES = $(tests_mpi_mpi_coll_SOURCES)
+tests_mpi_mpi_coll_np4_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_coll_np4_LDADD = $(MPI_TEST_LDADD)
 tests_mpi_mpi_coll_np4_LDFLAGS = -no-install
-tests_mpi_mpi_errors_SOURCES = tests/mpi/mpi_errors.c tests/mpi/tst_util.h
+tests_mpi_mpi_errors_SOURCES = tests/mpi/mpi_errors.c tests/harness.h
+tests_mpi_mpi_errors_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_errors_LDADD = $(MPI_TEST_LDADD)
 tests_mpi_mpi_errors_LDFLAGS = -no-install
-tests_mpi_mpi_churn_SOURCES = tests/mpi/mpi_churn.c tests/mpi/tst_util.h
+tests_mpi_mpi_churn_SOURCES = tests/mpi/mpi_churn.c tests/harness.h
+tests_mpi_mpi_churn_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_churn_LDADD = $(MPI_TEST_LDADD)
 tests_mpi_mpi_churn_LDFLAGS = -no-install
-tests_mpi_mpi_half_SOURCES = tests/mpi/mpi_half.c tests/mpi/tst_util.h
+tests_mpi_mpi_half_SOURCES = tests/mpi/mpi_half.c tests/harness.h
+tests_mpi_mpi_half_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_half_LDADD = $(MPI_TEST_LDADD)
 tests_mpi_mpi_half_LDFLAGS = -no-install
 tests_mpi_mpi_half_np4_SOURCES = $(tests_mpi_mpi_half_SOURCES)
+tests_mpi_mpi_half_np4_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_half_np4_LDADD = $(MPI_TEST_LDADD)
 tests_mpi_mpi_half_np4_LDFLAGS = -no-install
 

@@ -11,6 +11,9 @@
  *   gpu_coll --verify-mismatch  rank 0 device, others host memory under TLMPI_VERIFY_UNIFORM=1:
  *                             tlmpi must abort with its "ranks disagree" message
  *   gpu_coll [--quick]        the suite (--quick: no 1 MiB / 256 MiB sizes, 200 back-to-back calls)
+ *
+ * Failures are reported and summed over ranks by the tests' harness (tests/harness.h); the case
+ * values derive from its seed (TLMPI_TEST_SEED repeats a run).
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -25,15 +28,8 @@
 #include <string.h>
 #include <time.h>
 
-#define CK(_call)                                                                            \
-    do {                                                                                     \
-        cudaError_t _e = (_call);                                                            \
-        if (_e != cudaSuccess) {                                                             \
-            fprintf(stderr, "rank %d: %s failed: %s (%s:%d)\n", g_rank, #_call,              \
-                    cudaGetErrorString(_e), __FILE__, __LINE__);                             \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                                    \
-        }                                                                                    \
-    } while (0)
+#define TST_MAX_PRINT 30 /* failure lines printed per rank */
+#include "harness.h"
 
 enum { K_INT, K_UINT, K_FLOAT, K_F16, K_BF16 };
 typedef struct {
@@ -50,8 +46,8 @@ static const char *coll_names[C_N] = { "allreduce", "reduce_scatter_block", "all
 static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_REDUCE_SCATTER_BLOCK, TLMPI_COLL_ALLGATHER };
 
 static int g_rank, g_size, g_quick;
-static long g_cases, g_fail;
-static unsigned long long g_seed = 0x5eed;
+static long g_cases;
+static unsigned long long g_seed; /* from the harness's seed, the same on every rank */
 static int g_shared_gpu;
 static int g_pool;                  /* device send buffer carved from the receive buffer's allocation */
 static char *d_s, *d_r;             /* device scratch */
@@ -218,8 +214,7 @@ static long long stat_calls(tlmpi_coll_t c, tlmpi_path_t p)
 
 static void fail(const char *what)
 {
-    g_fail++;
-    if (g_fail <= 30) fprintf(stderr, "rank %d FAIL: %s\n", g_rank, what);
+    TST_FAIL("%s", what);
 }
 
 /*
@@ -274,15 +269,15 @@ static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inp
     sbuf = sdev ? dsend : h_in;
     rbuf = rdev ? d_r : h_out;
     /* poison the output, then place the input */
-    if (rdev) CK(cudaMemset(d_r, 0xA5, out_n * esz > in_n * esz ? out_n * esz : in_n * esz));
+    if (rdev) TST_CUDA(cudaMemset(d_r, 0xA5, out_n * esz > in_n * esz ? out_n * esz : in_n * esz));
     else memset(h_out, 0xA5, (out_n > in_n ? out_n : in_n) * esz);
     if (inplace) {
         size_t off = coll == C_AG ? (size_t)rank * count * esz : 0;
-        if (rdev) CK(cudaMemcpy(d_r + off, h_in, in_n * esz, cudaMemcpyHostToDevice));
+        if (rdev) TST_CUDA(cudaMemcpy(d_r + off, h_in, in_n * esz, cudaMemcpyHostToDevice));
         else memcpy(h_out + off, h_in, in_n * esz);
         sbuf = MPI_IN_PLACE;
     } else if (sdev) {
-        CK(cudaMemcpy(dsend, h_in, in_n * esz, cudaMemcpyHostToDevice));
+        TST_CUDA(cudaMemcpy(dsend, h_in, in_n * esz, cudaMemcpyHostToDevice));
     }
     if (tlmpi_config_set("TIER", tier) != TLMPI_OK) {
         fprintf(stderr, "tlmpi_config_set TIER %s failed\n", tier);
@@ -321,7 +316,7 @@ static void run_case(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int inp
             fail(m2);
         }
     }
-    if (rdev && out_n) CK(cudaMemcpy(h_out, d_r, out_n * esz, cudaMemcpyDeviceToHost));
+    if (rdev && out_n) TST_CUDA(cudaMemcpy(h_out, d_r, out_n * esz, cudaMemcpyDeviceToHost));
     for (i = 0; i < out_n; i++) {
         double e, tol, got = get(t, h_out, i);
         if (coll == C_AG) {
@@ -355,16 +350,16 @@ static void run_large(MPI_Comm comm, size_t bytes, const char *tier)
 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &p);
-    CK(cudaMalloc((void **)&d, bytes));
+    TST_CUDA(cudaMalloc((void **)&d, bytes));
     for (i = 0; i < n; i++) h[i] = (float)((long)((i * 31 + (size_t)rank * 17) % 64) - 32);
-    CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    TST_CUDA(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
     tlmpi_config_set("TIER", tier);
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
     if (MPI_Allreduce(MPI_IN_PLACE, d, (int)n, MPI_FLOAT, MPI_SUM, comm) != MPI_SUCCESS) fail("large allreduce rc");
     t0 = MPI_Wtime() - t0;
     memset(h, 0, bytes);
-    CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    TST_CUDA(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
     for (i = 0; i < n; i++) {
         float e = 0;
         for (r = 0; r < p; r++) e += (float)((long)((i * 31 + (size_t)r * 17) % 64) - 32);
@@ -376,7 +371,7 @@ static void run_large(MPI_Comm comm, size_t bytes, const char *tier)
         fail(msg);
     }
     if (g_rank == 0) printf("large: allreduce f32 sum %zu MiB in place tier=%s np=%d: %.3f s\n", bytes >> 20, tier, p, t0);
-    CK(cudaFree(d));
+    TST_CUDA(cudaFree(d));
     free(h);
 }
 
@@ -426,12 +421,12 @@ static void special_cases(MPI_Comm comm, const char *tier)
     MPI_Type_commit(&vec);
     hf = malloc(2 * n * sizeof(float));
     for (i = 0; i < 2 * n; i++) hf[i] = (i & 1) ? -7.0f : (float)(rank + i);
-    CK(cudaMemcpy(d_s, hf, 2 * n * sizeof(float), cudaMemcpyHostToDevice));
-    CK(cudaMemset(d_r, 0x7f, 2 * n * sizeof(float)));
+    TST_CUDA(cudaMemcpy(d_s, hf, 2 * n * sizeof(float), cudaMemcpyHostToDevice));
+    TST_CUDA(cudaMemset(d_r, 0x7f, 2 * n * sizeof(float)));
     MPI_Op_create(user_vec_sum, 1, &vop);
     if (MPI_Allreduce(d_s, d_r, 1, vec, vop, comm) != MPI_SUCCESS) fail("vector allreduce rc");
     MPI_Op_free(&vop);
-    CK(cudaMemcpy(hf, d_r, 2 * n * sizeof(float), cudaMemcpyDeviceToHost));
+    TST_CUDA(cudaMemcpy(hf, d_r, 2 * n * sizeof(float), cudaMemcpyDeviceToHost));
     for (i = 0; i < 2 * n; i++) {
         float e;
         uint32_t poison = 0x7f7f7f7f;
@@ -451,9 +446,9 @@ static void special_cases(MPI_Comm comm, const char *tier)
     MPI_Op_create(user_sum_f64, 1, &uop);
     hd = malloc(n * sizeof(double));
     for (i = 0; i < n; i++) hd[i] = rank * 0.5 + i;
-    CK(cudaMemcpy(d_r, hd, n * sizeof(double), cudaMemcpyHostToDevice));
+    TST_CUDA(cudaMemcpy(d_r, hd, n * sizeof(double), cudaMemcpyHostToDevice));
     if (MPI_Allreduce(MPI_IN_PLACE, d_r, n, MPI_DOUBLE, uop, comm) != MPI_SUCCESS) fail("user-op allreduce rc");
-    CK(cudaMemcpy(hd, d_r, n * sizeof(double), cudaMemcpyDeviceToHost));
+    TST_CUDA(cudaMemcpy(hd, d_r, n * sizeof(double), cudaMemcpyDeviceToHost));
     for (i = 0; i < n; i++) {
         double e = 0;
         for (j = 0; j < p; j++) e += j * 0.5 + i;
@@ -467,20 +462,20 @@ static void special_cases(MPI_Comm comm, const char *tier)
     MPI_Type_commit(&c3);
     hi = malloc(3 * p * sizeof(int));
     for (i = 0; i < 3; i++) hi[i] = rank * 100 + i;
-    CK(cudaMemcpy(d_s, hi, 3 * sizeof(int), cudaMemcpyHostToDevice));
-    CK(cudaMemset(d_r, 0xA5, 3 * p * sizeof(int)));
+    TST_CUDA(cudaMemcpy(d_s, hi, 3 * sizeof(int), cudaMemcpyHostToDevice));
+    TST_CUDA(cudaMemset(d_r, 0xA5, 3 * p * sizeof(int)));
     if (MPI_Allgather(d_s, 1, c3, d_r, 3, MPI_INT, comm) != MPI_SUCCESS) fail("allgather c3 rc");
-    CK(cudaMemcpy(hi, d_r, 3 * p * sizeof(int), cudaMemcpyDeviceToHost));
+    TST_CUDA(cudaMemcpy(hi, d_r, 3 * p * sizeof(int), cudaMemcpyDeviceToHost));
     for (i = 0; i < 3 * p; i++) {
         if (hi[i] != (i / 3) * 100 + i % 3) { snprintf(msg, sizeof msg, "allgather c3 tier=%s: elem %d", tier, i); fail(msg); break; }
     }
     g_cases++;
     /* 4. the same with c3 on both sides (contiguous derived: NCCL moves it as bytes) */
     for (i = 0; i < 3; i++) hi[i] = rank * 100 + i;
-    CK(cudaMemcpy(d_s, hi, 3 * sizeof(int), cudaMemcpyHostToDevice));
-    CK(cudaMemset(d_r, 0xA5, 3 * p * sizeof(int)));
+    TST_CUDA(cudaMemcpy(d_s, hi, 3 * sizeof(int), cudaMemcpyHostToDevice));
+    TST_CUDA(cudaMemset(d_r, 0xA5, 3 * p * sizeof(int)));
     if (MPI_Allgather(d_s, 1, c3, d_r, 1, c3, comm) != MPI_SUCCESS) fail("allgather c3/c3 rc");
-    CK(cudaMemcpy(hi, d_r, 3 * p * sizeof(int), cudaMemcpyDeviceToHost));
+    TST_CUDA(cudaMemcpy(hi, d_r, 3 * p * sizeof(int), cudaMemcpyDeviceToHost));
     for (i = 0; i < 3 * p; i++) {
         if (hi[i] != (i / 3) * 100 + i % 3) { snprintf(msg, sizeof msg, "allgather c3/c3 tier=%s: elem %d", tier, i); fail(msg); break; }
     }
@@ -492,8 +487,8 @@ static void special_cases(MPI_Comm comm, const char *tier)
 static int guard_selftest(void)
 {
     float *d;
-    MPI_Init(NULL, NULL);
-    CK(cudaMalloc((void **)&d, 64));
+    tst_init("gpu_coll --guard-selftest", NULL, NULL);
+    TST_CUDA(cudaMalloc((void **)&d, 64));
     fprintf(stderr, "guard self-test: passing a device pointer to PMPI_Allreduce directly\n");
     PMPI_Allreduce(MPI_IN_PLACE, d, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     fprintf(stderr, "guard self-test: NOT caught (the guard library is not active)\n");
@@ -506,10 +501,10 @@ static int verify_mismatch(void)
 {
     float *d, h[4] = { 1, 2, 3, 4 };
     void *buf;
-    MPI_Init(NULL, NULL);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    CK(cudaMalloc((void **)&d, sizeof(h)));
-    CK(cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice));
+    tst_init("gpu_coll --verify-mismatch", NULL, NULL);
+    g_rank = tst_rank;
+    TST_CUDA(cudaMalloc((void **)&d, sizeof(h)));
+    TST_CUDA(cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice));
     tlmpi_config_set("VERIFY_UNIFORM", "1");
     buf = g_rank == 0 ? (void *)d : (void *)h;
     fprintf(stderr, "rank %d: verify-mismatch: allreduce on %s memory\n", g_rank, g_rank ? "host" : "device");
@@ -536,7 +531,7 @@ int main(int argc, char **argv)
     char bus[64], allbus[64 * 64];
     MPI_Comm half, dup;
     unsigned long *guard_count;
-    long totals[2];
+    long totals[2], fails = 0;
 
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         (void)cudaGetLastError();
@@ -549,13 +544,15 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--verify-mismatch")) return verify_mismatch();
     for (a = 1; a < argc; a++) if (!strcmp(argv[a], "--quick")) g_quick = 1;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    tst_init("gpu_coll", &argc, &argv);
+    g_rank = tst_rank;
+    g_size = tst_size;
+    tst_rng_sync();
+    g_seed = tst_rand();
     dev = g_rank % ndev;
-    CK(cudaSetDevice(dev));
+    TST_CUDA(cudaSetDevice(dev));
     /* several ranks on one GPU? (then auto must not pick NCCL) */
-    CK(cudaDeviceGetPCIBusId(bus, 64, dev));
+    TST_CUDA(cudaDeviceGetPCIBusId(bus, 64, dev));
     MPI_Allgather(bus, 64, MPI_CHAR, allbus, 64, MPI_CHAR, MPI_COMM_WORLD);
     for (a = 0; a < g_size; a++) if (a != g_rank && !strcmp(allbus + 64 * a, bus)) g_shared_gpu = 1;
     MPI_Allreduce(MPI_IN_PLACE, &g_shared_gpu, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -579,8 +576,8 @@ int main(int argc, char **argv)
     sizes[nsizes++] = 7;
     sizes[nsizes++] = 4097;
     d_bytes = (size_t)(g_size + 1) * ((size_t)1 << 20) + (1 << 16);
-    CK(cudaMalloc((void **)&d_s, d_bytes));
-    CK(cudaMalloc((void **)&d_r, d_bytes));
+    TST_CUDA(cudaMalloc((void **)&d_s, d_bytes));
+    TST_CUDA(cudaMalloc((void **)&d_r, d_bytes));
     h_in = malloc(d_bytes);
     h_out = malloc(d_bytes);
     h_exp = malloc(d_bytes);
@@ -660,10 +657,10 @@ int main(int argc, char **argv)
 
         MPI_Comm_dup(MPI_COMM_WORLD, &dc);
         run_case(dc, C_AR, &g_types[0], OP_SUM, 0, 4097, "nccl", 1, 1);
-        CK(cudaSetDevice(other));
-        CK(cudaMalloc((void **)&o_s, d_bytes));
-        CK(cudaMalloc((void **)&o_r, d_bytes));
-        CK(cudaSetDevice(dev));
+        TST_CUDA(cudaSetDevice(other));
+        TST_CUDA(cudaMalloc((void **)&o_s, d_bytes));
+        TST_CUDA(cudaMalloc((void **)&o_r, d_bytes));
+        TST_CUDA(cudaSetDevice(dev));
         d_s = o_s;
         d_r = o_r;
         for (cc = 0; cc < C_N; cc++) {
@@ -674,8 +671,8 @@ int main(int argc, char **argv)
         }
         d_s = save_s;
         d_r = save_r;
-        CK(cudaFree(o_s));
-        CK(cudaFree(o_r));
+        TST_CUDA(cudaFree(o_s));
+        TST_CUDA(cudaFree(o_r));
         MPI_Comm_free(&dc);
         if (g_rank == 0) printf("buffers on another GPU than the NCCL tier's: %ld cases\n", g_cases - c0);
     } else if (g_rank == 0) {
@@ -712,9 +709,10 @@ int main(int argc, char **argv)
     }
 
     guard_count = dlsym(RTLD_DEFAULT, "tlmpi_guard_checked");
+    tst_totals(&fails, NULL);
     totals[0] = g_cases;
-    totals[1] = g_fail;
-    MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Allreduce(MPI_IN_PLACE, totals, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    totals[1] = fails;
     if (g_rank == 0) {
         int nv = 0;
         void *h = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
@@ -726,8 +724,8 @@ int main(int argc, char **argv)
         printf("RESULT np=%d cases=%ld failures=%ld time=%.1fs %s\n", g_size, totals[0], totals[1], now() - t0,
                totals[1] ? "FAIL" : "PASS");
     }
-    CK(cudaFree(d_s));
-    CK(cudaFree(d_r));
+    TST_CUDA(cudaFree(d_s));
+    TST_CUDA(cudaFree(d_r));
     free(h_in);
     free(h_out);
     free(h_exp);

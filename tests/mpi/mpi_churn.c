@@ -14,7 +14,7 @@
  */
 #include "config.h"
 #include "tlmpi.h"
-#include "tst_util.h"
+#include "harness.h"
 
 #define KEEP_EVERY (cycles >= 500 ? 100 : 10)
 #define MAX_KEPT 64

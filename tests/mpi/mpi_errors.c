@@ -22,7 +22,7 @@
  */
 #include "config.h"
 #include "tlmpi.h"
-#include "tst_util.h"
+#include "harness.h"
 
 #if defined(MPICH_VERSION)
 #define IS_MPICH 1

@@ -1,16 +1,18 @@
 /*
  * mpi_fake_device: tlmpi's device-buffer control flow on a machine without a GPU. Linked with
- * tests/fakes/fakecudart.c (a CPU stand-in for the CUDA runtime: one "GPU" whose memory is host
- * memory, copies are memmove) and pointed at tests/fakes/fakenccl.c (NCCL calls that return at once),
- * it checks, on fresh random small integers with poisoned outputs:
+ * tests/fakes/fakecudart.c (a CPU stand-in for the CUDA runtime: "GPUs" whose memory is host
+ * memory, copies are memmove) and pointed at tests/fakes/fakenccl.c (a CPU stand-in for NCCL that
+ * really runs the collective between the processes of one host, through shared memory), it checks,
+ * on fresh random small integers with poisoned outputs:
  *  - the staging tier end to end on "device" buffers (allreduce, allgather, reduce_scatter_block,
  *    in place and not), against exact expected values;
  *  - the one-rank `self` path on MPI_COMM_SELF (a device copy), in place and not;
- *  - the forced NCCL tier's control flow, including tlmpi's spin wait on a host word;
+ *  - the forced NCCL tier on all ranks, the same three collectives in place and not against exact
+ *    expected values, including tlmpi's spin wait on a host word;
  *  - buffers on another device than the one the communicator's NCCL tier was created on (a
  *    process driving two GPUs): the rank still takes part in NCCL, through scratch memory on the
  *    communicator's device, and the result lands in the caller's buffer (one-rank communicator, where
- *    the fake NCCL copies input to output), for all three collectives, in place and not;
+ *    NCCL copies input to output), for all three collectives, in place and not;
  *  - error handling: with the fake stream failing (no GPU write ever arrives, stream queries report
  *    a launch failure) an NCCL-tier call and a self-path call return an error through the
  *    communicator's error handler instead of hanging, and the next call after the failure clears
@@ -18,7 +20,7 @@
  */
 #include "config.h"
 #include "tlmpi.h"
-#include "tst_util.h"
+#include "harness.h"
 
 #include <cuda_runtime_api.h>
 #include <libgen.h>
@@ -63,6 +65,76 @@ static void set_tier(const char *t)
     TST_CHECK(tlmpi_config_set("TIER", t) == TLMPI_OK, "tlmpi_config_set(TIER, %s)", t);
 }
 
+/* allreduce, allgather and reduce_scatter_block on MPI_COMM_WORLD, not in place and in place, on the
+ * "device" buffers ds/dr (N doubles per rank block), with inputs val(rank, base + ...): each call must
+ * succeed, take path `path` and give the exact result; what is not output keeps its poison */
+static void three_collectives(const char *tier, tlmpi_path_t path, double *ds, double *dr, long base)
+{
+    long long before;
+    int i, k, rc;
+
+    set_tier(tier);
+    for (k = 0; k < 2; k++) { /* k = 1: in place */
+        const char *ip = k ? "in place" : "not in place";
+
+        /* allreduce */
+        for (i = 0; i < N; i++) {
+            ds[i] = val(tst_rank, base + i);
+            dr[i] = -1e300; /* poison */
+        }
+        if (k) memcpy(dr, ds, N * sizeof(double));
+        before = path_calls(TLMPI_COLL_ALLREDUCE, path);
+        rc = MPI_Allreduce(k ? MPI_IN_PLACE : ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        TST_CHECK(rc == MPI_SUCCESS, "%s allreduce (%s): rc %d", tier, ip, rc);
+        TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, path) == before + 1, "%s allreduce (%s) not on path %s", tier,
+                  ip, tlmpi_path_name(path));
+        for (i = 0; i < N; i++) {
+            double want = sum_over_ranks(base + i);
+            if (dr[i] != want) {
+                TST_FAIL("%s allreduce (%s): element %d = %g, expected %g", tier, ip, i, dr[i], want);
+                break;
+            }
+        }
+        /* allgather (in place: this rank's block already in dr) */
+        for (i = 0; i < (tst_size + 1) * N; i++) dr[i] = -1e300;
+        for (i = 0; i < N; i++) {
+            ds[i] = val(tst_rank, base + N + i);
+            if (k) dr[(long)tst_rank * N + i] = ds[i];
+        }
+        before = path_calls(TLMPI_COLL_ALLGATHER, path);
+        rc = MPI_Allgather(k ? MPI_IN_PLACE : ds, N, MPI_DOUBLE, dr, N, MPI_DOUBLE, MPI_COMM_WORLD);
+        TST_CHECK(rc == MPI_SUCCESS, "%s allgather (%s): rc %d", tier, ip, rc);
+        TST_CHECK(path_calls(TLMPI_COLL_ALLGATHER, path) == before + 1, "%s allgather (%s) not on path %s", tier,
+                  ip, tlmpi_path_name(path));
+        for (i = 0; i < tst_size * N; i++) {
+            if (dr[i] != val(i / N, base + N + i % N)) {
+                TST_FAIL("%s allgather (%s): element %d = %g", tier, ip, i, dr[i]);
+                break;
+            }
+        }
+        TST_CHECK(dr[tst_size * N] == -1e300, "%s allgather (%s): wrote past its output", tier, ip);
+        /* reduce_scatter_block (in place: the whole input in dr, the result at its start) */
+        for (i = 0; i < (tst_size + 1) * N; i++) dr[i] = -1e300;
+        for (i = 0; i < tst_size * N; i++) {
+            ds[i] = val(tst_rank, base + 2 * N + i);
+            if (k) dr[i] = ds[i];
+        }
+        before = path_calls(TLMPI_COLL_REDUCE_SCATTER_BLOCK, path);
+        rc = MPI_Reduce_scatter_block(k ? MPI_IN_PLACE : ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        TST_CHECK(rc == MPI_SUCCESS, "%s reduce_scatter_block (%s): rc %d", tier, ip, rc);
+        TST_CHECK(path_calls(TLMPI_COLL_REDUCE_SCATTER_BLOCK, path) == before + 1,
+                  "%s reduce_scatter_block (%s) not on path %s", tier, ip, tlmpi_path_name(path));
+        for (i = 0; i < N; i++) {
+            double want = sum_over_ranks(base + 2 * N + (long)tst_rank * N + i);
+            if (dr[i] != want) {
+                TST_FAIL("%s reduce_scatter_block (%s): element %d = %g, expected %g", tier, ip, i, dr[i], want);
+                break;
+            }
+        }
+        if (!k) TST_CHECK(dr[N] == -1e300, "%s reduce_scatter_block: wrote past its output", tier);
+    }
+}
+
 int main(int argc, char **argv)
 {
     double *ds, *dr, *es, *er, *h;
@@ -85,54 +157,18 @@ int main(int argc, char **argv)
     cudaMalloc((void **)&es, 4 * N * sizeof(double));
     cudaMalloc((void **)&er, 4 * N * sizeof(double));
     cudaSetDevice(0);
-    cudaMalloc((void **)&ds, 4 * N * sizeof(double));
-    cudaMalloc((void **)&dr, 4 * N * sizeof(double));
+    cudaMalloc((void **)&ds, 8 * N * sizeof(double)); /* (ranks + 1) blocks: up to 7 ranks */
+    cudaMalloc((void **)&dr, 8 * N * sizeof(double));
     h = malloc(4 * N * sizeof(double));
     tst_init("mpi_fake_device", &argc, &argv);
+    if (tst_size > 7) {
+        return tst_skip("written for at most 7 ranks");
+    }
     tst_rng_sync();
     g_seed = tst_rand();
 
     /* 1. staging tier, end to end */
-    set_tier("staging");
-    for (k = 0; k < 2; k++) { /* k = 1: in place */
-        for (i = 0; i < N; i++) {
-            ds[i] = val(tst_rank, i);
-            dr[i] = -1e300; /* poison */
-        }
-        if (k) memcpy(dr, ds, N * sizeof(double));
-        before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_STAGING);
-        rc = MPI_Allreduce(k ? MPI_IN_PLACE : ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        TST_CHECK(rc == MPI_SUCCESS, "staging allreduce (in place %d): rc %d", k, rc);
-        TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_STAGING) == before + 1, "allreduce did not stage");
-        for (i = 0; i < N; i++) {
-            double want = sum_over_ranks(i);
-            if (dr[i] != want) {
-                TST_FAIL("staging allreduce (in place %d): element %d = %g, expected %g", k, i, dr[i], want);
-                break;
-            }
-        }
-    }
-    for (i = 0; i < N; i++) ds[i] = val(tst_rank, N + i);
-    memset(dr, 0xA5, (size_t)tst_size * N * sizeof(double));
-    rc = MPI_Allgather(ds, N, MPI_DOUBLE, dr, N, MPI_DOUBLE, MPI_COMM_WORLD);
-    TST_CHECK(rc == MPI_SUCCESS, "staging allgather: rc %d", rc);
-    for (i = 0; i < tst_size * N; i++) {
-        if (dr[i] != val(i / N, N + i % N)) {
-            TST_FAIL("staging allgather: element %d = %g", i, dr[i]);
-            break;
-        }
-    }
-    for (i = 0; i < tst_size * N; i++) ds[i] = val(tst_rank, 2 * N + i);
-    memset(dr, 0xA5, N * sizeof(double));
-    rc = MPI_Reduce_scatter_block(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    TST_CHECK(rc == MPI_SUCCESS, "staging reduce_scatter_block: rc %d", rc);
-    for (i = 0; i < N; i++) {
-        double want = sum_over_ranks(2 * N + (long)tst_rank * N + i);
-        if (dr[i] != want) {
-            TST_FAIL("staging reduce_scatter_block: element %d = %g, expected %g", i, dr[i], want);
-            break;
-        }
-    }
+    three_collectives("staging", TLMPI_PATH_STAGING, ds, dr, 0);
 
     /* 2. one rank: the self path copies on the "device" */
     set_tier("auto");
@@ -153,12 +189,8 @@ int main(int argc, char **argv)
     TST_CHECK(rc == MPI_SUCCESS && memcmp(h, ds, N * sizeof(double)) == 0, "one-rank mixed allgather");
     TST_CHECK(path_calls(TLMPI_COLL_ALLGATHER, TLMPI_PATH_STAGING) == before + 1, "mixed pair not staged");
 
-    /* 3. forced NCCL tier (the fake NCCL moves no data: only the control flow is checked) */
-    set_tier("nccl");
-    before = path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL);
-    rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    TST_CHECK(rc == MPI_SUCCESS, "nccl allreduce: rc %d", rc);
-    TST_CHECK(path_calls(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_NCCL) == before + 1, "forced nccl did not use NCCL");
+    /* 3. forced NCCL tier on all ranks (the fake NCCL communicates: results checked as for staging) */
+    three_collectives("nccl", TLMPI_PATH_NCCL, ds, dr, 10 * N);
 
     /* 5. buffers on the other device than the communicator's NCCL tier (created on device 0 by the
      * first call); one rank, so the fake NCCL's copy makes every result checkable */

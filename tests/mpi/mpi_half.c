@@ -14,7 +14,7 @@
  */
 #include "config.h"
 #include "tlmpi.h"
-#include "tst_util.h"
+#include "harness.h"
 
 #include <math.h>
 

@@ -8,7 +8,7 @@
  */
 #include "config.h"
 #include "tlmpi.h"
-#include "tst_util.h"
+#include "harness.h"
 
 #include <pthread.h>
 #include <sys/mman.h>

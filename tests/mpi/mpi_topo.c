@@ -8,33 +8,18 @@
  *   mpi_topo_np3   3 ranks, TOPO_RANKS_PER_NODE=2 through tlmpi_config_set before the first query:
  *                  irregular (2 + 1), not eligible; MPI_Allreduce on host buffers still correct and
  *                  counted as passthrough.
- * Expected values are computed independently from each comm's world ranks. Failures are summed
- * over ranks with PMPI_Allreduce, so every rank exits alike (0 or 1).
+ * Expected values are computed independently from each comm's world ranks. Failures are reported
+ * and summed over ranks by the tests' harness (tests/harness.h), so every rank exits alike (0 or 1).
  */
 #include "config.h"
 #include "tlmpi.h"
-
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "harness.h"
 
 #ifndef MPI_TOPO_MODE
 #define MPI_TOPO_MODE 2
 #endif
 
-static int world_rank, failures;
-
-#define CHECK(_cond, ...)                                                                    \
-    do {                                                                                     \
-        if (!(_cond)) {                                                                      \
-            fprintf(stderr, "[rank %d] %s:%d: check '%s' failed: ", world_rank, __FILE__,    \
-                    __LINE__, #_cond);                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fprintf(stderr, "\n");                                                           \
-            failures++;                                                                      \
-        }                                                                                    \
-    } while (0)
+static int world_rank;
 
 /* Expected layout of comm when world rank w sits on fake node w / rpn (rpn 0: one node). */
 typedef struct {
@@ -107,14 +92,14 @@ static void check_comm(const char *what, MPI_Comm comm, int rpn)
     PMPI_Comm_rank(comm, &rank);
     memset(&info, 0x5a, sizeof(info)); /* poison */
     st = tlmpi_comm_query(comm, &info);
-    CHECK(st == TLMPI_OK, "%s: tlmpi_comm_query: %s", what, tlmpi_status_string(st));
+    TST_CHECK(st == TLMPI_OK, "%s: tlmpi_comm_query: %s", what, tlmpi_status_string(st));
     if (st != TLMPI_OK) {
         return;
     }
-    CHECK(info.size == size && info.rank == rank, "%s: size/rank %d/%d", what, info.size, info.rank);
+    TST_CHECK(info.size == size && info.rank == rank, "%s: size/rank %d/%d", what, info.size, info.rank);
     if (size < 2) {
         /* size 1 stays eligible (a device call on it is a one-rank NCCL copy): 1 node x 1 rank */
-        CHECK(info.eligible && info.node_count == 1 && info.local_size == 1 && info.rail_size == 1,
+        TST_CHECK(info.eligible && info.node_count == 1 && info.local_size == 1 && info.rail_size == 1,
               "%s: size-1 comm: eligible %d nodes %d local %d rail %d", what, info.eligible,
               info.node_count, info.local_size, info.rail_size);
         return;
@@ -124,22 +109,22 @@ static void check_comm(const char *what, MPI_Comm comm, int rpn)
            world_rank, what, info.node_index, info.node_count, info.local_rank, info.local_size,
            info.rail_rank, info.rail_size, info.regular, info.eligible, info.eligible ? "" : " ",
            info.eligible ? "" : info.reason, info.gpu_device, info.rail_id);
-    CHECK(info.node_count == e.node_count, "%s: node_count %d, want %d", what, info.node_count, e.node_count);
-    CHECK(info.node_index == e.node_index, "%s: node_index %d, want %d", what, info.node_index, e.node_index);
-    CHECK(info.local_rank == e.local_rank, "%s: local_rank %d, want %d", what, info.local_rank, e.local_rank);
-    CHECK(info.local_size == e.local_size, "%s: local_size %d, want %d", what, info.local_size, e.local_size);
-    CHECK(info.rail_rank == e.rail_rank, "%s: rail_rank %d, want %d", what, info.rail_rank, e.rail_rank);
-    CHECK(info.rail_size == e.rail_size, "%s: rail_size %d, want %d", what, info.rail_size, e.rail_size);
-    CHECK(info.regular == e.regular, "%s: regular %d, want %d", what, info.regular, e.regular);
-    CHECK(info.eligible == e.regular, "%s: eligible %d with regular %d (%s)", what, info.eligible,
+    TST_CHECK(info.node_count == e.node_count, "%s: node_count %d, want %d", what, info.node_count, e.node_count);
+    TST_CHECK(info.node_index == e.node_index, "%s: node_index %d, want %d", what, info.node_index, e.node_index);
+    TST_CHECK(info.local_rank == e.local_rank, "%s: local_rank %d, want %d", what, info.local_rank, e.local_rank);
+    TST_CHECK(info.local_size == e.local_size, "%s: local_size %d, want %d", what, info.local_size, e.local_size);
+    TST_CHECK(info.rail_rank == e.rail_rank, "%s: rail_rank %d, want %d", what, info.rail_rank, e.rail_rank);
+    TST_CHECK(info.rail_size == e.rail_size, "%s: rail_size %d, want %d", what, info.rail_size, e.rail_size);
+    TST_CHECK(info.regular == e.regular, "%s: regular %d, want %d", what, info.regular, e.regular);
+    TST_CHECK(info.eligible == e.regular, "%s: eligible %d with regular %d (%s)", what, info.eligible,
           e.regular, info.reason ? info.reason : "(null)");
-    CHECK(info.reason != NULL, "%s: reason is NULL", what);
+    TST_CHECK(info.reason != NULL, "%s: reason is NULL", what);
     if (info.gpu_device < 0) {
         /* no GPU: no bus id, so no hwloc rail id; every rank falls back to its local rank */
-        CHECK(info.rail_id == info.local_rank, "%s: rail_id %d without a GPU, want local rank %d", what,
+        TST_CHECK(info.rail_id == info.local_rank, "%s: rail_id %d without a GPU, want local rank %d", what,
               info.rail_id, info.local_rank);
     } else {
-        CHECK(info.rail_id >= 0, "%s: rail_id %d", what, info.rail_id);
+        TST_CHECK(info.rail_id >= 0, "%s: rail_id %d", what, info.rail_id);
     }
 }
 
@@ -149,27 +134,27 @@ static void check_world_literal(int size, int rpn)
     tlmpi_comm_info_t info;
 
     if (tlmpi_comm_query(MPI_COMM_WORLD, &info) != TLMPI_OK) {
-        CHECK(0, "tlmpi_comm_query(WORLD) failed");
+        TST_FAIL("tlmpi_comm_query(WORLD) failed");
         return;
     }
     if (size == 4 && rpn == 2) {
-        CHECK(info.node_count == 2 && info.local_size == 2, "want 2 nodes x 2, got %d x %d",
+        TST_CHECK(info.node_count == 2 && info.local_size == 2, "want 2 nodes x 2, got %d x %d",
               info.node_count, info.local_size);
-        CHECK(info.node_index == world_rank / 2 && info.local_rank == world_rank % 2,
+        TST_CHECK(info.node_index == world_rank / 2 && info.local_rank == world_rank % 2,
               "node %d local %d", info.node_index, info.local_rank);
-        CHECK(info.rail_rank == world_rank / 2 && info.rail_size == 2, "rail %d/%d", info.rail_rank,
+        TST_CHECK(info.rail_rank == world_rank / 2 && info.rail_size == 2, "rail %d/%d", info.rail_rank,
               info.rail_size);
-        CHECK(info.regular == 1 && info.eligible == 1, "regular %d eligible %d", info.regular, info.eligible);
+        TST_CHECK(info.regular == 1 && info.eligible == 1, "regular %d eligible %d", info.regular, info.eligible);
     } else if (size == 3 && rpn == 2) {
-        CHECK(info.node_count == 2, "node_count %d", info.node_count);
-        CHECK(info.local_size == (world_rank < 2 ? 2 : 1), "local_size %d", info.local_size);
-        CHECK(info.regular == 0 && info.eligible == 0, "regular %d eligible %d", info.regular, info.eligible);
-        CHECK(info.reason && strstr(info.reason, "irregular"), "reason '%s'", info.reason ? info.reason : "");
+        TST_CHECK(info.node_count == 2, "node_count %d", info.node_count);
+        TST_CHECK(info.local_size == (world_rank < 2 ? 2 : 1), "local_size %d", info.local_size);
+        TST_CHECK(info.regular == 0 && info.eligible == 0, "regular %d eligible %d", info.regular, info.eligible);
+        TST_CHECK(info.reason && strstr(info.reason, "irregular"), "reason '%s'", info.reason ? info.reason : "");
     } else if (size == 2 && rpn == 0) {
-        CHECK(info.node_count == 1 && info.local_size == 2 && info.local_rank == world_rank,
+        TST_CHECK(info.node_count == 1 && info.local_size == 2 && info.local_rank == world_rank,
               "want 1 node x 2, got %d x %d (local %d)", info.node_count, info.local_size, info.local_rank);
-        CHECK(info.rail_size == 1 && info.rail_rank == 0, "rail %d/%d", info.rail_rank, info.rail_size);
-        CHECK(info.regular == 1 && info.eligible == 1, "regular %d eligible %d", info.regular, info.eligible);
+        TST_CHECK(info.rail_size == 1 && info.rail_rank == 0, "rail %d/%d", info.rail_rank, info.rail_size);
+        TST_CHECK(info.regular == 1 && info.eligible == 1, "regular %d eligible %d", info.regular, info.eligible);
     }
 }
 
@@ -203,15 +188,15 @@ static void check_host_allreduce(MPI_Comm comm, int iters)
                 want += salts[r];
             }
             if (out[i] != want) {
-                CHECK(0, "allreduce iter %d element %d: %lld, want %lld", it, i, out[i], want);
+                TST_FAIL("allreduce iter %d element %d: %lld, want %lld", it, i, out[i], want);
                 break;
             }
         }
     }
     tlmpi_get_stats(TLMPI_COLL_ALLREDUCE, TLMPI_PATH_PASSTHROUGH, &after);
-    CHECK(after.calls - before.calls == (uint64_t)iters, "passthrough calls +%llu, want +%d",
+    TST_CHECK(after.calls - before.calls == (uint64_t)iters, "passthrough calls +%llu, want +%d",
           (unsigned long long)(after.calls - before.calls), iters);
-    CHECK(after.bytes - before.bytes == (uint64_t)iters * n * sizeof(long long), "passthrough bytes +%llu",
+    TST_CHECK(after.bytes - before.bytes == (uint64_t)iters * n * sizeof(long long), "passthrough bytes +%llu",
           (unsigned long long)(after.bytes - before.bytes));
     free(in);
     free(out);
@@ -220,7 +205,7 @@ static void check_host_allreduce(MPI_Comm comm, int iters)
 int main(int argc, char **argv)
 {
     MPI_Comm dup, half;
-    int size, rpn = 0, total = 0;
+    int size, rpn = 0;
     tlmpi_status_t st = TLMPI_OK;
 
     (void)st; /* used only in some of the three builds of this file */
@@ -229,15 +214,15 @@ int main(int argc, char **argv)
     setenv("TLMPI_TOPO_RANKS_PER_NODE", "2", 1);
     rpn = 2;
 #endif
-    MPI_Init(&argc, &argv);
-    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    tst_init(MPI_TOPO_MODE == 4 ? "mpi_topo_np4" : MPI_TOPO_MODE == 3 ? "mpi_topo_np3" : "mpi_topo", &argc, &argv);
+    world_rank = tst_rank;
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
 #if MPI_TOPO_MODE == 3
     st = tlmpi_config_set("TOPO_RANKS_PER_NODE", "2");
-    CHECK(st == TLMPI_OK, "tlmpi_config_set: %s", tlmpi_status_string(st));
+    TST_CHECK(st == TLMPI_OK, "tlmpi_config_set: %s", tlmpi_status_string(st));
     rpn = 2;
 #endif
-    CHECK(size == MPI_TOPO_MODE, "built for %d ranks, running with %d", MPI_TOPO_MODE, size);
+    TST_CHECK(size == MPI_TOPO_MODE, "built for %d ranks, running with %d", MPI_TOPO_MODE, size);
 
     check_comm("world", MPI_COMM_WORLD, rpn);
     check_world_literal(size, rpn);
@@ -260,20 +245,15 @@ int main(int argc, char **argv)
 
         /* fake nodes of one rank each, switched on at run time: only new comms see it */
         st = tlmpi_config_set("TOPO_RANKS_PER_NODE", "1");
-        CHECK(st == TLMPI_OK, "tlmpi_config_set: %s", tlmpi_status_string(st));
+        TST_CHECK(st == TLMPI_OK, "tlmpi_config_set: %s", tlmpi_status_string(st));
         PMPI_Comm_dup(MPI_COMM_WORLD, &dup1);
         check_comm("dup rpn=1", dup1, 1);
         check_world_literal(size, 0); /* world's state was built before: unchanged */
         PMPI_Comm_free(&dup1);
     }
 #endif
-    CHECK(tlmpi_config_set("NO_SUCH_SETTING", "1") == TLMPI_ERR_NOT_FOUND, "unknown setting accepted");
-    CHECK(tlmpi_config_set("TOPO_RANKS_PER_NODE", "two") == TLMPI_ERR_INVALID_ARG, "bad value accepted");
+    TST_CHECK(tlmpi_config_set("NO_SUCH_SETTING", "1") == TLMPI_ERR_NOT_FOUND, "unknown setting accepted");
+    TST_CHECK(tlmpi_config_set("TOPO_RANKS_PER_NODE", "two") == TLMPI_ERR_INVALID_ARG, "bad value accepted");
 
-    PMPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (world_rank == 0) {
-        printf("mpi_topo (%d ranks): %s (%d failed checks)\n", size, total ? "FAIL" : "PASS", total);
-    }
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return tst_finish();
 }

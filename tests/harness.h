@@ -1,14 +1,21 @@
 /*
- * tst_util: the small harness shared by the MPI tests in tests/mpi (plain C, no Check, so that
- * they also run on hosts without Check). Each test:
- *  - seeds a per-rank generator from TLMPI_TEST_SEED or the clock (printed, to reproduce a run),
- *  - reports failures with TST_FAIL (the first TST_MAX_PRINT per rank are printed),
+ * harness.h: the one small harness of the MPI programs under tests/ (tests/mpi and
+ * tests/gpu/gpu_coll.c; plain C, no Check, so that they also run on hosts without Check). Each test:
+ *  - starts with tst_init (MPI_Init) or tst_init_thread (MPI_Init_thread; tst_skip when the MPI
+ *    gives less than the test needs), which seeds a per-rank generator from TLMPI_TEST_SEED or the
+ *    clock (printed, to reproduce a run),
+ *  - reports failures with TST_FAIL / TST_CHECK (the first TST_MAX_PRINT per rank are printed);
+ *    both may be used from several threads at once (the counters are atomic), and the generator of
+ *    a thread of its own is a tst_rng_t (tst_rand_r),
  *  - ends with tst_finish(), which sums the failures over MPI_COMM_WORLD with PMPI_Allreduce so
- *    every rank exits alike (0 = pass, 1 = fail).
+ *    every rank exits alike (0 = pass, 1 = fail); tst_totals gives the sums to a test that prints
+ *    its own summary before.
+ * Included after cuda_runtime_api.h it also defines TST_CUDA(call): a failing CUDA call aborts the
+ * job with the call, the error and the place.
  * Only PMPI_* is used for the harness's own communication, so it never touches tlmpi's counters.
  */
-#ifndef TLMPI_TST_UTIL_H
-#define TLMPI_TST_UTIL_H
+#ifndef TLMPI_TEST_HARNESS_H
+#define TLMPI_TEST_HARNESS_H
 
 #include <mpi.h>
 #include <stdarg.h>
@@ -18,7 +25,9 @@
 #include <string.h>
 #include <time.h>
 
+#ifndef TST_MAX_PRINT
 #define TST_MAX_PRINT 12
+#endif
 
 static int tst_rank, tst_size;
 static long tst_failures, tst_checks;
@@ -31,33 +40,50 @@ static void tst_fail_(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
 
-    if (tst_failures++ < TST_MAX_PRINT) {
+    if (__atomic_fetch_add(&tst_failures, 1, __ATOMIC_RELAXED) < TST_MAX_PRINT) {
         fprintf(stderr, "[%s r%d] FAIL %s:%d: ", tst_name, tst_rank, file, line);
         va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
         va_end(ap);
         fputc('\n', stderr);
+        fflush(stderr);
     }
 }
 #define TST_FAIL(...) tst_fail_(__FILE__, __LINE__, __VA_ARGS__)
 #define TST_CHECK(_cond, ...)                                                                \
     do {                                                                                     \
-        tst_checks++;                                                                        \
+        __atomic_fetch_add(&tst_checks, 1, __ATOMIC_RELAXED);                                \
         if (!(_cond)) {                                                                      \
             TST_FAIL(__VA_ARGS__);                                                           \
         }                                                                                    \
     } while (0)
 
-/* xorshift64*: fast, reproducible, good enough for test data */
-static inline uint64_t tst_rand(void)
+/* xorshift64*: fast, reproducible, good enough for test data. tst_rand uses the process's
+ * generator (one thread); a thread of its own keeps a tst_rng_t. */
+typedef uint64_t tst_rng_t;
+
+static inline void tst_rng_seed(tst_rng_t *g, uint64_t seed)
 {
-    uint64_t x = tst_rng_state;
+    *g = (seed + 1) * 0x9E3779B97F4A7C15ULL;
+    if (!*g) {
+        *g = 1;
+    }
+}
+
+static inline uint64_t tst_rand_r(tst_rng_t *g)
+{
+    uint64_t x = *g;
 
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    tst_rng_state = x;
+    *g = x;
     return x * 0x2545F4914F6CDD1DULL;
+}
+
+static inline uint64_t tst_rand(void)
+{
+    return tst_rand_r(&tst_rng_state);
 }
 
 /* uniform integer in [lo, hi] */
@@ -96,15 +122,14 @@ static inline void *tst_malloc(size_t n)
     return p;
 }
 
-/* MPI_Init, error handler, seed. MPI_ERRORS_RETURN so that a failing call is reported by the
- * test rather than aborting the job. */
-static inline void tst_init(const char *name, int *argc, char ***argv)
+/* After MPI_Init(_thread): error handler, seed. MPI_ERRORS_RETURN so that a failing call is
+ * reported by the test rather than aborting the job. */
+static inline void tst_setup_(const char *name)
 {
     const char *s = getenv("TLMPI_TEST_SEED");
     uint64_t seed;
 
     tst_name = name;
-    MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &tst_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &tst_size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -121,18 +146,61 @@ static inline void tst_init(const char *name, int *argc, char ***argv)
     }
 }
 
+static inline void tst_init(const char *name, int *argc, char ***argv)
+{
+    MPI_Init(argc, argv);
+    tst_setup_(name);
+}
+
+/* MPI_Init_thread; returns the thread level the MPI provides (see tst_skip) */
+static inline int tst_init_thread(const char *name, int *argc, char ***argv, int required)
+{
+    int provided = MPI_THREAD_SINGLE;
+
+    MPI_Init_thread(argc, argv, required, &provided);
+    tst_setup_(name);
+    return provided;
+}
+
+/* Skip the test (automake's exit status 77) on every rank alike: call it on all ranks. */
+static inline int tst_skip(const char *why)
+{
+    if (tst_rank == 0) {
+        printf("%s: SKIP: %s\n", tst_name, why);
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    return 77;
+}
+
 /* Same random stream on every rank from here on (for rank-uniform choices such as counts). */
 static inline void tst_rng_sync(void)
 {
     PMPI_Bcast(&tst_rng_state, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 }
 
+/* Failures and checks summed over all ranks (collective over MPI_COMM_WORLD). */
+static inline void tst_totals(long *failures, long *checks)
+{
+    long v[2], all[2] = { 0, 0 };
+
+    v[0] = __atomic_load_n(&tst_failures, __ATOMIC_RELAXED);
+    v[1] = __atomic_load_n(&tst_checks, __ATOMIC_RELAXED);
+    PMPI_Allreduce(v, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (failures) {
+        *failures = all[0];
+    }
+    if (checks) {
+        *checks = all[1];
+    }
+}
+
 /* Combine the verdict over all ranks; finalize; return the exit code. */
 static inline int tst_finish(void)
 {
-    long v[2] = { tst_failures, tst_checks }, all[2] = { 0, 0 };
+    long all[2] = { 0, 0 };
 
-    PMPI_Allreduce(v, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    tst_totals(&all[0], &all[1]);
     if (tst_rank == 0) {
         printf("%s: %s: %ld checks, %ld failures over %d ranks\n", tst_name, all[0] ? "FAIL" : "PASS",
                all[1], all[0], tst_size);
@@ -157,5 +225,17 @@ static inline const char *tst_err_string(int rc, char *buf)
     snprintf(buf + strlen(buf), 32, " [class %d]", cls);
     return buf;
 }
+
+#ifdef __CUDA_RUNTIME_API_H__
+#define TST_CUDA(_call)                                                                      \
+    do {                                                                                     \
+        cudaError_t _e = (_call);                                                            \
+        if (_e != cudaSuccess) {                                                             \
+            fprintf(stderr, "[%s r%d] %s failed: %s (%s:%d)\n", tst_name, tst_rank, #_call,  \
+                    cudaGetErrorString(_e), __FILE__, __LINE__);                             \
+            PMPI_Abort(MPI_COMM_WORLD, 3);                                                   \
+        }                                                                                    \
+    } while (0)
+#endif
 
 #endif
