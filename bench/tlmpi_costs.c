@@ -141,7 +141,9 @@ int main(int argc, char **argv)
             {
                 /* the wait: cudaStreamSynchronize against tlmpi's spin on a GPU-written host word,
                  * both after the same raw NCCL call on tlmpi's own stream */
-                tlmpi_gpu_ctx_t *ctx = tlmpi_gpu_ctx(0);
+                char why[160];
+                tlmpi_gpu_ctx_t *ctx = tlmpi_gpu_ctx_create(0, why, sizeof(why));
+                tlmpi_wait_who_t bench_who = { MPI_COMM_WORLD, 0, TLMPI_COLL_ALLREDUCE, "bench" };
                 float *d2;
 
                 cudaMalloc((void **)&d2, 1 << 20);
@@ -151,30 +153,30 @@ int main(int argc, char **argv)
                     PAIR("raw ncclAllReduce 8B + cudaStreamSynchronize",
                          (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), cudaStreamSynchronize(ts)),
                          "raw ncclAllReduce 8B + tlmpi_gpu_stream_wait",
-                         (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx)));
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")));
                     PAIR("raw ncclAllReduce 1MiB + cudaStreamSynchronize",
                          (tlmpi_nccl.ncclAllReduce(d, d2, 1 << 18, ncclFloat32, ncclSum, nc, ts), cudaStreamSynchronize(ts)),
                          "raw ncclAllReduce 1MiB + tlmpi_gpu_stream_wait",
-                         (tlmpi_nccl.ncclAllReduce(d, d2, 1 << 18, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx)));
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 1 << 18, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")));
                     /* a one-rank collective is a device copy: NCCL's enqueue against a plain copy
                      * (copy engine) and against tlmpi's copy kernel, all waited for by spinning */
                     const void *src1[1] = { d };
                     PAIR("raw ncclAllReduce 8B + spin wait",
-                         (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx)),
+                         (tlmpi_nccl.ncclAllReduce(d, d2, 2, ncclFloat32, ncclSum, nc, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")),
                          "cudaMemcpyAsync 8B D2D + spin wait",
-                         (cudaMemcpyAsync(d2, d, 8, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)));
+                         (cudaMemcpyAsync(d2, d, 8, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")));
                     PAIR("raw ncclAllGather 1MiB + spin wait",
-                         (tlmpi_nccl.ncclAllGather(d, d2, 1 << 20, ncclInt8, nc, ts), tlmpi_gpu_stream_wait(ctx)),
+                         (tlmpi_nccl.ncclAllGather(d, d2, 1 << 20, ncclInt8, nc, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")),
                          "cudaMemcpyAsync 1MiB D2D + spin wait",
-                         (cudaMemcpyAsync(d2, d, 1 << 20, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)));
+                         (cudaMemcpyAsync(d2, d, 1 << 20, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")));
                     PAIR("cudaMemcpyAsync 8B D2D + spin wait",
-                         (cudaMemcpyAsync(d2, d, 8, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)),
-                         "copy kernel (reduce_multi, 1 source) 8B + spin wait",
-                         (tlmpi_cuda_reduce_multi(d2, src1, 1, 8, TLMPI_DT_U8, TLMPI_OP_SUM, ts), tlmpi_gpu_stream_wait(ctx)));
+                         (cudaMemcpyAsync(d2, d, 8, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")),
+                         "copy kernel (reduce, 1 source) 8B + spin wait",
+                         (tlmpi_cuda_reduce(d2, src1, 1, 8, TLMPI_DT_U8, TLMPI_OP_SUM, 1, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")));
                     PAIR("cudaMemcpyAsync 1MiB D2D + spin wait",
-                         (cudaMemcpyAsync(d2, d, 1 << 20, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx)),
-                         "copy kernel (reduce_multi, 1 source) 1MiB + spin wait",
-                         (tlmpi_cuda_reduce_multi(d2, src1, 1, 1 << 18, TLMPI_DT_U32, TLMPI_OP_SUM, ts), tlmpi_gpu_stream_wait(ctx)));
+                         (cudaMemcpyAsync(d2, d, 1 << 20, cudaMemcpyDeviceToDevice, ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")),
+                         "copy kernel (reduce, 1 source) 1MiB + spin wait",
+                         (tlmpi_cuda_reduce(d2, src1, 1, 1 << 18, TLMPI_DT_U32, TLMPI_OP_SUM, tlmpi_cuda_ctas_for(1 << 20, tlmpi_cuda_sm_count(0)), ts), tlmpi_gpu_stream_wait(ctx, &bench_who, "bench")));
                 }
                 /* tlmpi's whole call against raw NCCL + cudaStreamSynchronize (two allocations, as OSU) */
                 PAIR("raw ncclAllReduce 8B + sync (non-blocking stream)",

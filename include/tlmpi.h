@@ -60,21 +60,25 @@ typedef enum {
 } tlmpi_coll_t;
 
 /**
- * \brief The path a call took. PASSTHROUGH means the arguments went unchanged to PMPI_* (host
- * buffers, ineligible calls, TLMPI_ENABLE=0). Each later value is one tier of tlmpi.
+ * \brief The path a call took: a stable public label for the statistics, independent of tlmpi's
+ * internal tier numbering (each tier names its label). PASSTHROUGH means the arguments went to
+ * PMPI_* unchanged (host buffers, ineligible calls, TLMPI_ENABLE=0, device buffers on a CUDA-aware
+ * MPI). Values are never renumbered; new tiers get new labels at the end.
  */
 typedef enum {
     TLMPI_PATH_PASSTHROUGH = 0, /**< arguments handed to PMPI_* unchanged */
     TLMPI_PATH_HOSTOP,          /**< host buffers, tlmpi's own op swapped in (f16/bf16) */
     TLMPI_PATH_STAGING,         /**< device data staged through pinned host memory + PMPI_* */
     TLMPI_PATH_NCCL,            /**< flat NCCL host collective */
-    TLMPI_PATH_IPC,             /**< CUDA-IPC intra-node kernels (+ NCCL on the rail comm) */
-    TLMPI_PATH_DEVICE,          /**< NCCL Device API kernels */
-    TLMPI_PATH_SELF,            /**< one-rank communicator: a device copy on tlmpi's stream */
+    TLMPI_PATH_SELF,            /**< one-rank communicator: a device copy */
     TLMPI_PATH_COUNT
 } tlmpi_path_t;
 
-/** \brief Call and byte counters of one (collective, path) pair. Bytes count the full vector. */
+/**
+ * \brief Call and byte counters of one (collective, path) pair. Bytes are each call's message size
+ * in NCCL's per-rank convention: count * type size for allreduce, the per-rank block (sendcount *
+ * type size) for allgather and (recvcount * type size) for reduce_scatter_block.
+ */
 typedef struct {
     uint64_t calls;
     uint64_t bytes;

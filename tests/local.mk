@@ -13,7 +13,7 @@ UNIT_CPPFLAGS = $(AM_CPPFLAGS) -DTLMPI_FIXTURE_DIR='"$(abs_top_srcdir)/tests/fix
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 UNIT_LDADD = libtlmpi_core.la $(CHECK_LIBS)
 if HAVE_CHECK
-UNIT_TESTS = tests/unit/check_env tests/unit/check_dtype tests/unit/check_select tests/unit/check_topo
+UNIT_TESTS = tests/unit/check_env tests/unit/check_dtype tests/unit/check_plan tests/unit/check_topo
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 tests_unit_check_env_SOURCES = tests/unit/check_env.c
@@ -26,11 +26,11 @@ tests_unit_check_dtype_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_check_dtype_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_dtype_LDADD = $(UNIT_LDADD)
 tests_unit_check_dtype_LDFLAGS = -no-install
-tests_unit_check_select_SOURCES = tests/unit/check_select.c
-tests_unit_check_select_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_check_select_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_check_select_LDADD = $(UNIT_LDADD)
-tests_unit_check_select_LDFLAGS = -no-install
+tests_unit_check_plan_SOURCES = tests/unit/check_plan.c
+tests_unit_check_plan_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_check_plan_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_plan_LDADD = $(UNIT_LDADD)
+tests_unit_check_plan_LDFLAGS = -no-install
 tests_unit_check_topo_SOURCES = tests/unit/check_topo.c
 tests_unit_check_topo_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_check_topo_CFLAGS = $(UNIT_CFLAGS)
@@ -61,7 +61,7 @@ tests_mpi_mpi_topo_np3_LDFLAGS = -no-install
 TESTS += tests/gpu/check_gpu.sh
 EXTRA_DIST += tests/launch.sh
 if HAVE_CUDA
-# the element-wise reduction kernels of cuda/reduce.cu against a host reference (77 without a GPU)
+# the copy/reduce kernels of cuda/local.cu against a host reference (77 without a GPU)
 check_PROGRAMS += tests/gpu/gpu_reduce
 TESTS += tests/gpu/gpu_reduce
 tests_gpu_gpu_reduce_SOURCES = tests/gpu/gpu_reduce.c

@@ -18,6 +18,7 @@ static tlmpi_comm_t *live_head;
  * (MPICH reuses its integers), so every state destruction bumps comm_gen and a cached entry is used
  * only while the generation it was taken in is still current. */
 static unsigned comm_gen;
+static unsigned comm_count; /* tlmpi's numbers for communicators (diagnostics) */
 static __thread MPI_Comm tls_comm __attribute__((tls_model("initial-exec")));
 static __thread tlmpi_comm_t *tls_tc __attribute__((tls_model("initial-exec")));
 static __thread unsigned tls_gen __attribute__((tls_model("initial-exec")));
@@ -35,7 +36,7 @@ static void comm_destroy(tlmpi_comm_t *tc)
         tc->next->prev = tc->prev;
     }
     pthread_mutex_unlock(&comm_lock);
-    tlmpi_tier_comm_cleanup(tc);
+    tlmpi_tier_comm_cleanup(&tc->tier);
     tlmpi_topo_destroy(&tc->topo);
     free(tc);
 }
@@ -67,11 +68,24 @@ static void verify_env_uniform(MPI_Comm comm)
     }
 }
 
+/* TLMPI_VERIFY_UNIFORM: the plan itself must be the same on every rank. */
+static void verify_plan_uniform(tlmpi_comm_t *tc)
+{
+    uint64_t h = tlmpi_plan_hash(&tc->plan);
+    uint64_t mm[2] = { h, ~h };
+
+    PMPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_UINT64_T, MPI_MAX, tc->comm);
+    if (mm[0] != h || mm[1] != ~h) {
+        tlmpi_error(COMM, "TLMPI_VERIFY_UNIFORM: ranks built different plans for communicator #%u; aborting",
+                    tc->tier.id);
+        PMPI_Abort(tc->comm, 1);
+    }
+}
+
 static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
 {
     tlmpi_comm_t *tc = calloc(1, sizeof(*tc));
     int inter = 0, local_ok, all_ok;
-    unsigned caps, caps_and, caps_or;
 
     if (!tc) {
         return NULL;
@@ -79,6 +93,11 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     tc->comm = comm;
     tc->reason = "";
     tc->topo.node_comm = tc->topo.rail_comm = MPI_COMM_NULL;
+    tc->tier.comm = comm;
+    tc->tier.id = __atomic_add_fetch(&comm_count, 1, __ATOMIC_RELAXED);
+    tc->tier.dev = -1;
+    PMPI_Comm_rank(comm, &tc->tier.rank);
+    PMPI_Comm_size(comm, &tc->tier.size);
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
         tc->reason = "intercommunicator";
         goto out;
@@ -86,8 +105,7 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
         verify_env_uniform(comm);
     }
-    /* size 1 stays eligible: a device-buffer call on MPI_COMM_SELF is a device copy through a
-     * one-rank NCCL communicator, many times faster than staging through the host */
+    /* size 1 stays eligible: a device-buffer call on MPI_COMM_SELF is one device copy (tier self) */
     local_ok = tlmpi_topo_build(comm, (int)TLMPI_ENV_I(TOPO_RANKS_PER_NODE), &tc->topo) == TLMPI_OK;
     /* agree: if the build failed anywhere the comm is passed through everywhere */
     if (PMPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all_ok) {
@@ -98,15 +116,21 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
         tc->reason = "irregular layout (unequal ranks per node)";
         goto out;
     }
-    caps = tlmpi_tier_local_caps(tc);
-    caps_and = caps & ~TLMPI_CAP_SHARED_GPU;
-    caps_or = tc->topo.shared_gpu ? TLMPI_CAP_SHARED_GPU : 0;
-    PMPI_Allreduce(MPI_IN_PLACE, &caps_and, 1, MPI_UNSIGNED, MPI_BAND, comm);
-    PMPI_Allreduce(MPI_IN_PLACE, &caps_or, 1, MPI_UNSIGNED, MPI_BOR, comm);
-    tc->caps = caps_and | caps_or;
     tc->eligible = 1;
+    tc->tier.dev = tc->topo.gpu_device;
+    tc->tier.shared_gpu = tc->topo.shared_gpu;
+    tlmpi_plan_build(&tc->tier, &tc->plan);
+    if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
+        verify_plan_uniform(tc);
+    }
 out:
     if (!tc->eligible) {
+        char errs[TLMPI_COLL_COUNT][160];
+
+        /* no streams, no setup: whole spans staged on the legacy stream, or a CUDA-aware MPI */
+        tc->tier.caps = tlmpi_g.mpi_cuda_aware ? TLMPI_CAP_MPI_CUDA_AWARE : 0;
+        tlmpi_plan_fill(&tc->plan, tc->tier.caps, 0, NULL, errs);
+        tc->plan.gen = ~0u; /* never refreshed: settings cannot make it faster */
         tlmpi_debug(COMM, "comm not accelerated: %s", tc->reason);
     }
     pthread_mutex_lock(&comm_lock);
@@ -118,6 +142,13 @@ out:
     pthread_mutex_unlock(&comm_lock);
     PMPI_Comm_set_attr(comm, tlmpi_g.comm_keyval, tc);
     return tc;
+}
+
+void tlmpi_comm_refresh(tlmpi_comm_t *tc)
+{
+    if (tc->eligible) {
+        tlmpi_plan_refresh(&tc->tier, &tc->plan);
+    }
 }
 
 /* The lookup through the MPI attribute (and the build on a comm's first use); refills the cache. */

@@ -1,65 +1,438 @@
+/*
+ * plan: threshold tables, the pure selection, and the collective build with its agreement (see
+ * plan.h). The build's agreement is one PMPI_Allreduce(MPI_BOR) over
+ *   { ~have, want, settings hash, ~settings hash, shared GPU }
+ * so that AND(have) = ~OR(~have), OR(want) tells which capability some rank tried and lost, and
+ * OR(h) & OR(~h) != 0 exactly when the settings differ somewhere. A second one agrees on tier
+ * setup failures. Every rank then holds the same plan, and prints the same warnings.
+ */
 #include "config.h"
 #include "plan.h"
+#include "env.h"
+#include "global.h"
+#include "log.h"
 
-int tlmpi_select_nccl_supports(tlmpi_coll_t coll, tlmpi_dtype_t dt, int contiguous, tlmpi_op_t op)
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- pure ---- */
+
+int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, size_t len)
 {
-    if (coll == TLMPI_COLL_ALLGATHER) {
-        return contiguous; /* moved as bytes */
+    const char *p = spec;
+
+    memset(t, 0, sizeof(*t));
+    if (!spec || !*spec) {
+        snprintf(err, len, "empty table");
+        return -1;
     }
-    if (op >= TLMPI_OP_NUM_ARITH || dt >= TLMPI_DT_NUM_ARITH) {
-        return 0;
+    while (*p) {
+        const char *end = strchr(p, ','), *colon, *slash;
+        size_t n = end ? (size_t)(end - p) : strlen(p), name_len;
+        tlmpi_plan_entry_t *e;
+        int tier, algo = 0;
+        char num[32];
+        int64_t v;
+
+        if (t->n == TLMPI_PLAN_MAX_ENTRIES) {
+            snprintf(err, len, "more than %d entries", TLMPI_PLAN_MAX_ENTRIES);
+            return -1;
+        }
+        e = &t->e[t->n];
+        colon = memchr(p, ':', n);
+        slash = memchr(p, '/', colon ? (size_t)(colon - p) : n);
+        name_len = (size_t)((slash ? slash : colon ? colon : p + n) - p);
+        tier = tlmpi_tier_by_name(p, name_len);
+        if (tier < 0) {
+            snprintf(err, len, "unknown tier '%.*s' (auto, self, nccl, staging, mpi)", (int)name_len, p);
+            return -1;
+        }
+        if (slash) {
+            size_t alen = (size_t)((colon ? colon : p + n) - slash - 1);
+
+            algo = tier == TLMPI_TIER_AUTO ? -1 : tlmpi_tier_algo_by_name(tier, slash + 1, alen);
+            if (algo < 0) {
+                snprintf(err, len, "unknown algorithm '%.*s' of tier '%.*s'", (int)alen, slash + 1, (int)name_len, p);
+                return -1;
+            }
+        }
+        e->tier = (uint8_t)tier;
+        e->algo = (uint8_t)algo;
+        e->max_bytes = SIZE_MAX;
+        if (colon) {
+            size_t nl = (size_t)(p + n - colon - 1);
+
+            if (nl == 0 || nl >= sizeof(num)) {
+                snprintf(err, len, "bad size in '%.*s'", (int)n, p);
+                return -1;
+            }
+            memcpy(num, colon + 1, nl);
+            num[nl] = '\0';
+            if (tlmpi_env_parse_size(num, &v) != 0 || v < 0) {
+                snprintf(err, len, "bad size '%s'", num);
+                return -1;
+            }
+            e->max_bytes = (size_t)v;
+            if (t->n > 0 && e->max_bytes <= t->e[t->n - 1].max_bytes) {
+                snprintf(err, len, "limits must increase ('%s' after %zu)", num, t->e[t->n - 1].max_bytes);
+                return -1;
+            }
+        }
+        t->n++;
+        if (!end) {
+            break;
+        }
+        p = end + 1;
+        if (!*p) {
+            snprintf(err, len, "trailing ','");
+            return -1;
+        }
+        if (!colon) {
+            snprintf(err, len, "only the last entry may have no limit");
+            return -1;
+        }
     }
-    return dt != TLMPI_DT_I16 && dt != TLMPI_DT_U16; /* NCCL has no 16-bit integers */
+    if (t->e[t->n - 1].max_bytes != SIZE_MAX) {
+        snprintf(err, len, "the last entry must have no limit (it takes every larger message)");
+        return -1;
+    }
+    return 0;
 }
 
-int tlmpi_select_needs_own_op(tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_t op)
+/* TLMPI_TIER's enum (env.def: {auto,nccl,staging,mpi,self}) -> tier id */
+static int tier_of_env(long tier_env)
 {
-    return coll != TLMPI_COLL_ALLGATHER && (dt == TLMPI_DT_F16 || dt == TLMPI_DT_BF16) &&
-           op < TLMPI_OP_NUM_ARITH;
+    static const int map[] = { TLMPI_TIER_AUTO, TLMPI_TIER_NCCL, TLMPI_TIER_STAGING, TLMPI_TIER_MPI,
+                               TLMPI_TIER_SELF };
+
+    return tier_env >= 0 && tier_env < (long)(sizeof(map) / sizeof(map[0])) ? map[tier_env] : TLMPI_TIER_AUTO;
 }
 
-tlmpi_path_t tlmpi_select_path(const tlmpi_select_in_t *in)
+unsigned tlmpi_plan_fill(tlmpi_plan_t *p, unsigned caps, long tier_env, const char *const specs[TLMPI_COLL_COUNT],
+                         char errs[TLMPI_COLL_COUNT][160])
 {
-    int own_op = tlmpi_select_needs_own_op(in->coll, in->dtype, in->op);
-    int nccl_ok = (in->caps & TLMPI_CAP_NCCL) &&
-                  tlmpi_select_nccl_supports(in->coll, in->dtype, in->contiguous, in->op);
-    /* a device pointer may reach PMPI only if the MPI is CUDA-aware and can reduce the type */
-    int mpi_ok = (in->caps & TLMPI_CAP_MPI_CUDA_AWARE) && !own_op;
+    unsigned bad = 0;
+    int c, t;
 
-    if (!in->device) {
-        return own_op ? TLMPI_PATH_HOSTOP : TLMPI_PATH_PASSTHROUGH;
+    p->caps = caps;
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        tlmpi_plan_table_t *tab = &p->table[c];
+
+        errs[c][0] = '\0';
+        if (specs && specs[c] && specs[c][0]) {
+            if (tlmpi_plan_parse_table(specs[c], tab, errs[c], sizeof(errs[c])) == 0) {
+                continue;
+            }
+            bad |= 1u << c;
+        }
+        tab->n = 1;
+        tab->e[0] = (tlmpi_plan_entry_t){ SIZE_MAX, (uint8_t)tier_of_env(tier_env), 0 };
     }
-    if (in->bytes == 0) {
-        return TLMPI_PATH_PASSTHROUGH; /* nothing is dereferenced */
+    /* auto: best first; NCCL not where ranks share a GPU (it runs over loopback sockets there,
+     * ~4.5 ms per call measured, far slower than staging through the MPI's shared memory) */
+    p->n_auto = 0;
+    for (t = 0; t < TLMPI_TIER_COUNT; t++) {
+        if (t == TLMPI_TIER_NCCL && (caps & TLMPI_CAP_SHARED_GPU)) {
+            continue;
+        }
+        p->auto_order[p->n_auto++] = (uint8_t)t;
     }
-    switch (in->tier) {
-    case TLMPI_TIER_NCCL:
-        if (nccl_ok) {
-            return TLMPI_PATH_NCCL;
-        }
-        break;
-    case TLMPI_TIER_MPI:
-        if (mpi_ok) {
-            return TLMPI_PATH_PASSTHROUGH;
-        }
-        break;
-    case TLMPI_TIER_STAGING:
-        break;
-    case TLMPI_TIER_AUTO:
-        /* one rank: every collective is a copy of the input (any op: nothing is combined), done on
-         * the device without NCCL's enqueue; mixed host/device pairs decline to staging */
-        if ((in->caps & TLMPI_CAP_SELF) && in->contiguous) {
-            return TLMPI_PATH_SELF;
-        }
-        /* several ranks on one GPU: NCCL runs over loopback sockets there (~4.5 ms per call,
-         * measured), far slower than staging through the MPI's shared memory */
-        if (nccl_ok && !(in->caps & TLMPI_CAP_SHARED_GPU)) {
-            return TLMPI_PATH_NCCL;
-        }
-        if (mpi_ok) {
-            return TLMPI_PATH_PASSTHROUGH;
-        }
-        break;
+    return bad;
+}
+
+int tlmpi_plan_select(const tlmpi_plan_t *p, const tlmpi_call_t *c, int *algo_p)
+{
+    const tlmpi_plan_table_t *tab = &p->table[c->coll];
+    const tlmpi_plan_entry_t *e;
+    int i = 0;
+
+    while (i < tab->n - 1 && c->msg_bytes > tab->e[i].max_bytes) {
+        i++;
     }
-    return (in->caps & TLMPI_CAP_STAGING) || !mpi_ok ? TLMPI_PATH_STAGING : TLMPI_PATH_PASSTHROUGH;
+    e = &tab->e[i];
+    *algo_p = e->algo;
+    if (e->tier == TLMPI_TIER_AUTO) {
+        for (i = 0; i < p->n_auto; i++) {
+            if (tlmpi_tiers[p->auto_order[i]]->supports(c, p->caps)) {
+                *algo_p = 0;
+                return p->auto_order[i];
+            }
+        }
+    } else if (tlmpi_tiers[e->tier]->supports(c, p->caps)) {
+        return e->tier;
+    }
+    *algo_p = 0;
+    if (!tlmpi_tier_staging.supports(c, p->caps) && tlmpi_tier_mpi.supports(c, p->caps)) {
+        return TLMPI_TIER_MPI;
+    }
+    return TLMPI_TIER_STAGING; /* the correctness fallback (runs on any comm, even without caps) */
+}
+
+unsigned tlmpi_plan_tiers_used(const tlmpi_plan_t *p)
+{
+    unsigned used = 0;
+    int c, i;
+
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        for (i = 0; i < p->table[c].n; i++) {
+            if (p->table[c].e[i].tier == TLMPI_TIER_AUTO) {
+                int k;
+
+                for (k = 0; k < p->n_auto; k++) {
+                    used |= 1u << p->auto_order[k];
+                }
+            } else {
+                used |= 1u << p->table[c].e[i].tier;
+            }
+        }
+    }
+    return used | 1u << TLMPI_TIER_STAGING;
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+
+    while (n--) {
+        h = (h ^ *b++) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+uint64_t tlmpi_plan_hash(const tlmpi_plan_t *p)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ULL, &p->caps, sizeof(p->caps));
+    int c, i;
+
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        for (i = 0; i < p->table[c].n; i++) {
+            const tlmpi_plan_entry_t *e = &p->table[c].e[i];
+            uint64_t m = e->max_bytes;
+
+            h = fnv(h, &m, sizeof(m));
+            h = fnv(h, &e->tier, 1);
+            h = fnv(h, &e->algo, 1);
+        }
+    }
+    return fnv(h, p->auto_order, (size_t)p->n_auto);
+}
+
+uint64_t tlmpi_plan_settings_hash(long tier_env, const char *const specs[TLMPI_COLL_COUNT])
+{
+    uint64_t h = fnv(0xcbf29ce484222325ULL, &tier_env, sizeof(tier_env));
+    int c;
+
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        const char *s = specs && specs[c] ? specs[c] : "";
+
+        h = fnv(h, s, strlen(s) + 1);
+    }
+    return h;
+}
+
+void tlmpi_plan_describe(const tlmpi_plan_t *p, char *buf, size_t len)
+{
+    size_t o = 0;
+    int c, i;
+
+    buf[0] = '\0';
+    for (c = 0; c < TLMPI_COLL_COUNT && o < len; c++) {
+        o += (size_t)snprintf(buf + o, len - o, "%s%s:", c ? "; " : "", tlmpi_coll_name(c));
+        for (i = 0; i < p->table[c].n && o < len; i++) {
+            const tlmpi_plan_entry_t *e = &p->table[c].e[i];
+            const char *tn = e->tier == TLMPI_TIER_AUTO ? "auto" : tlmpi_tiers[e->tier]->name;
+
+            if (e->max_bytes == SIZE_MAX) {
+                o += (size_t)snprintf(buf + o, len - o, " %s", tn);
+            } else {
+                o += (size_t)snprintf(buf + o, len - o, " %s<=%zu", tn, e->max_bytes);
+            }
+        }
+    }
+    if (o < len) {
+        snprintf(buf + o, len - o, " (caps 0x%x)", p->caps);
+    }
+}
+
+/* ---- collective ---- */
+
+static const char *const coll_env_name[TLMPI_COLL_COUNT] = {
+    "TLMPI_ALLGATHER_TIERS", "TLMPI_REDUCE_SCATTER_BLOCK_TIERS", "TLMPI_ALLREDUCE_TIERS",
+};
+
+/* What each lost capability means, for the one warning per rank. */
+static const struct {
+    unsigned cap;
+    const char *what, *then;
+} cap_text[] = {
+    { TLMPI_CAP_STREAM, "the communicator's streams", "every call on it is staged through the host on the legacy stream" },
+    { TLMPI_CAP_STAGING_POOL, "the pinned staging pool", "staging uses pageable memory on every rank of it" },
+    { TLMPI_CAP_NCCL, "the flat NCCL tier", "its calls go to the next tier (host staging)" },
+};
+
+static void current_specs(const char *specs[TLMPI_COLL_COUNT])
+{
+    specs[TLMPI_COLL_ALLGATHER] = TLMPI_ENV_S(ALLGATHER_TIERS);
+    specs[TLMPI_COLL_REDUCE_SCATTER_BLOCK] = TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS);
+    specs[TLMPI_COLL_ALLREDUCE] = TLMPI_ENV_S(ALLREDUCE_TIERS);
+}
+
+/* Fill the tables from the current settings; uniform is the agreement on the settings' hash. */
+static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, int uniform)
+{
+    const char *specs[TLMPI_COLL_COUNT];
+    char errs[TLMPI_COLL_COUNT][160];
+    unsigned bad;
+    int c;
+
+    current_specs(specs);
+    if (!uniform) {
+        tlmpi_warn(COMM, "communicator #%u: TLMPI_TIER or TLMPI_*_TIERS differ between its ranks; every rank "
+                   "uses the automatic plan for it", tc->id);
+        bad = tlmpi_plan_fill(p, p->caps, 0, NULL, errs);
+    } else {
+        bad = tlmpi_plan_fill(p, p->caps, (long)TLMPI_ENV_I(TIER), specs, errs);
+    }
+    for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+        if (bad & (1u << c)) {
+            /* the same text on every rank: the settings were agreed uniform */
+            tlmpi_warn_once(ENV, "%s='%s' is invalid (%s); TLMPI_TIER decides for %s", coll_env_name[c], specs[c],
+                            errs[c], tlmpi_coll_name(c));
+        }
+    }
+    p->gen = __atomic_load_n(&tlmpi_g.config_gen, __ATOMIC_RELAXED);
+}
+
+/* Set up every tier the plan can now pick that has not been set up; agree on failures. */
+static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
+{
+    unsigned need = tlmpi_plan_tiers_used(p) & ~p->setup_done, failed = 0, all_failed = 0;
+    char why[TLMPI_TIER_COUNT][160];
+    int t, any = 0;
+
+    for (t = 0; t < TLMPI_TIER_COUNT; t++) {
+        why[t][0] = '\0';
+        if (!(need & (1u << t)) || !tlmpi_tiers[t]->setup) {
+            continue;
+        }
+        p->setup_done |= 1u << t;
+        if ((p->caps & tlmpi_tiers[t]->cap) != tlmpi_tiers[t]->cap) {
+            continue; /* unusable on this comm anyway (agreed caps) */
+        }
+        any = 1;
+        if (tlmpi_tiers[t]->setup(tc, why[t], sizeof(why[t])) != TLMPI_OK) {
+            failed |= 1u << t;
+        }
+    }
+    if (!any) {
+        return;
+    }
+    if (PMPI_Allreduce(&failed, &all_failed, 1, MPI_UNSIGNED, MPI_BOR, tc->comm) != MPI_SUCCESS) {
+        all_failed = ~0u & need;
+    }
+    for (t = 0; t < TLMPI_TIER_COUNT; t++) {
+        if (!(all_failed & (1u << t))) {
+            continue;
+        }
+        if (!(failed & (1u << t)) && tlmpi_tiers[t]->cleanup) {
+            tlmpi_tiers[t]->cleanup(tc); /* it worked here: undo it */
+        }
+        p->setup_failed |= 1u << t;
+        p->caps &= ~tlmpi_tiers[t]->cap;
+        tc->caps = p->caps;
+        tlmpi_warn(COMM, "communicator #%u: setting up tier %s failed on some rank (here: %s); every rank uses "
+                   "the next tier for its calls", tc->id, tlmpi_tiers[t]->name, why[t][0] ? why[t] : "it succeeded");
+    }
+}
+
+void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
+{
+    const char *specs[TLMPI_COLL_COUNT];
+    unsigned have = 0, want = 0, agreed, lost;
+    uint64_t w[5], h;
+    char why_stream[160] = "", why[TLMPI_TIER_COUNT][160];
+    int t, i, uniform;
+
+    memset(p, 0, sizeof(*p));
+    if (tlmpi_g.gpu_count > 0 && tc->dev >= 0) {
+        have |= TLMPI_CAP_GPU;
+        want |= TLMPI_CAP_STREAM;
+        tc->ctx = tlmpi_gpu_ctx_create(tc->dev, why_stream, sizeof(why_stream));
+        if (tc->ctx) {
+            have |= TLMPI_CAP_STREAM;
+        }
+    }
+    for (t = 0; t < TLMPI_TIER_COUNT; t++) {
+        unsigned tw = 0;
+
+        why[t][0] = '\0';
+        have |= tlmpi_tiers[t]->local_caps(tc, &tw, why[t], sizeof(why[t]));
+        want |= tw;
+    }
+    current_specs(specs);
+    h = tlmpi_plan_settings_hash((long)TLMPI_ENV_I(TIER), specs);
+    w[0] = ~(uint64_t)have;
+    w[1] = want;
+    w[2] = h;
+    w[3] = ~h;
+    w[4] = tc->shared_gpu ? TLMPI_CAP_SHARED_GPU : 0;
+    if (PMPI_Allreduce(MPI_IN_PLACE, w, 5, MPI_UINT64_T, MPI_BOR, tc->comm) != MPI_SUCCESS) {
+        w[0] = ~(uint64_t)0; /* no capability: staging, which needs none of them */
+        w[1] = 0;
+        w[2] = w[3] = 0;
+    }
+    agreed = (unsigned)~w[0];
+    uniform = tlmpi_plan_hashes_agree(w[2], w[3]);
+    p->caps = agreed | (unsigned)w[4];
+    tc->caps = p->caps;
+    lost = (unsigned)w[1] & ~agreed;
+    for (i = 0; i < (int)(sizeof(cap_text) / sizeof(cap_text[0])); i++) {
+        const char *here = "";
+
+        if (!(lost & cap_text[i].cap)) {
+            continue;
+        }
+        if (cap_text[i].cap == TLMPI_CAP_STREAM) {
+            here = why_stream;
+        } else {
+            for (t = 0; t < TLMPI_TIER_COUNT && !*here; t++) {
+                if (tlmpi_tiers[t]->cap == cap_text[i].cap || (cap_text[i].cap == TLMPI_CAP_STAGING_POOL &&
+                                                               t == TLMPI_TIER_STAGING)) {
+                    here = why[t];
+                }
+            }
+        }
+        tlmpi_warn(COMM, "communicator #%u: %s is missing on some rank (here: %s); %s", tc->id, cap_text[i].what,
+                   *here ? here : "available", cap_text[i].then);
+    }
+    if (!(p->caps & TLMPI_CAP_STREAM) && tc->ctx) {
+        tlmpi_gpu_ctx_destroy(tc->ctx); /* not used by anyone: another rank has none */
+        tc->ctx = NULL;
+    }
+    fill_agreed(tc, p, uniform);
+    setup_tiers(tc, p);
+    if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
+        char d[512];
+
+        tlmpi_plan_describe(p, d, sizeof(d));
+        tlmpi_info(COMM, "communicator #%u plan: %s", tc->id, d);
+    }
+}
+
+void tlmpi_plan_refresh(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
+{
+    const char *specs[TLMPI_COLL_COUNT];
+    uint64_t w[2], h;
+
+    current_specs(specs);
+    h = tlmpi_plan_settings_hash((long)TLMPI_ENV_I(TIER), specs);
+    w[0] = h;
+    w[1] = ~h;
+    if (PMPI_Allreduce(MPI_IN_PLACE, w, 2, MPI_UINT64_T, MPI_BOR, tc->comm) != MPI_SUCCESS) {
+        w[0] = w[1] = ~(uint64_t)0;
+    }
+    fill_agreed(tc, p, tlmpi_plan_hashes_agree(w[0], w[1]));
+    setup_tiers(tc, p);
 }

@@ -29,6 +29,7 @@ typedef struct {
     int comm_keyval;             /* per-communicator state attribute */
     int self_keyval;             /* MPI_COMM_SELF attribute whose delete callback tears down */
     int err_class, err_code;     /* tlmpi's MPI error class/code for errors after work started */
+    unsigned config_gen;         /* bumped by tlmpi_config_set: plans refill their tables */
 } tlmpi_global_t;
 
 extern tlmpi_global_t tlmpi_g;

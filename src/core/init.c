@@ -8,6 +8,7 @@
 #include "cudawrap.h"
 #include "log.h"
 #include "tier.h"
+#include "fault.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -86,6 +87,7 @@ int tlmpi_core_init_slow(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &tlmpi_g.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &tlmpi_g.world_size);
     tlmpi_log_set_rank(tlmpi_g.world_rank);
+    tlmpi_fault_configure(TLMPI_ENV_S(FAULT), tlmpi_g.world_rank);
     PMPI_Query_thread(&tlmpi_g.thread_level);
     tlmpi_g.enabled = (int)TLMPI_ENV_I(ENABLE);
     tlmpi_g.coll_mask = 0;
@@ -138,6 +140,8 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_config_set(const char *name, const char *value
     if (rc) {
         return rc == -1 ? TLMPI_ERR_NOT_FOUND : TLMPI_ERR_INVALID_ARG;
     }
+    __atomic_add_fetch(&tlmpi_g.config_gen, 1, __ATOMIC_RELEASE); /* plans refill at their next call */
+    tlmpi_fault_configure(TLMPI_ENV_S(FAULT), tlmpi_g.world_rank);
     /* settings cached outside the table */
     tlmpi_g.enabled = (int)TLMPI_ENV_I(ENABLE);
     tlmpi_g.coll_mask = 0;

@@ -171,3 +171,8 @@ const char *tlmpi_op_name(tlmpi_op_t op)
 {
     return (unsigned)op < TLMPI_OP_COUNT ? op_names[op] : "?";
 }
+
+int tlmpi_dtype_needs_own_op(tlmpi_dtype_t dt, tlmpi_op_t op)
+{
+    return (dt == TLMPI_DT_F16 || dt == TLMPI_DT_BF16) && op < TLMPI_OP_NUM_ARITH;
+}

@@ -9,22 +9,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
-typedef enum {
-    TLMPI_DT_I8 = 0, TLMPI_DT_U8, TLMPI_DT_I16, TLMPI_DT_U16, TLMPI_DT_I32, TLMPI_DT_U32,
-    TLMPI_DT_I64, TLMPI_DT_U64, TLMPI_DT_F16, TLMPI_DT_BF16, TLMPI_DT_F32, TLMPI_DT_F64,
-    TLMPI_DT_NUM_ARITH,          /* end of the element types tlmpi can reduce itself */
-    TLMPI_DT_BYTES = TLMPI_DT_NUM_ARITH, /* other predefined type: movable, reduced only by MPI */
-    TLMPI_DT_DERIVED,            /* derived/non-contiguous: only staging of the full span or PMPI */
-    TLMPI_DT_COUNT
-} tlmpi_dtype_t;
-
-typedef enum {
-    TLMPI_OP_SUM = 0, TLMPI_OP_PROD, TLMPI_OP_MIN, TLMPI_OP_MAX,
-    TLMPI_OP_NUM_ARITH,
-    TLMPI_OP_OTHER = TLMPI_OP_NUM_ARITH, /* predefined but not one of the above (LAND, BXOR, ...) */
-    TLMPI_OP_USER,               /* user-defined (including tlmpi's own half ops) */
-    TLMPI_OP_COUNT
-} tlmpi_op_t;
+#include "types.h" /* tlmpi_dtype_t, tlmpi_op_t (cuda/types.h: shared with the CUDA kernels) */
 
 /* Build the handle table (needs MPI initialised). Idempotent. */
 void tlmpi_dtype_init(void);
@@ -35,5 +20,12 @@ tlmpi_op_t tlmpi_op_classify(MPI_Op op);
 size_t tlmpi_dtype_elem_size(tlmpi_dtype_t t);
 const char *tlmpi_dtype_name(tlmpi_dtype_t t);
 const char *tlmpi_op_name(tlmpi_op_t op);
+/* 1 if a reduction of dt with op needs tlmpi's own MPI_Op (half types: no MPI here reduces them). */
+int tlmpi_dtype_needs_own_op(tlmpi_dtype_t dt, tlmpi_op_t op);
+
+/* half.c: tlmpi's MPI_Ops for f16/bf16 (MPI_OP_NULL if none); created at init, freed at finalize. */
+MPI_Op tlmpi_half_op(tlmpi_dtype_t dt, tlmpi_op_t op);
+int tlmpi_half_init(void);
+void tlmpi_half_finalize(void);
 
 #endif

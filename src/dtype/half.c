@@ -1,7 +1,7 @@
 #include "config.h"
 #include "half.h"
 #include "global.h"
-#include "tier.h"
+#include "dtype.h"
 #include "log.h"
 
 #include <math.h>

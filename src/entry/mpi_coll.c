@@ -19,6 +19,7 @@
 #include "env.h"
 #include "classify.h"
 #include "log.h"
+#include "call.h"
 #include "plan.h"
 #include "tier.h"
 
@@ -57,34 +58,6 @@ static inline int is_half_type(MPI_Datatype dt)
         ;
 }
 
-/* PMPI call with the original arguments (or with c->op replaced by op). */
-static int call_pmpi(const tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount, MPI_Op op)
-{
-    switch (c->coll) {
-    case TLMPI_COLL_ALLGATHER:
-#ifdef HAVE_PMPI_ALLGATHER_C
-        if (c->large) {
-            return PMPI_Allgather_c(c->sbuf, c->count, c->dtype, c->rbuf, rcount, rtype, c->comm);
-        }
-#endif
-        return PMPI_Allgather(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)rcount, rtype, c->comm);
-    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_C
-        if (c->large) {
-            return PMPI_Reduce_scatter_block_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm);
-        }
-#endif
-        return PMPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm);
-    default:
-#ifdef HAVE_PMPI_ALLREDUCE_C
-        if (c->large) {
-            return PMPI_Allreduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm);
-        }
-#endif
-        return PMPI_Allreduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm);
-    }
-}
-
 /* Abort with a clear message if ranks disagree on a decision (TLMPI_VERIFY_UNIFORM=1). */
 static void verify_uniform(const tlmpi_call_t *c, int value, const char *what)
 {
@@ -100,13 +73,13 @@ static void verify_uniform(const tlmpi_call_t *c, int value, const char *what)
 }
 
 /* The slow path: device buffers, or a half type that needs tlmpi's op. */
-static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
+static int coll_slow(tlmpi_call_t *c)
 {
-    tlmpi_select_in_t in;
-    tlmpi_comm_t *tc = NULL;
-    tlmpi_path_t path;
+    tlmpi_comm_t *tc;
+    const tlmpi_tier_t *tier;
     tlmpi_status_t st;
-    int rc, is_dev = tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem);
+    int rc, t, algo = 0, mpi_rc = MPI_SUCCESS;
+    int is_dev = tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem);
     /* memory-type signature of the call, checked under TLMPI_VERIFY_UNIFORM */
     int mem_sig = (c->sbuf == MPI_IN_PLACE ? 4 : tlmpi_mem_is_device(c->smem)) | tlmpi_mem_is_device(c->rmem) << 1;
 
@@ -115,86 +88,52 @@ static int coll_slow(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
         if (c->comm == MPI_COMM_NULL) {
             return PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_COMM), MPI_ERR_COMM;
         }
-        if (c->dtype == MPI_DATATYPE_NULL || rtype == MPI_DATATYPE_NULL) {
+        if (c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL) {
             return PMPI_Comm_call_errhandler(c->comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
         }
         if (c->coll != TLMPI_COLL_ALLGATHER && c->op == MPI_OP_NULL) {
             return PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OP), MPI_ERR_OP;
         }
     }
-    c->dt = tlmpi_dtype_classify(c->dtype, &c->dt_size);
-    c->opc = c->coll == TLMPI_COLL_ALLGATHER ? TLMPI_OP_SUM : tlmpi_op_classify(c->op);
-    c->contiguous = c->dt != TLMPI_DT_DERIVED;
-    c->bytes = (size_t)c->count * (size_t)c->dt_size;
-    c->rtype = rtype;
-    c->rcount = rcount;
-    if (c->dt == TLMPI_DT_DERIVED || c->dt == TLMPI_DT_BYTES) {
-        /* predefined pair types (MPI_LONG_DOUBLE_INT, ...) may have holes too */
-        MPI_Aint lb, extent, tlb, textent;
-
-        if (PMPI_Type_get_extent(c->dtype, &lb, &extent) == MPI_SUCCESS &&
-            PMPI_Type_get_true_extent(c->dtype, &tlb, &textent) == MPI_SUCCESS) {
-            c->contiguous = lb == 0 && tlb == 0 && extent == c->dt_size && textent == c->dt_size;
-        }
-    }
-    if (c->coll == TLMPI_COLL_ALLGATHER && rtype != c->dtype) {
-        c->contiguous = 0; /* differing type signatures: only the generic paths */
-    }
-    in.coll = c->coll;
-    in.bytes = c->bytes;
-    in.dtype = c->dt;
-    in.contiguous = c->contiguous;
-    in.op = c->opc;
-    in.device = is_dev;
-    in.caps = 0;
-    in.tier = (tlmpi_tier_t)TLMPI_ENV_I(TIER);
+    tlmpi_call_classify(c);
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
         verify_uniform(c, mem_sig, "memory type");
     }
-    if (!is_dev) {
-        path = tlmpi_select_path(&in);
-        if (path == TLMPI_PATH_HOSTOP) {
-            rc = call_pmpi(c, rtype, rcount, tlmpi_half_op(c->dt, c->opc));
-        } else {
-            rc = call_pmpi(c, rtype, rcount, c->op);
-        }
+    if (!is_dev || c->msg_bytes == 0) {
+        /* host buffers with a half type (tlmpi's op), or nothing is dereferenced */
+        rc = tlmpi_call_pmpi(c, c->pmpi_op);
         if (rc == MPI_SUCCESS) {
-            tlmpi_stat_add(c->coll, path, c->bytes);
+            tlmpi_stat_add(c->coll, !is_dev && c->own_op ? TLMPI_PATH_HOSTOP : TLMPI_PATH_PASSTHROUGH, c->msg_bytes);
         }
         return rc;
     }
     tc = tlmpi_comm_get(c->comm);
-    if (tc && tc->eligible) {
-        /* a lazily created NCCL comm that failed on some rank is off for the comm as a whole */
-        in.caps = tc->caps & ~(tc->nccl_failed ? (unsigned)TLMPI_CAP_NCCL : 0u);
-    } else {
-        /* not accelerated (intercomm, irregular): still never hand PMPI a device pointer */
-        in.caps = tlmpi_g.mpi_cuda_aware ? TLMPI_CAP_MPI_CUDA_AWARE : 0;
+    if (!tc) {
+        return tlmpi_core_error(c->comm, TLMPI_ERR_MPI, tlmpi_coll_name(c->coll));
     }
-    path = tlmpi_select_path(&in);
+    if (TLMPI_UNLIKELY(tc->plan.gen != __atomic_load_n(&tlmpi_g.config_gen, __ATOMIC_RELAXED)) && tc->eligible) {
+        tlmpi_comm_refresh(tc); /* collective: settings change identically on every rank */
+    }
+    tlmpi_call_layout(c, tc->tier.rank, tc->tier.size);
+    t = tlmpi_plan_select(&tc->plan, c, &algo);
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
-        verify_uniform(c, (int)path, "path");
+        verify_uniform(c, t, "tier");
     }
-    for (;;) {
-        if (path == TLMPI_PATH_PASSTHROUGH) {
-            /* zero bytes, or a CUDA-aware MPI: still never a built-in op on a half type */
-            rc = call_pmpi(c, rtype, rcount, tlmpi_tier_pmpi_op(c));
-            if (rc == MPI_SUCCESS) {
-                tlmpi_stat_add(c->coll, path, c->bytes);
-            }
-            return rc;
-        }
-        st = tlmpi_tier_run(tc, path, c);
-        if (st == TLMPI_OK) {
-            tlmpi_stat_add(c->coll, path, c->bytes);
-            return MPI_SUCCESS;
-        }
-        if (st != TLMPI_ERR_UNSUPPORTED || path == TLMPI_PATH_STAGING) {
-            return tlmpi_core_error(c->comm, st, tlmpi_coll_name(c->coll));
-        }
-        /* the chosen tier declined before communicating (on every rank alike): next tier */
-        path = TLMPI_PATH_STAGING;
+    tier = tlmpi_tiers[t];
+    st = tier->run(&tc->tier, c, algo, &mpi_rc);
+    if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
+        /* the tier declined before any data moved (on every rank alike): the fallback */
+        tier = &tlmpi_tier_staging;
+        st = tier->run(&tc->tier, c, 0, &mpi_rc);
     }
+    if (TLMPI_LIKELY(st == TLMPI_OK)) {
+        tlmpi_stat_add(c->coll, tier->label, c->msg_bytes);
+        return MPI_SUCCESS;
+    }
+    if (st == TLMPI_ERR_MPI && mpi_rc != MPI_SUCCESS) {
+        return mpi_rc; /* the MPI's own error (its handler already ran) */
+    }
+    return tlmpi_core_error(c->comm, st, tlmpi_coll_name(c->coll));
 }
 
 /* Memory type and device of both buffers. Send and receive buffers carved from one allocation
@@ -207,7 +146,7 @@ static inline void classify_buffers(tlmpi_call_t *c)
     c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_mem_type_in_call(c->sbuf, &c->sdev, &seen);
 }
 
-static inline int coll_entry(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcount)
+static inline int coll_entry(tlmpi_call_t *c)
 {
     int rc;
 
@@ -220,7 +159,7 @@ static inline int coll_entry(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcou
         if (tlmpi_g.gpu_count > 0) {
             classify_buffers(c);
         }
-        return coll_slow(c, rtype, rcount);
+        return coll_slow(c);
     }
     if (tlmpi_g.gpu_count == 0 || c->count <= 0) {
         goto passthrough;
@@ -228,10 +167,10 @@ static inline int coll_entry(tlmpi_call_t *c, MPI_Datatype rtype, MPI_Count rcou
     classify_buffers(c);
     if (tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem) ||
         TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) { /* host calls too, so a mismatch is caught */
-        return coll_slow(c, rtype, rcount);
+        return coll_slow(c);
     }
 passthrough:
-    rc = call_pmpi(c, rtype, rcount, c->op);
+    rc = tlmpi_call_pmpi(c, c->op);
     if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
         tlmpi_stat_add(c->coll, TLMPI_PATH_PASSTHROUGH, call_bytes(c->count, c->dtype));
     }
@@ -284,7 +223,9 @@ static __attribute__((noinline)) int coll_enter(tlmpi_coll_t coll, const void *s
     c.comm = comm;
     c.large = large;
     c.sdev = c.rdev = -1;
-    return coll_entry(&c, rtype, rcount);
+    c.rtype = rtype;
+    c.rcount = rcount;
+    return coll_entry(&c);
 }
 
 TLMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype,

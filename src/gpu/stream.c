@@ -1,46 +1,189 @@
 /*
- * stream: tlmpi's streams, events and the wait for GPU work (see stream.h).
+ * stream: per-communicator streams and events, and the bounded waits (see stream.h).
+ *
+ * A wait polls: the GPU-written host word when the context spins (a stream query every 512
+ * pauses so a failed kernel is seen), else a stream or event query between short pauses. Every
+ * 64 queries it reads the clock; past TLMPI_TIMEOUT seconds it prints the diagnostic and calls
+ * MPI_Abort. Long waits yield the core (sched_yield, or short sleeps when the application asked for
+ * blocking sync).
  */
 #include "config.h"
 #include "stream.h"
+#include "checks.h"
 #include "cudawrap.h"
 #include "env.h"
 #include "global.h"
 #include "log.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef HAVE_CUDA
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#define MAX_DEVS 64
-static tlmpi_gpu_ctx_t *dev_ctx[MAX_DEVS];
-static tlmpi_gpu_ctx_t dev_ctx_store[MAX_DEVS];
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
 #endif
+}
 
-#ifdef HAVE_CUDA
-/* Decide how this device's stream is waited for (TLMPI_WAIT), with dev current. Spin needs the
- * driver's stream memory operations on a mapped host word; checked here once with a real write. */
-static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
+static double now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static __attribute__((noreturn, noinline)) void wait_timeout(const tlmpi_wait_who_t *who, const char *what,
+                                                              double waited, long limit)
+{
+    int rank = -1, size = 0;
+    MPI_Comm comm = who && who->comm != MPI_COMM_NULL ? who->comm : MPI_COMM_WORLD;
+    char name[MPI_MAX_OBJECT_NAME] = "";
+    int len = 0;
+
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_get_name(comm, name, &len);
+    tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u%s%s (%d ranks) waited %.1f s "
+                "in %s on tier %s for %s; the limit is %ld s (TLMPI_TIMEOUT); calling MPI_Abort",
+                rank, tlmpi_g.world_rank, who ? who->comm_id : 0, len ? " " : "", name, size, waited,
+                who ? tlmpi_coll_name(who->coll) : "?", who && who->tier ? who->tier : "?", what, limit);
+    PMPI_Abort(comm, 1);
+    abort(); /* PMPI_Abort does not return; be sure */
+}
+
+typedef cudaError_t (*query_fn_t)(void *arg);
+static cudaError_t query_stream(void *s) { return cudaStreamQuery((cudaStream_t)s); }
+static cudaError_t query_event(void *e) { return cudaEventQuery((cudaEvent_t)e); }
+
+/* The one wait loop. word/target: the GPU-written host word (NULL: query only). */
+static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query, void *arg,
+                     const tlmpi_wait_who_t *who, const char *what)
+{
+    int stuck = tlmpi_fault_hit(WAIT_STUCK);
+    long limit = (long)TLMPI_ENV_I(TIMEOUT);
+    unsigned spins = 0, rounds = 0, flags = 0;
+    double t0 = 0;
+    int gentle = -1;
+    cudaError_t e;
+
+    for (;;) {
+        if (word) {
+            if (!stuck && (int)(*word - target) >= 0) {
+                __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                return 0;
+            }
+            if (++spins < 512) {
+                cpu_relax();
+                continue;
+            }
+            spins = 0;
+        }
+        e = query(arg);
+        if (e == cudaSuccess && !stuck) {
+            return 0;
+        }
+        if (e != cudaSuccess && e != cudaErrorNotReady) {
+            return (int)e;
+        }
+        (void)cudaGetLastError();
+        rounds++;
+        if ((rounds & 63) == 1) {
+            double t = now_s();
+
+            if (rounds == 1) {
+                t0 = t;
+            } else if (limit > 0 && t - t0 > (double)limit) {
+                wait_timeout(who, what, t - t0, limit);
+            }
+        }
+        if (rounds > 64) {
+            if (gentle < 0) {
+                gentle = cudaGetDeviceFlags(&flags) == cudaSuccess && (flags & cudaDeviceScheduleBlockingSync);
+            }
+            if (gentle) {
+                struct timespec ts = { 0, 20000 };
+
+                nanosleep(&ts, NULL);
+            } else {
+                sched_yield(); /* a long wait: leave the core to others */
+            }
+        } else if (!word) {
+            int i;
+
+            for (i = 0; i < 32; i++) {
+                cpu_relax();
+            }
+        }
+    }
+}
+
+int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what)
+{
+    return wait_loop(NULL, 0, query_stream, stream, who, what);
+}
+
+int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *what)
+{
+    return wait_loop(NULL, 0, query_event, event, who, what);
+}
+
+int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what)
+{
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    unsigned target;
+
+    if (!ctx->spin) {
+        return wait_loop(NULL, 0, query_stream, s, who, what);
+    }
+    target = ctx->done_seq + 1;
+    if (tlmpi_cu.write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word_dev, target, 0) != CUDA_SUCCESS) {
+        (void)cudaGetLastError();
+        return wait_loop(NULL, 0, query_stream, s, who, what);
+    }
+    ctx->done_seq = target;
+    return wait_loop(ctx->done_word, target, query_stream, s, who, what);
+}
+
+int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
+{
+    cudaError_t e;
+
+    if (!ctx->nonblocking) {
+        return 0;
+    }
+    e = cudaEventRecord((cudaEvent_t)ctx->legacy_ev, cudaStreamLegacy);
+    if (e == cudaSuccess) {
+        e = cudaStreamWaitEvent((cudaStream_t)ctx->stream, (cudaEvent_t)ctx->legacy_ev, 0);
+    }
+    return (int)e;
+}
+
+/* Decide how this context's stream is waited for (TLMPI_WAIT), with its device current. Spin needs
+ * the driver's stream memory operations on a mapped host word; checked here once with a real write. */
+static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx)
 {
     long mode = TLMPI_ENV_I(WAIT); /* 0 auto, 1 sync, 2 spin */
     unsigned flags = 0;
     void *w = NULL, *dw = NULL;
     const char *why = NULL;
+    tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "setup" };
 
     ctx->spin = 0;
     ctx->done_word = NULL;
     if (mode == 1) {
         return;
     }
-    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
-        why = "MPI_THREAD_MULTIPLE";
-    } else if (mode == 0 && cudaGetDeviceFlags(&flags) == cudaSuccess && (flags & cudaDeviceScheduleBlockingSync)) {
+    if (mode == 0 && cudaGetDeviceFlags(&flags) == cudaSuccess && (flags & cudaDeviceScheduleBlockingSync)) {
         why = "the device is set to blocking sync";
     } else if (!tlmpi_cu.write_value32) {
         why = "no cuStreamWriteValue32";
@@ -52,7 +195,8 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
     } else {
         *(volatile unsigned *)w = 0;
         if (tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)dw, 1, 0) != CUDA_SUCCESS ||
-            cudaStreamSynchronize((cudaStream_t)ctx->stream) != cudaSuccess || *(volatile unsigned *)w != 1) {
+            tlmpi_gpu_sync(ctx->stream, &who, "the spin-wait self-test") != cudaSuccess ||
+            *(volatile unsigned *)w != 1) {
             why = "stream memory operations are not usable";
         }
     }
@@ -62,9 +206,9 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
             cudaFreeHost(w);
         }
         if (mode == 2) {
-            tlmpi_warn(CUDA, "TLMPI_WAIT=spin: not possible on device %d (%s); using cudaStreamSynchronize", dev, why);
+            tlmpi_warn_once(CUDA, "TLMPI_WAIT=spin: not possible on device %d (%s); polling the stream", ctx->dev, why);
         } else {
-            tlmpi_debug(CUDA, "device %d: waiting with cudaStreamSynchronize (%s)", dev, why);
+            tlmpi_debug(CUDA, "device %d: waiting by polling the stream (%s)", ctx->dev, why);
         }
         return;
     }
@@ -73,104 +217,18 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int dev)
     ctx->done_seq = 1;
     ctx->spin = 1;
 }
-#endif
 
-static inline void cpu_relax(void)
+static void ctx_free(tlmpi_gpu_ctx_t *ctx)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
+    int i;
 
-int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx)
-{
-#ifdef HAVE_CUDA
-    cudaStream_t s = (cudaStream_t)ctx->stream;
-    unsigned target, spins = 0, rounds = 0;
-    cudaError_t e;
-
-    if (!ctx->spin) {
-        return (int)cudaStreamSynchronize(s);
-    }
-    target = ctx->done_seq + 1;
-    if (tlmpi_cu.write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word_dev, target, 0) != CUDA_SUCCESS) {
-        (void)cudaGetLastError();
-        return (int)cudaStreamSynchronize(s);
-    }
-    ctx->done_seq = target;
-    for (;;) {
-        if ((int)(*ctx->done_word - target) >= 0) {
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            return 0;
-        }
-        if (++spins < 512) {
-            cpu_relax();
-            continue;
-        }
-        /* every few microseconds: has the stream failed (or finished)? */
-        spins = 0;
-        e = cudaStreamQuery(s);
-        if (e == cudaSuccess) {
-            return 0;
-        }
-        if (e != cudaErrorNotReady) {
-            return (int)e;
-        }
-        (void)cudaGetLastError();
-        if (++rounds > 64) {
-            sched_yield(); /* a long wait: leave the core to others */
-        }
-    }
-#else
-    (void)ctx;
-    return 1;
-#endif
-}
-
-tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev)
-{
-#ifdef HAVE_CUDA
-    tlmpi_gpu_ctx_t *ctx;
-    int saved, i;
-
-    if (dev < 0 || dev >= MAX_DEVS) {
-        return NULL;
-    }
-    ctx = __atomic_load_n(&dev_ctx[dev], __ATOMIC_ACQUIRE);
-    if (__builtin_expect(ctx != NULL, 1)) {
-        return ctx;
-    }
-    pthread_mutex_lock(&ctx_lock);
-    ctx = dev_ctx[dev];
-    if (ctx || tlmpi_gpu_enter_device(dev, &saved) != 0) {
-        pthread_mutex_unlock(&ctx_lock);
-        return ctx;
-    }
-    ctx = &dev_ctx_store[dev];
-    /* a blocking stream: it also orders after work the caller left on the legacy default stream */
-    if (cudaStreamCreate((cudaStream_t *)&ctx->stream) != cudaSuccess ||
-        cudaStreamCreate((cudaStream_t *)&ctx->stream2) != cudaSuccess) {
-        goto err;
-    }
-    for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
-        if (cudaEventCreateWithFlags((cudaEvent_t *)&ctx->events[i], cudaEventDisableTiming) != cudaSuccess) {
-            goto err;
-        }
-    }
-    ctx_setup_spin(ctx, dev);
-    tlmpi_gpu_restore_device(saved);
-    __atomic_store_n(&dev_ctx[dev], ctx, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&ctx_lock);
-    return ctx;
-err:
-    tlmpi_warn(CUDA, "cannot create tlmpi's stream/events on device %d: %s", dev,
-               cudaGetErrorString(cudaGetLastError()));
     for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
         if (ctx->events[i]) {
             cudaEventDestroy((cudaEvent_t)ctx->events[i]);
         }
+    }
+    if (ctx->legacy_ev) {
+        cudaEventDestroy((cudaEvent_t)ctx->legacy_ev);
     }
     if (ctx->stream) {
         cudaStreamDestroy((cudaStream_t)ctx->stream);
@@ -178,41 +236,100 @@ err:
     if (ctx->stream2) {
         cudaStreamDestroy((cudaStream_t)ctx->stream2);
     }
-    memset(ctx, 0, sizeof(*ctx));
-    tlmpi_gpu_restore_device(saved);
-    pthread_mutex_unlock(&ctx_lock);
-    return NULL;
-#else
-    (void)dev;
-    return NULL;
-#endif
-}
-
-void tlmpi_gpu_finalize(void)
-{
-#ifdef HAVE_CUDA
-    int d, i, saved;
-
-    for (d = 0; d < MAX_DEVS; d++) {
-        tlmpi_gpu_ctx_t *ctx = dev_ctx[d];
-
-        if (!ctx || tlmpi_gpu_enter_device(d, &saved) != 0) {
-            continue;
-        }
-        cudaStreamSynchronize((cudaStream_t)ctx->stream);
-        cudaStreamSynchronize((cudaStream_t)ctx->stream2);
-        for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
-            cudaEventDestroy((cudaEvent_t)ctx->events[i]);
-        }
-        cudaStreamDestroy((cudaStream_t)ctx->stream);
-        cudaStreamDestroy((cudaStream_t)ctx->stream2);
-        if (ctx->done_word) {
-            cudaFreeHost((void *)ctx->done_word);
-        }
-        memset(ctx, 0, sizeof(*ctx));
-        dev_ctx[d] = NULL;
-        tlmpi_gpu_restore_device(saved);
+    if (ctx->done_word) {
+        cudaFreeHost((void *)ctx->done_word);
     }
     (void)cudaGetLastError();
-#endif
+    free(ctx);
 }
+
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, char *why, size_t len)
+{
+    tlmpi_gpu_ctx_t *ctx;
+    unsigned flags;
+    int saved = -1, i;
+
+    if (tlmpi_fault_hit(STREAM_CREATE)) {
+        snprintf(why, len, "stream creation failed (injected: TLMPI_FAULT=stream_create)");
+        return NULL;
+    }
+    if (dev < 0 || !(ctx = calloc(1, sizeof(*ctx)))) {
+        snprintf(why, len, dev < 0 ? "no device" : "out of memory");
+        return NULL;
+    }
+    ctx->dev = dev;
+    if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
+        snprintf(why, len, "cannot make device %d current", dev);
+        free(ctx);
+        return NULL;
+    }
+    ctx->nonblocking = tlmpi_g.thread_level == MPI_THREAD_MULTIPLE;
+    flags = ctx->nonblocking ? cudaStreamNonBlocking : cudaStreamDefault;
+    TLMPI_CUDA_CHECK_WHY(cudaStreamCreateWithFlags((cudaStream_t *)&ctx->stream, flags), why, len, err);
+    TLMPI_CUDA_CHECK_WHY(cudaStreamCreateWithFlags((cudaStream_t *)&ctx->stream2, flags), why, len, err);
+    for (i = 0; i < TLMPI_GPU_MAX_EVENTS; i++) {
+        TLMPI_CUDA_CHECK_WHY(cudaEventCreateWithFlags((cudaEvent_t *)&ctx->events[i], cudaEventDisableTiming),
+                             why, len, err);
+    }
+    if (ctx->nonblocking) {
+        TLMPI_CUDA_CHECK_WHY(cudaEventCreateWithFlags((cudaEvent_t *)&ctx->legacy_ev, cudaEventDisableTiming),
+                             why, len, err);
+    }
+    ctx_setup_spin(ctx);
+    tlmpi_gpu_restore_device(saved);
+    return ctx;
+err:
+    ctx_free(ctx);
+    tlmpi_gpu_restore_device(saved);
+    return NULL;
+}
+
+void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx)
+{
+    tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "teardown" };
+    int saved = -1;
+
+    if (!ctx) {
+        return;
+    }
+    if (tlmpi_gpu_enter_device(ctx->dev, &saved) == 0) {
+        tlmpi_gpu_sync(ctx->stream, &who, "the communicator's stream before destroying it");
+        tlmpi_gpu_sync(ctx->stream2, &who, "the communicator's second stream before destroying it");
+    }
+    ctx_free(ctx);
+    tlmpi_gpu_restore_device(saved);
+}
+
+#else /* !HAVE_CUDA */
+
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, char *why, size_t len)
+{
+    (void)dev;
+    snprintf(why, len, "built without CUDA");
+    return NULL;
+}
+void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx)
+{
+    (void)ctx;
+}
+int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what)
+{
+    (void)ctx, (void)who, (void)what;
+    return 1;
+}
+int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what)
+{
+    (void)stream, (void)who, (void)what;
+    return 1;
+}
+int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *what)
+{
+    (void)event, (void)who, (void)what;
+    return 1;
+}
+#endif

@@ -1,35 +1,63 @@
 /*
- * stream: tlmpi's own streams and events, and the wait for the GPU work a collective enqueued.
+ * stream: tlmpi's streams and events, and every host-side wait for GPU work.
+ *
+ * Contexts are per communicator (created at plan build): no in-order stream is ever shared by two
+ * communicators' device work, so a rank can never serialise comm A's collective behind comm B's
+ * while a peer does the opposite (threads under MPI_THREAD_MULTIPLE). Below MPI_THREAD_MULTIPLE
+ * the streams are blocking streams, so they also order after work the caller left on the legacy
+ * default stream. Under MPI_THREAD_MULTIPLE they are non-blocking (a blocking stream would be
+ * implicitly ordered with every other thread's legacy-stream work, which can deadlock two ranks);
+ * the caller's legacy-stream work is then captured with an event when each call starts
+ * (tlmpi_gpu_ctx_begin).
+ *
+ * Every wait is bounded by TLMPI_TIMEOUT: on expiry it prints rank, communicator, collective, tier,
+ * what it waited for and how long, then calls MPI_Abort on the communicator.
  */
 #ifndef TLMPI_STREAM_H
 #define TLMPI_STREAM_H
 
-/*
- * tlmpi's own streams and events on one device, created on first use (the caller's current device
- * is switched for the creation and restored). stream/stream2 are cudaStream_t (two, so that copies
- * in the two directions can run on both copy engines at once), events cudaEvent_t (with timing
- * disabled). NULL if the device cannot be used.
- */
+#include "tlmpi.h"
+#include <mpi.h>
+#include <stddef.h>
+
 #define TLMPI_GPU_MAX_EVENTS 8
-typedef struct {
-    void *stream;
-    void *stream2;
-    void *events[TLMPI_GPU_MAX_EVENTS];
+typedef struct tlmpi_gpu_ctx {
+    int dev;
+    void *stream;                   /* cudaStream_t */
+    void *stream2;                  /* a second one, so that copies in both directions overlap */
+    void *events[TLMPI_GPU_MAX_EVENTS]; /* cudaEvent_t, timing disabled */
+    void *legacy_ev;                /* captures the legacy stream's work (non-blocking streams) */
+    int nonblocking;
     volatile unsigned *done_word;   /* pinned, mapped host word the GPU writes (NULL: no spin wait) */
     void *done_word_dev;            /* its device address */
     unsigned done_seq;              /* last value enqueued for done_word */
     int spin;                       /* tlmpi_gpu_stream_wait polls done_word */
 } tlmpi_gpu_ctx_t;
-tlmpi_gpu_ctx_t *tlmpi_gpu_ctx(int dev);
+
+/* Create a context on dev (the caller's current device is restored). NULL on failure, with the
+ * reason in why (fault site stream_create). Not collective. */
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, char *why, size_t len);
+/* Wait for the context's work and destroy it. */
+void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx);
+/* Order ctx->stream after the caller's legacy-stream work (a no-op for blocking streams).
+ * Returns a cudaError_t. */
+int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx);
+
+/* Who waits: for the timeout diagnostic. */
+typedef struct {
+    MPI_Comm comm;
+    unsigned comm_id;
+    tlmpi_coll_t coll;
+    const char *tier;
+} tlmpi_wait_who_t;
 
 /* Wait until everything enqueued so far on ctx->stream has completed (blocking MPI semantics);
  * returns a cudaError_t (0 = success). With ctx->spin the GPU writes a new value into done_word
- * after the work and the host polls it, calling cudaStreamQuery every few microseconds so that a
- * failed kernel is reported rather than waited for forever; else cudaStreamSynchronize. Only one
- * thread at a time may use ctx->stream (spin is off under MPI_THREAD_MULTIPLE). */
-int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx);
-
-/* Destroy streams/events and flush the cache (finalize). */
-void tlmpi_gpu_finalize(void);
+ * after the work and the host polls it, with a stream query every few microseconds so that a failed
+ * kernel is reported rather than waited for; otherwise the stream is queried. Bounded. */
+int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what);
+/* The same for any stream (NULL: the legacy default stream) and for one event. Bounded. */
+int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what);
+int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *what);
 
 #endif

@@ -1,14 +1,14 @@
 /*
- * nccl: the flat NCCL tier. One NCCL communicator per MPI communicator that uses this tier,
- * created lazily on the first NCCL-tier call (unique id from rank 0 by PMPI_Bcast), destroyed with
- * the MPI communicator (attribute delete callback -> tlmpi_tier_comm_cleanup). Collectives run on
- * tlmpi's own stream of the buffer's device and are synchronised before the MPI call returns; the
- * caller's current device is restored and its streams are never touched.
+ * nccl: the flat NCCL tier. One NCCL communicator per MPI communicator whose plan can pick this
+ * tier, created at plan build (tier setup; unique id from rank 0 by PMPI_Bcast), destroyed with the
+ * MPI communicator (tier cleanup). Collectives run on the communicator's own stream and are waited
+ * for (bounded) before the MPI call returns; the caller's current device is restored and its
+ * streams are never touched.
  *
  * Creation is agreed by all ranks: first whether every rank can attempt it (library loaded, a
- * device), then whether it succeeded everywhere (PMPI_Allreduce MIN each). On any failure the comm's
- * NCCL tier is marked unusable on every rank (one warning) and the call returns UNSUPPORTED before
- * any data moved, so the dispatcher uses staging on every rank alike.
+ * device, no injected fault at nccl_init), so that no rank enters the blocking ncclCommInitRank
+ * alone, then whether it succeeded everywhere. The plan builder agrees on the outcome once more and
+ * prints the one warning per rank; calls then go to the next tier on every rank alike.
  *
  * This communicator is the flat tier's own object and is never handed to ncclDevCommCreate:
  * ncclDevCommCreate crashes on a communicator that already ran a collective (algorithms.md T14),
@@ -23,7 +23,7 @@
 #include "stream.h"
 #include "log.h"
 #include "ncclwrap.h"
-#include "plan.h"
+#include "checks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +38,8 @@ struct tlmpi_nccl_comm {
     void *scratch;      /* on dev: for calls whose buffers are on another device (grown on demand) */
     size_t scratch_bytes;
 };
+
+static const char *const nccl_algos[] = { "nccl" };
 
 /*
  * TLMPI_NVLS=0 promises that tlmpi creates no NVLink multicast, and NCCL would create some for its
@@ -66,17 +68,23 @@ static int nvls_guard_ok(void)
     return 1;
 }
 
-unsigned tlmpi_nccl_local_caps(tlmpi_comm_t *tc)
+static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
-    const char *why;
+    const char *lw;
 
-    if (tlmpi_g.gpu_count <= 0 || tc->topo.gpu_device < 0 || !nvls_guard_ok()) {
+    if (tlmpi_g.gpu_count <= 0 || tc->dev < 0) {
         return 0;
     }
-    if (!tlmpi_nccl_load(&why)) {
-        tlmpi_info(NCCL, "flat NCCL tier unavailable: %s", why);
+    if (!nvls_guard_ok()) {
+        *want_p = TLMPI_CAP_NCCL;
+        snprintf(why, len, "TLMPI_NVLS=0 conflicts with NCCL_NVLS_ENABLE=%s", getenv("NCCL_NVLS_ENABLE"));
         return 0;
     }
+    if (!tlmpi_nccl_load(&lw)) {
+        tlmpi_info(NCCL, "flat NCCL tier unavailable: %s", lw);
+        return 0;
+    }
+    *want_p = TLMPI_CAP_NCCL;
     return TLMPI_CAP_NCCL;
 }
 
@@ -108,30 +116,45 @@ static int nccl_op(tlmpi_op_t op, ncclRedOp_t *o)
     }
 }
 
-static void mark_failed(tlmpi_comm_t *tc, const char *why)
+static int nccl_supports(const tlmpi_call_t *c, unsigned caps)
 {
-    tc->nccl_failed = 1;
-    tlmpi_warn(NCCL, "flat NCCL tier disabled on this communicator (all ranks): %s; using host staging", why);
+    ncclDataType_t t;
+    ncclRedOp_t o;
+
+    if ((caps & (TLMPI_CAP_NCCL | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)) !=
+            (TLMPI_CAP_NCCL | TLMPI_CAP_STREAM | TLMPI_CAP_GPU) || !tlmpi_call_all_device(c)) {
+        return 0;
+    }
+    if (c->coll == TLMPI_COLL_ALLGATHER) {
+        return c->contiguous; /* any contiguous datatype moves as bytes */
+    }
+    return nccl_dtype(c->dt, &t) && nccl_op(c->opc, &o); /* no 16-bit integers in NCCL */
 }
 
-/* Collective over tc->comm. Returns the NCCL comm or NULL (then tc->nccl_failed is set everywhere). */
-static struct tlmpi_nccl_comm *nccl_comm_create(tlmpi_comm_t *tc, int dev)
+/* Tier setup (collective over tc->comm): the communicator's NCCL communicator on tc->dev. */
+static tlmpi_status_t nccl_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
 {
     struct tlmpi_nccl_comm *nc = NULL;
     ncclUniqueId id;
     ncclResult_t r = ncclSuccess;
     int ok, all, saved = -1, entered = 0;
-    const char *why = "";
+    const char *lw = "";
 
-    ok = tlmpi_nccl_load(&why) && dev >= 0;
+    /* can every rank attempt it? (nobody may enter the blocking init alone) */
+    if (tlmpi_fault_hit(NCCL_INIT)) {
+        ok = 0;
+        lw = "NCCL communicator creation failed (injected: TLMPI_FAULT=nccl_init)";
+    } else {
+        ok = tlmpi_nccl_load(&lw) && tc->dev >= 0;
+    }
     if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !all) {
-        mark_failed(tc, ok ? "NCCL unavailable on another rank" : why);
-        return NULL;
+        snprintf(why, len, "%s", ok ? "another rank cannot create it" : lw);
+        return TLMPI_ERR_NOT_FOUND;
     }
     nc = calloc(1, sizeof(*nc));
-    PMPI_Comm_rank(tc->comm, &nc->rank);
-    PMPI_Comm_size(tc->comm, &nc->size);
-    nc->dev = dev;
+    nc->rank = tc->rank;
+    nc->size = tc->size;
+    nc->dev = tc->dev;
     memset(&id, 0, sizeof(id));
     ok = 1;
     if (nc->rank == 0 && (r = tlmpi_nccl.ncclGetUniqueId(&id)) != ncclSuccess) {
@@ -141,50 +164,45 @@ static struct tlmpi_nccl_comm *nccl_comm_create(tlmpi_comm_t *tc, int dev)
     if (PMPI_Bcast(&id, (int)sizeof(id), MPI_BYTE, 0, tc->comm) != MPI_SUCCESS ||
         PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !ok) {
         free(nc);
-        mark_failed(tc, "ncclGetUniqueId failed on rank 0");
-        return NULL;
+        snprintf(why, len, "ncclGetUniqueId failed on rank 0");
+        return TLMPI_ERR_NCCL;
     }
-    if (tlmpi_gpu_enter_device(dev, &saved) == 0) {
+    if (tlmpi_gpu_enter_device(nc->dev, &saved) == 0) {
         entered = 1;
         r = tlmpi_nccl.ncclCommInitRank(&nc->comm, nc->size, id, nc->rank);
         ok = r == ncclSuccess;
         if (!ok) {
-            tlmpi_warn(NCCL, "ncclCommInitRank failed: %s (%s)", tlmpi_nccl.ncclGetErrorString(r),
-                       tlmpi_nccl.ncclGetLastError(NULL));
+            snprintf(why, len, "ncclCommInitRank: %s (%s)", tlmpi_nccl.ncclGetErrorString(r),
+                     tlmpi_nccl.ncclGetLastError(NULL));
             nc->comm = NULL;
         }
     } else {
         ok = 0;
+        snprintf(why, len, "cannot make device %d current", nc->dev);
     }
     (void)cudaGetLastError();
-    if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !ok) {
-        if (nc->comm) {
-            tlmpi_nccl.ncclCommDestroy(nc->comm);
-        }
-        if (entered) {
-            tlmpi_gpu_restore_device(saved);
-        }
-        free(nc);
-        mark_failed(tc, "ncclCommInitRank failed on some rank");
-        return NULL;
-    }
     if (entered) {
         tlmpi_gpu_restore_device(saved);
     }
-    tlmpi_info(NCCL, "flat NCCL communicator of %d ranks on device %d (NCCL %d)", nc->size, dev,
+    if (!ok) {
+        free(nc);
+        return TLMPI_ERR_NCCL;
+    }
+    tc->state[TLMPI_TIER_NCCL] = nc;
+    tlmpi_info(NCCL, "flat NCCL communicator of %d ranks on device %d (NCCL %d)", nc->size, nc->dev,
                tlmpi_nccl_runtime_version());
-    return nc;
+    return TLMPI_OK;
 }
 
-void tlmpi_nccl_comm_cleanup(tlmpi_comm_t *tc)
+static void nccl_cleanup(tlmpi_tier_comm_t *tc)
 {
-    struct tlmpi_nccl_comm *nc = tc->nccl;
+    struct tlmpi_nccl_comm *nc = tc->state[TLMPI_TIER_NCCL];
     int saved;
 
     if (!nc) {
         return;
     }
-    tc->nccl = NULL;
+    tc->state[TLMPI_TIER_NCCL] = NULL;
     if (tlmpi_gpu_enter_device(nc->dev, &saved) == 0) {
         ncclResult_t r = tlmpi_nccl.ncclCommDestroy(nc->comm);
 
@@ -200,16 +218,18 @@ void tlmpi_nccl_comm_cleanup(tlmpi_comm_t *tc)
     free(nc);
 }
 
-/* An NCCL call failed: report it, drain the stream, restore the caller's device. */
-static tlmpi_status_t nccl_failed(struct tlmpi_nccl_comm *nc, const tlmpi_call_t *c, ncclResult_t r, cudaStream_t s,
-                                  int saved)
+/* The NCCL call of one collective; in/out as NCCL sees them (see the in-place notes in run). */
+static ncclResult_t nccl_coll(struct tlmpi_nccl_comm *nc, tlmpi_coll_t coll, const void *in, void *out, size_t n,
+                              ncclDataType_t t, ncclRedOp_t o, cudaStream_t s)
 {
-    tlmpi_error(NCCL, "%s: NCCL failed: %s (%s)", tlmpi_coll_name(c->coll), tlmpi_nccl.ncclGetErrorString(r),
-                tlmpi_nccl.ncclGetLastError(nc->comm));
-    cudaStreamSynchronize(s);
-    (void)cudaGetLastError();
-    tlmpi_gpu_restore_device(saved);
-    return TLMPI_ERR_NCCL;
+    switch (coll) {
+    case TLMPI_COLL_ALLREDUCE:
+        return tlmpi_nccl.ncclAllReduce(in, out, n, t, o, nc->comm, s);
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        return tlmpi_nccl.ncclReduceScatter(in, out, n, t, o, nc->comm, s);
+    default:
+        return tlmpi_nccl.ncclAllGather(in, out, n, t, nc->comm, s);
+    }
 }
 
 /*
@@ -220,214 +240,159 @@ static tlmpi_status_t nccl_failed(struct tlmpi_nccl_comm *nc, const tlmpi_call_t
  * go between devices through CUDA's unified addressing. n is NCCL's element count (bytes for
  * allgather).
  */
-static tlmpi_status_t nccl_run_other_device(struct tlmpi_nccl_comm *nc, const tlmpi_call_t *c,
+static tlmpi_status_t nccl_run_other_device(struct tlmpi_nccl_comm *nc, tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
                                             ncclDataType_t t, ncclRedOp_t o, size_t n)
 {
-    int in_place = c->sbuf == MPI_IN_PLACE, saved = -1;
-    size_t esz = c->coll == TLMPI_COLL_ALLGATHER ? 1 : (size_t)c->dt_size, in_b, out_b, need;
-    const char *src;
-    char *rb = c->rbuf, *tin, *tout;
-    tlmpi_gpu_ctx_t *ctx;
-    cudaStream_t s;
-    cudaError_t e;
-    ncclResult_t r;
+    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "nccl");
+    tlmpi_status_t st = TLMPI_OK;
+    size_t need = ((c->in_bytes + 255) & ~(size_t)255) + c->out_bytes;
+    cudaStream_t s = (cudaStream_t)tc->ctx->stream;
+    char *tin, *tout;
+    int saved = -1;
 
     tlmpi_warn_once(NCCL, "%s: buffers on device %d/%d, but this communicator's NCCL tier runs on device "
                     "%d: copying through device %d (slower; keep a communicator's buffers on one GPU)",
-                    tlmpi_coll_name(c->coll), in_place ? c->rdev : c->sdev, c->rdev, nc->dev, nc->dev);
-    switch (c->coll) {
-    case TLMPI_COLL_ALLREDUCE:
-        src = in_place ? rb : c->sbuf;
-        in_b = out_b = n * esz;
-        break;
-    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-        src = in_place ? rb : c->sbuf;
-        in_b = n * esz * (size_t)nc->size;
-        out_b = n * esz;
-        break;
-    default:
-        src = in_place ? rb + (size_t)nc->rank * n : c->sbuf;
-        in_b = n;
-        out_b = n * (size_t)nc->size;
-        break;
-    }
-    ctx = tlmpi_gpu_ctx(nc->dev);
-    if (!ctx || tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
+                    tlmpi_coll_name(c->coll), c->in_place ? c->rdev : c->sdev, c->rdev, nc->dev, nc->dev);
+    if (tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
         return TLMPI_ERR_CUDA;
     }
-    s = (cudaStream_t)ctx->stream;
-    need = ((in_b + 255) & ~(size_t)255) + out_b;
     if (need > nc->scratch_bytes) {
         if (nc->scratch) {
-            cudaStreamSynchronize(s); /* earlier calls are complete (they waited), but be sure */
-            cudaFree(nc->scratch);
+            cudaFree(nc->scratch); /* earlier calls are complete: they waited */
         }
         nc->scratch = NULL;
         nc->scratch_bytes = 0;
-        if ((e = cudaMalloc(&nc->scratch, need)) != cudaSuccess) {
-            tlmpi_error(CUDA, "%s: cudaMalloc(%zu) of scratch on device %d failed: %s", tlmpi_coll_name(c->coll),
-                        need, nc->dev, cudaGetErrorString(e));
-            nc->scratch = NULL;
-            goto cuda_err;
-        }
+        TLMPI_CUDA_CHECK_GOTO(cudaMalloc(&nc->scratch, need), st, out);
         nc->scratch_bytes = need;
     }
     tin = nc->scratch;
-    tout = tin + ((in_b + 255) & ~(size_t)255);
-    if ((e = cudaMemcpyAsync(tin, src, in_b, cudaMemcpyDefault, s)) != cudaSuccess) {
-        tlmpi_error(CUDA, "%s: copy to device %d failed: %s", tlmpi_coll_name(c->coll), nc->dev, cudaGetErrorString(e));
-        goto cuda_err;
+    tout = tin + ((c->in_bytes + 255) & ~(size_t)255);
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_ctx_begin(tc->ctx), st, out);
+    TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(tin, c->in, c->in_bytes, cudaMemcpyDefault, s), st, out);
+    TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, tin, tout, n, t, o, s), st, out);
+    TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, out);
+out:
+    {
+        int e = tlmpi_gpu_stream_wait(tc->ctx, &who, "the NCCL collective (through scratch memory)");
+
+        if (e != cudaSuccess && st == TLMPI_OK) {
+            tlmpi_error(CUDA, "%s: the NCCL collective failed: %s", tlmpi_coll_name(c->coll),
+                        cudaGetErrorString((cudaError_t)e));
+            st = TLMPI_ERR_CUDA;
+        }
     }
-    switch (c->coll) {
-    case TLMPI_COLL_ALLREDUCE:
-        r = tlmpi_nccl.ncclAllReduce(tin, tout, n, t, o, nc->comm, s);
-        break;
-    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-        r = tlmpi_nccl.ncclReduceScatter(tin, tout, n, t, o, nc->comm, s);
-        break;
-    default:
-        r = tlmpi_nccl.ncclAllGather(tin, tout, n, t, nc->comm, s);
-        break;
-    }
-    if (r != ncclSuccess) {
-        return nccl_failed(nc, c, r, s, saved);
-    }
-    if ((e = cudaMemcpyAsync(rb, tout, out_b, cudaMemcpyDefault, s)) != cudaSuccess) {
-        tlmpi_error(CUDA, "%s: copy from device %d failed: %s", tlmpi_coll_name(c->coll), nc->dev, cudaGetErrorString(e));
-        goto cuda_err;
-    }
-    if ((e = (cudaError_t)tlmpi_gpu_stream_wait(ctx)) != cudaSuccess) {
-        tlmpi_error(CUDA, "%s: waiting for the NCCL collective failed: %s", tlmpi_coll_name(c->coll),
-                    cudaGetErrorString(e));
-        goto cuda_err;
-    }
-    tlmpi_gpu_restore_device(saved);
-    return TLMPI_OK;
-cuda_err:
-    cudaStreamSynchronize(s);
     (void)cudaGetLastError();
     tlmpi_gpu_restore_device(saved);
-    return TLMPI_ERR_CUDA;
+    return st;
 }
 
-tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
-    struct tlmpi_nccl_comm *nc;
-    tlmpi_gpu_ctx_t *ctx;
-    ncclDataType_t t;
-    ncclRedOp_t o = ncclSum;
-    ncclResult_t r;
+    struct tlmpi_nccl_comm *nc = tc->state[TLMPI_TIER_NCCL];
+    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "nccl");
+    tlmpi_status_t st = TLMPI_OK;
     cudaStream_t s;
-    cudaError_t e;
+    ncclDataType_t t = ncclInt8;
+    ncclRedOp_t o = ncclSum;
     size_t n;
-    int saved, in_place = c->sbuf == MPI_IN_PLACE;
+    int saved = -1, e;
     char *rb = c->rbuf;
-    const char *sb;
 
-    if (!tc || !tc->eligible || tc->nccl_failed) {
-        return TLMPI_ERR_UNSUPPORTED;
-    }
-    /* Both buffers must be device memory (memory types are uniform by contract, so this declines
-     * on every rank alike); mixed host/device pairs go to staging. */
-    if (!tlmpi_mem_is_device(c->rmem) || (!in_place && !tlmpi_mem_is_device(c->smem))) {
-        return TLMPI_ERR_UNSUPPORTED;
+    (void)algo, (void)mpi_rc_p;
+    if (!nc) {
+        return TLMPI_ERR_UNSUPPORTED; /* not set up (cannot happen when supports() said yes) */
     }
     if (c->coll == TLMPI_COLL_ALLGATHER) {
-        t = ncclInt8; /* any contiguous datatype moves as bytes */
-        n = (size_t)c->count * (size_t)c->dt_size;
+        n = c->msg_bytes; /* any contiguous datatype moves as bytes */
     } else {
-        if (!nccl_dtype(c->dt, &t) || !nccl_op(c->opc, &o)) {
-            return TLMPI_ERR_UNSUPPORTED;
-        }
+        nccl_dtype(c->dt, &t);
+        nccl_op(c->opc, &o);
         n = (size_t)c->count;
     }
-    if (!tc->nccl) {
-        tc->nccl = nccl_comm_create(tc, c->rdev);
-        if (!tc->nccl) {
-            return TLMPI_ERR_UNSUPPORTED;
-        }
-    }
-    nc = tc->nccl;
-    if (c->rdev != nc->dev || (!in_place && c->sdev != nc->dev)) {
+    if (c->rdev != nc->dev || (!c->in_place && c->sdev != nc->dev)) {
         /* Not an error, and never a decline: the other ranks are already committed to NCCL, so
          * this rank must take part too. */
-        return nccl_run_other_device(nc, c, t, o, n);
+        return nccl_run_other_device(nc, tc, c, t, o, n);
     }
-    /* No device switch here: NCCL makes the communicator's device current around its own calls
-     * (and restores it), and a stream synchronize needs no current device. Only the in-place
-     * reduce-scatter fix-up copy below switches, since it is a plain CUDA call. */
-    ctx = tlmpi_gpu_ctx(nc->dev);
-    if (!ctx) {
-        return TLMPI_ERR_CUDA;
+    s = (cudaStream_t)tc->ctx->stream;
+    if (TLMPI_UNLIKELY(tc->ctx->nonblocking)) {
+        TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_ctx_begin(tc->ctx), st, out);
     }
-    saved = -1;
-    s = (cudaStream_t)ctx->stream;
-    switch (c->coll) {
-    case TLMPI_COLL_ALLREDUCE:
-        r = tlmpi_nccl.ncclAllReduce(in_place ? rb : c->sbuf, rb, n, t, o, nc->comm, s);
-        break;
-    case TLMPI_COLL_REDUCE_SCATTER_BLOCK: {
-        size_t esz = (size_t)c->dt_size;
-
-        if (in_place) {
-            /* MPI: the full input is in rbuf and the result goes to its start; NCCL in place puts it
-             * at rbuf + rank*n. Run in place, then move the block to the front (disjoint for rank > 0). */
-            r = tlmpi_nccl.ncclReduceScatter(rb, rb + (size_t)nc->rank * n * esz, n, t, o, nc->comm, s);
-            if (r == ncclSuccess && nc->rank > 0 && tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
-                cudaStreamSynchronize(s);
-                (void)cudaGetLastError();
-                return TLMPI_ERR_CUDA;
+    /* No device switch: NCCL makes the communicator's device current around its own calls (and
+     * restores it), and the wait needs no current device. Only the in-place reduce-scatter fix-up
+     * copy below switches, since it is a plain CUDA call. In place, NCCL's layouts: allreduce
+     * in == out; allgather the own block at rbuf + own_off (which is c->in); reduce-scatter the
+     * result at rbuf + own_off, moved to the front afterwards (disjoint for rank > 0). */
+    if (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) {
+        TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, rb, rb + c->own_off, n, t, o, s), st, out);
+        if (nc->rank > 0) {
+            if (tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
+                st = TLMPI_ERR_CUDA;
+                goto out;
             }
-            if (r == ncclSuccess && nc->rank > 0 &&
-                (e = cudaMemcpyAsync(rb, rb + (size_t)nc->rank * n * esz, n * esz, cudaMemcpyDeviceToDevice, s)) !=
-                    cudaSuccess) {
-                tlmpi_error(CUDA, "cudaMemcpyAsync failed: %s", cudaGetErrorString(e));
-                (void)cudaGetLastError();
-                tlmpi_gpu_restore_device(saved);
-                return TLMPI_ERR_CUDA;
-            }
-        } else {
-            r = tlmpi_nccl.ncclReduceScatter(c->sbuf, rb, n, t, o, nc->comm, s);
+            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(rb, rb + c->own_off, c->out_bytes, cudaMemcpyDeviceToDevice, s),
+                                  st, out);
         }
-        break;
+    } else {
+        TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, c->in, rb, n, t, o, s), st, out);
     }
-    default:
-        /* in place: the own block already sits at rbuf + rank*n, which is NCCL's in-place layout */
-        sb = in_place ? rb + (size_t)nc->rank * n : c->sbuf;
-        r = tlmpi_nccl.ncclAllGather(sb, rb, n, t, nc->comm, s);
-        break;
-    }
-    if (r != ncclSuccess) {
-        return nccl_failed(nc, c, r, s, saved);
-    }
-    e = (cudaError_t)tlmpi_gpu_stream_wait(ctx);
+out:
+    e = tlmpi_gpu_stream_wait(tc->ctx, &who, "the NCCL collective");
     tlmpi_gpu_restore_device(saved);
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess && st == TLMPI_OK) {
         tlmpi_error(CUDA, "%s: waiting for the NCCL collective failed: %s", tlmpi_coll_name(c->coll),
-                    cudaGetErrorString(e));
-        (void)cudaGetLastError();
-        return TLMPI_ERR_CUDA;
+                    cudaGetErrorString((cudaError_t)e));
+        st = TLMPI_ERR_CUDA;
     }
-    return TLMPI_OK;
+    if (st != TLMPI_OK) {
+        (void)cudaGetLastError();
+    }
+    return st;
 }
+
+const tlmpi_tier_t tlmpi_tier_nccl = {
+    .name = "nccl",
+    .label = TLMPI_PATH_NCCL,
+    .algos = nccl_algos,
+    .n_algos = 1,
+    .cap = TLMPI_CAP_NCCL | TLMPI_CAP_STREAM,
+    .local_caps = nccl_local_caps,
+    .setup = nccl_setup,
+    .supports = nccl_supports,
+    .run = nccl_run,
+    .cleanup = nccl_cleanup,
+};
 
 #else /* no CUDA or no NCCL headers: the tier does not exist */
 
-unsigned tlmpi_nccl_local_caps(tlmpi_comm_t *tc)
+static const char *const nccl_algos[] = { "nccl" };
+
+static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
-    (void)tc;
+    (void)tc, (void)want_p, (void)why, (void)len;
     return 0;
 }
 
-tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+static int nccl_supports(const tlmpi_call_t *c, unsigned caps)
 {
-    (void)tc;
-    (void)c;
+    (void)c, (void)caps;
+    return 0;
+}
+
+static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
+{
+    (void)tc, (void)c, (void)algo, (void)mpi_rc_p;
     return TLMPI_ERR_UNSUPPORTED;
 }
 
-void tlmpi_nccl_comm_cleanup(tlmpi_comm_t *tc)
-{
-    (void)tc;
-}
+const tlmpi_tier_t tlmpi_tier_nccl = {
+    .name = "nccl",
+    .label = TLMPI_PATH_NCCL,
+    .algos = nccl_algos,
+    .n_algos = 1,
+    .cap = TLMPI_CAP_NCCL,
+    .local_caps = nccl_local_caps,
+    .supports = nccl_supports,
+    .run = nccl_run,
+};
 #endif

@@ -1,68 +1,73 @@
 /*
  * self: the collectives of a one-rank communicator on device buffers. With one rank, allreduce,
  * reduce_scatter_block and allgather all leave a copy of the input in the output (no op is applied:
- * there is nothing to combine), so the call is one device-to-device copy on tlmpi's stream, waited
- * for like the NCCL tier waits (tlmpi_gpu_stream_wait), without NCCL's enqueue path. In place
- * there is nothing to copy; the wait still orders the return after work the caller left on the
- * legacy default stream, as the other device tiers do. Chosen by `auto` only (select.c); forced
- * tiers keep their own paths.
+ * there is nothing to combine), so the call is one device-to-device copy on the comm's stream,
+ * waited for like the other device tiers wait, without NCCL's enqueue path. In place there is
+ * nothing to copy; the wait still orders the return after the caller's earlier stream work.
  */
 #include "config.h"
 #include "tier.h"
-#include "classify.h"
+#include "checks.h"
 #include "cudawrap.h"
-#include "stream.h"
-#include "log.h"
+
+static const char *const self_algos[] = { "copy" };
+
+static unsigned self_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
+{
+    (void)want_p, (void)why, (void)len;
+    return tc->size == 1 ? TLMPI_CAP_SELF : 0;
+}
+
+static int self_supports(const tlmpi_call_t *c, unsigned caps)
+{
+    return (caps & (TLMPI_CAP_SELF | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)) ==
+               (TLMPI_CAP_SELF | TLMPI_CAP_STREAM | TLMPI_CAP_GPU) &&
+           c->contiguous && tlmpi_call_all_device(c);
+}
 
 #ifdef HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-tlmpi_status_t tlmpi_self_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+static tlmpi_status_t self_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
-    int in_place = c->sbuf == MPI_IN_PLACE, saved = -1;
-    tlmpi_gpu_ctx_t *ctx;
-    cudaError_t e = cudaSuccess;
+    tlmpi_gpu_ctx_t *ctx = tc->ctx;
+    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "self");
+    tlmpi_status_t st = TLMPI_OK;
+    int saved = -1, e;
 
-    (void)tc;
-    if (!tlmpi_mem_is_device(c->rmem) || (!in_place && !tlmpi_mem_is_device(c->smem)) || !c->contiguous) {
-        return TLMPI_ERR_UNSUPPORTED;
-    }
-    ctx = tlmpi_gpu_ctx(c->rdev);
-    if (!ctx) {
-        return TLMPI_ERR_UNSUPPORTED;
-    }
-    /* MPI_IN_PLACE: allreduce and allgather (own block at offset 0 with one rank) and
-     * reduce_scatter_block (result at the start of the input) already hold the result */
-    if (!in_place && c->sbuf != c->rbuf) {
-        if (tlmpi_gpu_enter_device(c->rdev, &saved) != 0) {
+    (void)algo, (void)mpi_rc_p;
+    if (!c->in_place && c->sbuf != c->rbuf) {
+        if (tlmpi_gpu_enter_device(ctx->dev, &saved) != 0) {
             return TLMPI_ERR_UNSUPPORTED;
         }
-        e = cudaMemcpyAsync(c->rbuf, c->sbuf, c->bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)ctx->stream);
-        if (e != cudaSuccess) {
-            tlmpi_error(CUDA, "%s: cudaMemcpyAsync failed: %s", tlmpi_coll_name(c->coll), cudaGetErrorString(e));
-            (void)cudaGetLastError();
-            tlmpi_gpu_restore_device(saved);
-            return TLMPI_ERR_CUDA;
-        }
+        TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_ctx_begin(ctx), st, out);
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, c->sbuf, c->out_bytes, cudaMemcpyDeviceToDevice,
+                                              (cudaStream_t)ctx->stream), st, out);
     }
-    e = (cudaError_t)tlmpi_gpu_stream_wait(ctx);
-    tlmpi_gpu_restore_device(saved);
+    e = tlmpi_gpu_stream_wait(ctx, &who, "the device copy");
     if (e != cudaSuccess) {
         tlmpi_error(CUDA, "%s: waiting for the device copy failed: %s", tlmpi_coll_name(c->coll),
-                    cudaGetErrorString(e));
+                    cudaGetErrorString((cudaError_t)e));
         (void)cudaGetLastError();
-        return TLMPI_ERR_CUDA;
+        st = TLMPI_ERR_CUDA;
     }
-    return TLMPI_OK;
+out:
+    tlmpi_gpu_restore_device(saved);
+    return st;
 }
-
 #else
-
-tlmpi_status_t tlmpi_self_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+static tlmpi_status_t self_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
-    (void)tc;
-    (void)c;
+    (void)tc, (void)c, (void)algo, (void)mpi_rc_p;
     return TLMPI_ERR_UNSUPPORTED;
 }
-
 #endif
+
+const tlmpi_tier_t tlmpi_tier_self = {
+    .name = "self",
+    .label = TLMPI_PATH_SELF,
+    .algos = self_algos,
+    .n_algos = 1,
+    .cap = TLMPI_CAP_SELF | TLMPI_CAP_STREAM,
+    .local_caps = self_local_caps,
+    .supports = self_supports,
+    .run = self_run,
+};

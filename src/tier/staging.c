@@ -20,7 +20,11 @@
  *
  * The pool is taken with trylock: a second thread (another comm) that finds it busy uses malloc'd
  * buffers instead of waiting, since waiting could deadlock two threads that are each inside a
- * collective the other rank has not entered yet.
+ * collective the other rank has not entered yet. The pool is allocated when the first plan is built
+ * (fault site pool_alloc); a comm uses it only where every rank has it (TLMPI_CAP_STAGING_POOL),
+ * else pageable memory. Streams and events are the comm's own (tc->ctx); a comm without them (its
+ * streams could not be created on some rank) stages whole spans on the legacy default stream.
+ * Every wait is bounded (TLMPI_TIMEOUT).
  */
 #include "config.h"
 #include "tier.h"
@@ -30,7 +34,7 @@
 #include "cudawrap.h"
 #include "stream.h"
 #include "log.h"
-#include "plan.h"
+#include "checks.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -49,6 +53,7 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *pool;
 static size_t pool_bytes;
 static int nslots, pool_tried;
+static char pool_why[160];
 
 /* Slot (chunk) size: a function of TLMPI_STAGING_CHUNK alone (ALL_EQ), because the number of
  * PMPI calls a pipelined collective makes depends on it and must match on every rank. */
@@ -71,9 +76,12 @@ static void pool_setup(void)
     if (total < 2 * chunk) {
         total = 2 * chunk; /* the pipeline needs two slots; TLMPI_STAGING_POOL is raised to that */
     }
-    if (cudaMallocHost((void **)&pool, total) != cudaSuccess) {
-        tlmpi_warn(MEM, "cannot allocate the %zu-byte pinned staging pool (%s); staging uses pageable memory",
-                   total, cudaGetErrorString(cudaGetLastError()));
+    if (TLMPI_FAULT_OR(POOL_ALLOC, cudaErrorMemoryAllocation, cudaMallocHost((void **)&pool, total)) != cudaSuccess) {
+        snprintf(pool_why, sizeof(pool_why), "cannot allocate the %zu-byte pinned staging pool: %s%s", total,
+                 cudaGetErrorString(cudaErrorMemoryAllocation),
+                 tlmpi_fault_hit(POOL_ALLOC) ? " (injected: TLMPI_FAULT=pool_alloc)" : "");
+        tlmpi_info(MEM, "%s", pool_why);
+        (void)cudaGetLastError();
         pool = NULL;
     } else {
         pool_bytes = total;
@@ -87,9 +95,6 @@ static void pool_setup(void)
 /* 1 with the pool held, 0 if there is none or another thread has it */
 static int pool_acquire(void)
 {
-    if (!__atomic_load_n(&pool_tried, __ATOMIC_ACQUIRE)) {
-        pool_setup();
-    }
     return pool && pthread_mutex_trylock(&pool_lock) == 0;
 }
 
@@ -98,7 +103,7 @@ static void pool_release(void)
     pthread_mutex_unlock(&pool_lock);
 }
 
-void tlmpi_staging_finalize(void)
+static void staging_finalize(void)
 {
     pthread_mutex_lock(&pool_init_lock);
     if (pool) {
@@ -151,27 +156,6 @@ static int pmpi_allgather(const void *s, MPI_Count sn, MPI_Datatype st, void *r,
 #endif
 }
 
-#define CUDA_TRY(_call)                                                                      \
-    do {                                                                                     \
-        cudaError_t _e = (_call);                                                            \
-        if (_e != cudaSuccess) {                                                             \
-            tlmpi_error(CUDA, "%s failed: %s", #_call, cudaGetErrorString(_e));              \
-            (void)cudaGetLastError();                                                        \
-            status = TLMPI_ERR_CUDA;                                                         \
-            goto out;                                                                        \
-        }                                                                                    \
-    } while (0)
-
-#define MPI_TRY_(_call)                                                                      \
-    do {                                                                                     \
-        int _rc = (_call);                                                                   \
-        if (_rc != MPI_SUCCESS) {                                                            \
-            tlmpi_error(COLL, "%s failed (MPI error %d)", #_call, _rc);                      \
-            status = TLMPI_ERR_MPI;                                                          \
-            goto out;                                                                        \
-        }                                                                                    \
-    } while (0)
-
 /* ---- pipeline ---- */
 
 #define SLOT(_k) (base + (size_t)((_k) % S) * slot)
@@ -185,7 +169,7 @@ static size_t pipe_chunk_elems(size_t esz, int pieces)
 }
 
 static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int rank,
-                               char *base, int S)
+                               char *base, int S, const tlmpi_wait_who_t *who)
 {
     tlmpi_status_t status = TLMPI_OK;
     cudaStream_t s = (cudaStream_t)ctx->stream, s2 = (cudaStream_t)ctx->stream2;
@@ -208,48 +192,49 @@ static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_
 
             if (k >= (size_t)S) {
                 /* the slot's previous chunk must have left for the device before it is refilled */
-                CUDA_TRY(cudaStreamWaitEvent(s, OUTEV(k), 0));
+                TLMPI_CUDA_CHECK_GOTO(cudaStreamWaitEvent(s, OUTEV(k), 0), status, out);
             }
             switch (c->coll) {
             case TLMPI_COLL_ALLREDUCE:
-                CUDA_TRY(cudaMemcpyAsync(SLOT(k), in + off, cn * esz, cudaMemcpyDefault, s));
+                TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(SLOT(k), in + off, cn * esz, cudaMemcpyDefault, s), status, out);
                 break;
             case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-                CUDA_TRY(cudaMemcpy2DAsync(SLOT(k), cn * esz, in + off, n * esz, cn * esz, (size_t)p,
-                                           cudaMemcpyDefault, s));
+                TLMPI_CUDA_CHECK_GOTO(cudaMemcpy2DAsync(SLOT(k), cn * esz, in + off, n * esz, cn * esz, (size_t)p,
+                                           cudaMemcpyDefault, s), status, out);
                 break;
             default:
-                CUDA_TRY(cudaMemcpyAsync(SLOT(k) + (size_t)rank * cn * esz, in + off, cn * esz,
-                                         cudaMemcpyDefault, s));
+                TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(SLOT(k) + (size_t)rank * cn * esz, in + off, cn * esz,
+                                         cudaMemcpyDefault, s), status, out);
                 break;
             }
-            CUDA_TRY(cudaEventRecord(EV(k), s));
+            TLMPI_CUDA_CHECK_GOTO(cudaEventRecord(EV(k), s), status, out);
         }
         if (k > 0) {
             size_t j = k - 1, cn = CN(j), off = j * ce * esz;
 
-            CUDA_TRY(cudaEventSynchronize(EV(j)));
+            TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_event_wait(EV(j), who, "a chunk's copy to the host"), status, out);
             switch (c->coll) {
             case TLMPI_COLL_ALLREDUCE:
-                MPI_TRY_(PMPI_Allreduce(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm));
-                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2));
+                TLMPI_MPI_CHECK_GOTO(PMPI_Allreduce(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm), status, out);
+                TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2), status, out);
                 break;
             case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-                MPI_TRY_(PMPI_Reduce_scatter_block(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm));
-                CUDA_TRY(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2));
+                TLMPI_MPI_CHECK_GOTO(PMPI_Reduce_scatter_block(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm), status, out);
+                TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2), status, out);
                 break;
             default:
-                MPI_TRY_(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, SLOT(j), (int)cn, c->dtype, c->comm));
-                CUDA_TRY(cudaMemcpy2DAsync(out + off, n * esz, SLOT(j), cn * esz, cn * esz, (size_t)p,
-                                           cudaMemcpyDefault, s2));
+                TLMPI_MPI_CHECK_GOTO(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, SLOT(j), (int)cn, c->dtype, c->comm), status, out);
+                TLMPI_CUDA_CHECK_GOTO(cudaMemcpy2DAsync(out + off, n * esz, SLOT(j), cn * esz, cn * esz, (size_t)p,
+                                           cudaMemcpyDefault, s2), status, out);
                 break;
             }
-            CUDA_TRY(cudaEventRecord(OUTEV(j), s2));
+            TLMPI_CUDA_CHECK_GOTO(cudaEventRecord(OUTEV(j), s2), status, out);
         }
     }
 #undef CN
 out:
-    if ((cudaStreamSynchronize(s) != cudaSuccess || cudaStreamSynchronize(s2) != cudaSuccess) &&
+    if ((tlmpi_gpu_sync(s, who, "the staging copies to the host") != cudaSuccess ||
+         tlmpi_gpu_sync(s2, who, "the staging copies to the device") != cudaSuccess) &&
         status == TLMPI_OK) {
         tlmpi_error(CUDA, "staging stream failed: %s", cudaGetErrorString(cudaGetLastError()));
         status = TLMPI_ERR_CUDA;
@@ -317,10 +302,11 @@ static void hbuf_put(hbuf_t *h)
     h->mem = NULL;
 }
 
-static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int have_pool)
+static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int have_pool,
+                                  const tlmpi_wait_who_t *who)
 {
     tlmpi_status_t status = TLMPI_OK;
-    cudaStream_t s = (cudaStream_t)ctx->stream;
+    cudaStream_t s = ctx ? (cudaStream_t)ctx->stream : (cudaStream_t)0; /* 0: the legacy stream */
     int in_place = c->sbuf == MPI_IN_PLACE;
     int sdev = !in_place && tlmpi_mem_is_device(c->smem), rdev = tlmpi_mem_is_device(c->rmem);
     MPI_Datatype rtype = c->coll == TLMPI_COLL_ALLGATHER ? c->rtype : c->dtype;
@@ -354,7 +340,7 @@ static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, M
             status = TLMPI_ERR_NO_MEMORY;
             goto out;
         }
-        CUDA_TRY(cudaMemcpyAsync(hs.mem, (const char *)c->sbuf + ss.off, ss.bytes, cudaMemcpyDefault, s));
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(hs.mem, (const char *)c->sbuf + ss.off, ss.bytes, cudaMemcpyDefault, s), status, out);
         sp = hs.mem - ss.off;
     }
     if (rdev) {
@@ -364,31 +350,31 @@ static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, M
         }
         /* the input (in place) or the bytes between the datatype's pieces must survive */
         if (in_place || rs.gaps) {
-            CUDA_TRY(cudaMemcpyAsync(hr.mem, (char *)c->rbuf + rs.off, rs.bytes, cudaMemcpyDefault, s));
+            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(hr.mem, (char *)c->rbuf + rs.off, rs.bytes, cudaMemcpyDefault, s), status, out);
         }
         rp = hr.mem - rs.off;
     }
-    CUDA_TRY(cudaStreamSynchronize(s));
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, who, "the input's copy to the host"), status, out);
     switch (c->coll) {
     case TLMPI_COLL_ALLREDUCE:
-        MPI_TRY_(pmpi_allreduce(sp, rp, c->count, c->dtype, op, c->comm));
+        TLMPI_MPI_CHECK_GOTO(pmpi_allreduce(sp, rp, c->count, c->dtype, op, c->comm), status, out);
         break;
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-        MPI_TRY_(pmpi_rsb(sp, rp, c->count, c->dtype, op, c->comm));
+        TLMPI_MPI_CHECK_GOTO(pmpi_rsb(sp, rp, c->count, c->dtype, op, c->comm), status, out);
         break;
     default:
-        MPI_TRY_(pmpi_allgather(sp, c->count, c->dtype, rp, c->rcount, c->rtype, c->comm));
+        TLMPI_MPI_CHECK_GOTO(pmpi_allgather(sp, c->count, c->dtype, rp, c->rcount, c->rtype, c->comm), status, out);
         break;
     }
     if (rdev) {
         /* the output span starts where the receive span starts (same type, same lb) */
-        CUDA_TRY(cudaMemcpyAsync((char *)c->rbuf + os.off, hr.mem + (os.off - rs.off), os.bytes,
-                                 cudaMemcpyDefault, s));
-        CUDA_TRY(cudaStreamSynchronize(s));
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)c->rbuf + os.off, hr.mem + (os.off - rs.off), os.bytes,
+                                 cudaMemcpyDefault, s), status, out);
+        TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, who, "the result's copy to the device"), status, out);
     }
 out:
     if (status != TLMPI_OK) {
-        cudaStreamSynchronize(s);
+        tlmpi_gpu_sync(s, who, "the staging copies after a failure");
         (void)cudaGetLastError();
     }
     hbuf_put(&hs);
@@ -396,15 +382,31 @@ out:
     return status;
 }
 
-tlmpi_status_t tlmpi_staging_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+static unsigned staging_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
+{
+    (void)tc;
+    if (tlmpi_g.gpu_count <= 0) {
+        return 0;
+    }
+    if (!__atomic_load_n(&pool_tried, __ATOMIC_ACQUIRE)) {
+        pool_setup();
+    }
+    *want_p = TLMPI_CAP_STAGING_POOL;
+    if (!pool) {
+        snprintf(why, len, "%s", pool_why);
+        return 0;
+    }
+    return TLMPI_CAP_STAGING_POOL;
+}
+
+static tlmpi_status_t staging_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     tlmpi_status_t status;
-    tlmpi_gpu_ctx_t *ctx;
-    MPI_Op op = tlmpi_tier_pmpi_op(c);
-    int dev = c->rdev >= 0 ? c->rdev : c->sdev, saved, p = 1, rank = 0, have_pool, pipe;
-    int in_place = c->sbuf == MPI_IN_PLACE;
+    tlmpi_gpu_ctx_t *ctx = tc->ctx;
+    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "staging");
+    int dev = ctx ? ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev, saved, have_pool, pipe;
 
-    (void)tc;
+    (void)algo, (void)mpi_rc_p;
     if (dev < 0) {
         dev = tlmpi_gpu_current_device();
     }
@@ -412,33 +414,33 @@ tlmpi_status_t tlmpi_staging_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
         tlmpi_error(CUDA, "cannot make device %d current", dev);
         return TLMPI_ERR_CUDA;
     }
-    ctx = tlmpi_gpu_ctx(dev);
-    if (!ctx) {
+    if (ctx && tlmpi_gpu_ctx_begin(ctx) != cudaSuccess) {
+        tlmpi_error(CUDA, "%s: ordering after the caller's stream work failed", tlmpi_coll_name(c->coll));
+        (void)cudaGetLastError();
         tlmpi_gpu_restore_device(saved);
         return TLMPI_ERR_CUDA;
     }
-    PMPI_Comm_size(c->comm, &p);
-    PMPI_Comm_rank(c->comm, &rank);
-    have_pool = pool_acquire();
+    /* the pool only where every rank of the comm has one (so every rank stages alike) */
+    have_pool = (tc->caps & TLMPI_CAP_STAGING_POOL) && pool_acquire();
     /* The pipeline shape (number of PMPI calls) is a function of rank-uniform values only: count,
-     * datatype, comm size, TLMPI_STAGING_CHUNK, and the memory types (uniform by contract). Whether
-     * this rank got the pinned pool is not uniform, so it only decides where the slots live. */
-    pipe = c->contiguous && c->dt_size > 0 && tlmpi_mem_is_device(c->rmem) &&
-           (in_place || tlmpi_mem_is_device(c->smem)) &&
-           pipe_chunk_elems((size_t)c->dt_size, c->coll == TLMPI_COLL_ALLREDUCE ? 1 : p) > 0;
+     * datatype, comm size, TLMPI_STAGING_CHUNK, the memory types (uniform by contract) and the
+     * comm's agreed capabilities. Whether this rank got the pool now is not uniform, so it only
+     * decides where the slots live. */
+    pipe = ctx && c->contiguous && c->dt_size > 0 && tlmpi_call_all_device(c) &&
+           pipe_chunk_elems((size_t)c->dt_size, c->coll == TLMPI_COLL_ALLREDUCE ? 1 : c->size) > 0;
     if (pipe && have_pool) {
-        status = pipe_run(c, ctx, op, p, rank, pool, nslots);
+        status = pipe_run(c, ctx, c->pmpi_op, c->size, c->rank, pool, nslots, &who);
     } else if (pipe) {
         char *tmp = malloc(2 * chunk_bytes());
 
         if (!tmp) {
             status = TLMPI_ERR_NO_MEMORY;
         } else {
-            status = pipe_run(c, ctx, op, p, rank, tmp, 2);
+            status = pipe_run(c, ctx, c->pmpi_op, c->size, c->rank, tmp, 2, &who);
             free(tmp);
         }
     } else {
-        status = generic_run(c, ctx, op, p, have_pool);
+        status = generic_run(c, ctx, c->pmpi_op, c->size, have_pool, &who);
     }
     if (have_pool) {
         pool_release();
@@ -449,14 +451,41 @@ tlmpi_status_t tlmpi_staging_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
 
 #else /* !HAVE_CUDA: no device buffers exist */
 
-tlmpi_status_t tlmpi_staging_run(tlmpi_comm_t *tc, const tlmpi_call_t *c)
+static unsigned staging_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
-    (void)tc;
-    (void)c;
+    (void)tc, (void)want_p, (void)why, (void)len;
+    return 0;
+}
+
+static tlmpi_status_t staging_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
+{
+    (void)tc, (void)c, (void)algo, (void)mpi_rc_p;
     return TLMPI_ERR_INTERNAL;
 }
 
-void tlmpi_staging_finalize(void)
+static void staging_finalize(void)
 {
 }
 #endif
+
+/* Any device-buffer call: any datatype (derived ones by their true-extent span), any op, mixed
+ * host/device pairs, any comm. */
+static int staging_supports(const tlmpi_call_t *c, unsigned caps)
+{
+    (void)c, (void)caps;
+    return 1;
+}
+
+static const char *const staging_algos[] = { "pipeline" };
+
+const tlmpi_tier_t tlmpi_tier_staging = {
+    .name = "staging",
+    .label = TLMPI_PATH_STAGING,
+    .algos = staging_algos,
+    .n_algos = 1,
+    .cap = 0,
+    .local_caps = staging_local_caps,
+    .supports = staging_supports,
+    .run = staging_run,
+    .finalize = staging_finalize,
+};

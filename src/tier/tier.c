@@ -1,68 +1,71 @@
 /*
- * tier dispatch: the dispatcher (pmpi_coll.c) picks a path with tlmpi_select_path and runs it here.
- *   NCCL    -> nccl.c (flat NCCL tier; may decline with UNSUPPORTED before any data moved)
- *   SELF    -> self.c (one-rank communicator: a device copy; declines for host buffers)
- *   STAGING -> staging.c (host staging; the correctness fallback, never declines)
+ * tier: the table of tiers (see tier.h) and what is done over all of them: names, per-comm
+ * cleanup, process teardown. The order of tlmpi_tiers is TLMPI_TIER_* (the auto preference).
  */
 #include "config.h"
 #include "tier.h"
-#include "global.h"
-#include "stream.h"
-#include "log.h"
-#include "plan.h"
 
-unsigned tlmpi_tier_local_caps(tlmpi_comm_t *tc)
+#include <string.h>
+
+const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT] = {
+    [TLMPI_TIER_SELF] = &tlmpi_tier_self,
+    [TLMPI_TIER_NCCL] = &tlmpi_tier_nccl,
+    [TLMPI_TIER_MPI] = &tlmpi_tier_mpi,
+    [TLMPI_TIER_STAGING] = &tlmpi_tier_staging,
+};
+
+int tlmpi_tier_by_name(const char *name, size_t len)
 {
-    unsigned caps = 0;
+    int t;
 
-    if (tlmpi_g.mpi_cuda_aware) {
-        caps |= TLMPI_CAP_MPI_CUDA_AWARE;
+    if (len == 4 && !strncmp(name, "auto", 4)) {
+        return TLMPI_TIER_AUTO;
     }
-    if (tlmpi_g.gpu_count > 0) {
-        int size = 0;
-
-        caps |= TLMPI_CAP_STAGING;
-        caps |= tlmpi_nccl_local_caps(tc);
-        if (PMPI_Comm_size(tc->comm, &size) == MPI_SUCCESS && size == 1) {
-            caps |= TLMPI_CAP_SELF;
+    for (t = 0; t < TLMPI_TIER_COUNT; t++) {
+        if (strlen(tlmpi_tiers[t]->name) == len && !strncmp(tlmpi_tiers[t]->name, name, len)) {
+            return t;
         }
     }
-    return caps;
+    return -1;
 }
 
-void tlmpi_tier_comm_cleanup(tlmpi_comm_t *tc)
+int tlmpi_tier_algo_by_name(int tier, const char *name, size_t len)
 {
-    tlmpi_nccl_comm_cleanup(tc);
+    int a;
+
+    if (tier < 0 || tier >= TLMPI_TIER_COUNT) {
+        return -1;
+    }
+    for (a = 0; a < tlmpi_tiers[tier]->n_algos; a++) {
+        const char *an = tlmpi_tiers[tier]->algos[a];
+
+        if (strlen(an) == len && !strncmp(an, name, len)) {
+            return a;
+        }
+    }
+    return -1;
+}
+
+void tlmpi_tier_comm_cleanup(tlmpi_tier_comm_t *tc)
+{
+    int t;
+
+    for (t = TLMPI_TIER_COUNT - 1; t >= 0; t--) {
+        if (tlmpi_tiers[t]->cleanup) {
+            tlmpi_tiers[t]->cleanup(tc);
+        }
+    }
+    tlmpi_gpu_ctx_destroy(tc->ctx);
+    tc->ctx = NULL;
 }
 
 void tlmpi_tier_finalize(void)
 {
-    tlmpi_staging_finalize();
-    tlmpi_gpu_finalize();
-}
+    int t;
 
-MPI_Op tlmpi_tier_pmpi_op(const tlmpi_call_t *c)
-{
-    if (tlmpi_select_needs_own_op(c->coll, c->dt, c->opc)) {
-        MPI_Op op = tlmpi_half_op(c->dt, c->opc);
-
-        if (op != MPI_OP_NULL) {
-            return op;
+    for (t = TLMPI_TIER_COUNT - 1; t >= 0; t--) {
+        if (tlmpi_tiers[t]->finalize) {
+            tlmpi_tiers[t]->finalize();
         }
-    }
-    return c->op;
-}
-
-tlmpi_status_t tlmpi_tier_run(tlmpi_comm_t *tc, tlmpi_path_t path, const tlmpi_call_t *c)
-{
-    switch (path) {
-    case TLMPI_PATH_NCCL:
-        return tlmpi_nccl_run(tc, c);
-    case TLMPI_PATH_STAGING:
-        return tlmpi_staging_run(tc, c);
-    case TLMPI_PATH_SELF:
-        return tlmpi_self_run(tc, c);
-    default:
-        return TLMPI_ERR_UNSUPPORTED;
     }
 }

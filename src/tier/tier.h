@@ -1,68 +1,99 @@
 /*
- * tier: the paths that serve device buffers (and tlmpi's own half-precision ops on host buffers),
- * behind one interface so the dispatcher (pmpi_coll.c) never knows how a tier works.
- *   tlmpi_tier_local_caps : what this rank could do on a comm (ANDed over ranks by comm.c)
- *   tlmpi_tier_run        : run one call on the chosen path; UNSUPPORTED only before any
- *                           communication started (the dispatcher then tries the next tier)
+ * tier: where a device-buffer call runs, behind one interface. Vocabulary:
+ *   tier       where a call runs (self, nccl, staging, mpi; next: tlmpi's own kernels)
+ *   algorithm  how a tier runs it (each tier lists its algorithms; the plan picks one)
+ *   transport  what the kernels talk through (cuda/transport: CUDA IPC, the NCCL Device API)
+ *
+ * Each tier is one table entry (tlmpi_tiers[], tier.c), implemented in its own file:
+ *   local_caps  this rank's capability bits for the tier on a comm (before the ranks agree)
+ *   setup       collective setup at plan build, once the capabilities are agreed (NCCL
+ *               communicator, ...); never inside run. Local success or failure; the plan builder
+ *               agrees on the outcome with one PMPI_Allreduce and warns once per rank
+ *   supports    THE predicate "this tier can serve this call": a pure function of the call's
+ *               classification and the comm's agreed capabilities (unit-tested table by table)
+ *   run         run the call; UNSUPPORTED only before any data moved (then staging takes it)
+ *   cleanup     per-comm teardown (MPI_Comm_free, finalize); finalize: process teardown
+ * The plan (comm/plan.c) chooses a tier per call; nothing outside a tier's file switches on tiers.
  */
 #ifndef TLMPI_TIER_H
 #define TLMPI_TIER_H
 
-#include "comm.h"
-#include "dtype.h"
-#include "classify.h"
+#include "call.h"
+#include "stream.h"
+#include "tlmpi.h"
 #include <mpi.h>
+#include <stddef.h>
 
-/* One intercepted call, classified. */
-typedef struct {
-    tlmpi_coll_t coll;
-    const void *sbuf;           /* MPI_IN_PLACE allowed */
-    void *rbuf;
-    MPI_Count count;            /* sendcount (allgather), recvcount (RSB), count (allreduce) */
-    MPI_Datatype dtype;         /* allgather: sendtype (== recvtype for accelerated calls) */
-    MPI_Op op;                  /* MPI_OP_NULL for allgather */
-    MPI_Comm comm;
-    int large;                  /* called through the MPI-4 _c entry point */
-    tlmpi_dtype_t dt;
-    int dt_size;                /* MPI_Type_size */
-    int contiguous;
-    tlmpi_op_t opc;
-    tlmpi_mem_type_t smem, rmem;
-    int sdev, rdev;             /* device ordinals, -1 for host */
-    size_t bytes;               /* full vector (see tlmpi_stat_t) */
-    MPI_Datatype rtype;         /* allgather: recvtype (set by the dispatcher's slow path) */
-    MPI_Count rcount;           /* allgather: recvcount */
-} tlmpi_call_t;
+/* Internal tier ids: the order is the auto preference order (best first). Public stats labels
+ * (tlmpi_path_t) are separate: each tier names its label. */
+typedef enum {
+    TLMPI_TIER_SELF = 0,
+    TLMPI_TIER_NCCL,
+    TLMPI_TIER_MPI,
+    TLMPI_TIER_STAGING,
+    TLMPI_TIER_COUNT,
+    TLMPI_TIER_AUTO = 15        /* in a plan entry: the best tier that supports the call */
+} tlmpi_tier_id_t;
 
-unsigned tlmpi_tier_local_caps(tlmpi_comm_t *tc);
-void tlmpi_tier_comm_cleanup(tlmpi_comm_t *tc);
-tlmpi_status_t tlmpi_tier_run(tlmpi_comm_t *tc, tlmpi_path_t path, const tlmpi_call_t *call);
-/* Process-wide teardown of tier resources (pools, streams, NCCL library) at finalize. */
+/* Capabilities of a communicator, agreed by all its ranks at plan build (AND over ranks, except
+ * SHARED_GPU: OR). */
+enum {
+    TLMPI_CAP_GPU = 1u << 0,            /* every rank has a GPU (tlmpi's device paths can run) */
+    TLMPI_CAP_STREAM = 1u << 1,         /* the comm's own streams exist on every rank */
+    TLMPI_CAP_STAGING_POOL = 1u << 2,   /* the pinned staging pool exists on every rank */
+    TLMPI_CAP_NCCL = 1u << 3,           /* the flat NCCL communicator exists */
+    TLMPI_CAP_MPI_CUDA_AWARE = 1u << 4, /* the MPI accepts device pointers */
+    TLMPI_CAP_SELF = 1u << 5,           /* one-rank communicator */
+    TLMPI_CAP_SHARED_GPU = 1u << 6      /* (OR) two ranks of a node share one GPU */
+};
+
+/* What a tier sees of a communicator (embedded in comm.c's state). */
+typedef struct tlmpi_tier_comm {
+    MPI_Comm comm;              /* the application's handle */
+    unsigned id;                /* tlmpi's number for the comm (diagnostics) */
+    int rank, size;
+    int dev;                    /* this rank's CUDA device (-1: none) */
+    int shared_gpu;             /* this rank shares its GPU with another rank of its node */
+    unsigned caps;              /* TLMPI_CAP_*, agreed */
+    tlmpi_gpu_ctx_t *ctx;       /* the comm's own streams/events (NULL: none; then legacy stream) */
+    void *state[TLMPI_TIER_COUNT]; /* each tier's per-comm state */
+} tlmpi_tier_comm_t;
+
+typedef struct tlmpi_tier {
+    const char *name;           /* as in TLMPI_TIER and the *_TIERS tables */
+    tlmpi_path_t label;         /* public stats label */
+    const char *const *algos;   /* algorithm names (index 0 is the default) */
+    int n_algos;
+    unsigned cap;               /* the capability the tier needs on a comm (its setup keeps it) */
+    /* this rank's capability bits; *want_p gets the bits it tried to have (a want without the
+     * have, on any rank, is warned about once per rank), why the reason */
+    unsigned (*local_caps)(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len);
+    tlmpi_status_t (*setup)(tlmpi_tier_comm_t *tc, char *why, size_t len); /* NULL: none */
+    int (*supports)(const tlmpi_call_t *c, unsigned caps);
+    /* *mpi_rc_p: set when the failure is an MPI call's (its error handler already ran; the
+     * dispatcher returns that code unchanged) */
+    tlmpi_status_t (*run)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p);
+    void (*cleanup)(tlmpi_tier_comm_t *tc);                                /* NULL: none */
+    void (*finalize)(void);                                                /* NULL: none */
+} tlmpi_tier_t;
+
+extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_nccl, tlmpi_tier_mpi, tlmpi_tier_staging;
+extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
+
+/* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */
+int tlmpi_tier_by_name(const char *name, size_t len);
+int tlmpi_tier_algo_by_name(int tier, const char *name, size_t len);
+
+/* Who waits, for the bounded waits' diagnostics. */
+static inline tlmpi_wait_who_t tlmpi_tier_who(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
+                                              const char *tier)
+{
+    tlmpi_wait_who_t w = { tc ? tc->comm : c->comm, tc ? tc->id : 0, c->coll, tier };
+    return w;
+}
+
+/* Per-comm teardown of every tier (comm.c) and process teardown (init.c). */
+void tlmpi_tier_comm_cleanup(tlmpi_tier_comm_t *tc);
 void tlmpi_tier_finalize(void);
-
-/* staging.c: the host-staging tier, the correctness fallback for device buffers: any datatype
- * (derived ones by their true-extent span), any op, mixed host/device pairs. tc may be NULL or an
- * ineligible comm. Never returns UNSUPPORTED. */
-tlmpi_status_t tlmpi_staging_run(tlmpi_comm_t *tc, const tlmpi_call_t *call);
-void tlmpi_staging_finalize(void);
-
-/* nccl.c: the flat NCCL tier. UNSUPPORTED (uniformly, before any data moved) when the comm's NCCL
- * communicator cannot be created on some rank or the call's buffers are not device memory. */
-unsigned tlmpi_nccl_local_caps(tlmpi_comm_t *tc);
-tlmpi_status_t tlmpi_nccl_run(tlmpi_comm_t *tc, const tlmpi_call_t *call);
-
-/* self.c: a one-rank communicator's collective on device buffers, as one device-to-device copy on
- * tlmpi's stream (nothing to copy in place). UNSUPPORTED (before anything ran) when a buffer is not
- * device memory. */
-tlmpi_status_t tlmpi_self_run(tlmpi_comm_t *tc, const tlmpi_call_t *call);
-void tlmpi_nccl_comm_cleanup(tlmpi_comm_t *tc);
-
-/* The MPI_Op to hand PMPI for this call: tlmpi's own op for half types, else the caller's. */
-MPI_Op tlmpi_tier_pmpi_op(const tlmpi_call_t *call);
-
-/* half.c: tlmpi's MPI_Ops for f16/bf16 (MPI_OP_NULL if none), and the host-op path. */
-MPI_Op tlmpi_half_op(tlmpi_dtype_t dt, tlmpi_op_t op);
-int tlmpi_half_init(void);
-void tlmpi_half_finalize(void);
 
 #endif

@@ -1,0 +1,31 @@
+/*
+ * fault: named failure sites for tests (TLMPI_FAULT=site[:world_rank],...). Compiled in and off by
+ * default: a site costs one load and a predicted branch. A site that fires behaves as if the call it
+ * guards had failed, so the recovery code runs exactly as it would on a real failure.
+ */
+#ifndef TLMPI_FAULT_H
+#define TLMPI_FAULT_H
+
+#include "compiler.h"
+
+/* The sites, in the order of tlmpi_fault_names (fault.c); TLMPI_FAULT's help in env.def lists them. */
+typedef enum {
+    TLMPI_FAULT_NCCL_INIT = 0,   /* flat NCCL communicator creation (plan build) */
+    TLMPI_FAULT_POOL_ALLOC,      /* the pinned staging pool (plan build) */
+    TLMPI_FAULT_STREAM_CREATE,   /* a communicator's streams and events (plan build) */
+    TLMPI_FAULT_WAIT_STUCK,      /* a host wait never sees its GPU work complete (bounded by TLMPI_TIMEOUT) */
+    TLMPI_FAULT_COUNT
+} tlmpi_fault_site_t;
+
+extern unsigned tlmpi_fault_mask; /* bit per site armed on this rank */
+
+/* Parse TLMPI_FAULT for this world rank; unknown sites are warned about. Returns the mask. */
+unsigned tlmpi_fault_configure(const char *spec, int world_rank);
+const char *tlmpi_fault_name(tlmpi_fault_site_t site);
+
+/* 1 if site fires here (logged at info level, once per site). */
+int tlmpi_fault_fire_(tlmpi_fault_site_t site);
+#define tlmpi_fault_hit(_site) \
+    (TLMPI_UNLIKELY(tlmpi_fault_mask != 0) && tlmpi_fault_fire_(TLMPI_FAULT_##_site))
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * call: one intercepted collective call, classified, with its layout computed once
+ * (tlmpi_call_layout) so that no tier redoes byte arithmetic.
+ *
+ * Message size, one definition everywhere (stats, thresholds, bench): NCCL's per-rank convention.
+ *   allreduce             msg_bytes = count * type size               (in = out = msg_bytes)
+ *   allgather             msg_bytes = sendcount * type size (a block)  (in = msg, out = size * msg)
+ *   reduce_scatter_block  msg_bytes = recvcount * type size (a block)  (in = size * msg, out = msg)
+ * In place (MPI_IN_PLACE as the send buffer): the input is read from the receive buffer; for
+ * allgather it is this rank's block there (at own_off), for the reductions the whole buffer.
+ */
+#ifndef TLMPI_CALL_H
+#define TLMPI_CALL_H
+
+#include "classify.h"
+#include "dtype.h"
+#include "tlmpi.h"
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct tlmpi_call {
+    /* the arguments */
+    tlmpi_coll_t coll;
+    const void *sbuf;           /* MPI_IN_PLACE allowed */
+    void *rbuf;
+    MPI_Count count;            /* sendcount (allgather), recvcount (RSB), count (allreduce) */
+    MPI_Datatype dtype;         /* allgather: sendtype (== recvtype for accelerated calls) */
+    MPI_Op op;                  /* MPI_OP_NULL for allgather */
+    MPI_Comm comm;
+    int large;                  /* called through the MPI-4 _c entry point */
+    MPI_Datatype rtype;         /* allgather: recvtype */
+    MPI_Count rcount;           /* allgather: recvcount */
+    /* classification */
+    tlmpi_dtype_t dt;
+    int dt_size;                /* MPI_Type_size */
+    int contiguous;             /* no holes, lb 0 (and, for allgather, recvtype == sendtype) */
+    tlmpi_op_t opc;
+    MPI_Op pmpi_op;             /* the op to hand PMPI_*: tlmpi's own for half types, else op */
+    int own_op;                 /* pmpi_op is tlmpi's (half types with an arithmetic op) */
+    tlmpi_mem_type_t smem, rmem;
+    int sdev, rdev;             /* device ordinals, -1 for host */
+    /* layout (tlmpi_call_layout) */
+    int in_place;
+    int rank, size;             /* in comm */
+    size_t msg_bytes;           /* the message size (see above); also what stats count */
+    size_t in_bytes, out_bytes; /* bytes of the input and of the output vector */
+    const char *in;             /* where the input starts (MPI_IN_PLACE resolved) */
+    size_t own_off;             /* byte offset of this rank's block: in rbuf (allgather), in the input (RSB) */
+} tlmpi_call_t;
+
+/* Classify dtype and op (after the argument checks). */
+void tlmpi_call_classify(tlmpi_call_t *c);
+/* Compute the layout for a comm of `size` ranks where this rank is `rank`. */
+void tlmpi_call_layout(tlmpi_call_t *c, int rank, int size);
+
+/* 1 if both buffers of the call are device (or managed) memory (MPI_IN_PLACE: the receive buffer). */
+static inline int tlmpi_call_all_device(const tlmpi_call_t *c)
+{
+    return tlmpi_mem_is_device(c->rmem) && (c->in_place || tlmpi_mem_is_device(c->smem));
+}
+
+/* PMPI_* with the call's arguments and the given op (int or _c entry point as called). */
+int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op);
+
+#endif

@@ -1,0 +1,409 @@
+/*
+ * Unit tests (Check, fork mode, no MPI run, no GPU): the per-communicator plan of src/comm/plan.c
+ * and the tiers' supports() predicates.
+ *  - supports: every tier for every (collective, dtype, op, contiguity, memory kind, capability set)
+ *    against a reference model written here, plus a table of named cases;
+ *  - threshold tables: parsing (valid and invalid strings), filling from TLMPI_TIER and the tables,
+ *    lookups at the boundaries, the auto order and the fallbacks;
+ *  - agreement: the settings hash and the rule that decides uniformity from the OR-reduced words.
+ */
+#include "config.h"
+#include "plan.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AG TLMPI_COLL_ALLGATHER
+#define RSB TLMPI_COLL_REDUCE_SCATTER_BLOCK
+#define AR TLMPI_COLL_ALLREDUCE
+#define GPU TLMPI_CAP_GPU
+#define STREAM TLMPI_CAP_STREAM
+#define NCCL TLMPI_CAP_NCCL
+#define AWARE TLMPI_CAP_MPI_CUDA_AWARE
+#define SELF TLMPI_CAP_SELF
+#define SHARED TLMPI_CAP_SHARED_GPU
+#define POOL TLMPI_CAP_STAGING_POOL
+#define DEV3 (GPU | STREAM | POOL)
+
+/* memory kinds of a call: send / receive (in place: the receive buffer only) */
+typedef enum { MK_DEV_DEV, MK_INPLACE_DEV, MK_MANAGED, MK_HOST_DEV, MK_DEV_HOST, MK_COUNT } mk_t;
+static const char *const mk_name[MK_COUNT] = { "dev/dev", "in-place dev", "managed", "host/dev", "dev/host" };
+
+static int dummy_s, dummy_r;
+
+static tlmpi_call_t mkcall(tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_t op, int contig, mk_t mk, size_t bytes)
+{
+    tlmpi_call_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.coll = coll;
+    c.dt = dt;
+    c.opc = coll == AG ? TLMPI_OP_SUM : op;
+    c.contiguous = contig;
+    c.dt_size = dt < TLMPI_DT_NUM_ARITH ? (int)tlmpi_dtype_elem_size(dt) : 4;
+    c.count = (MPI_Count)(bytes / (size_t)c.dt_size);
+    c.msg_bytes = bytes;
+    c.rbuf = &dummy_r;
+    c.sbuf = &dummy_s;
+    c.sdev = c.rdev = 0;
+    c.smem = c.rmem = TLMPI_MEM_DEVICE;
+    switch (mk) {
+    case MK_INPLACE_DEV:
+        c.sbuf = MPI_IN_PLACE;
+        c.in_place = 1;
+        c.smem = TLMPI_MEM_HOST;
+        c.sdev = -1;
+        break;
+    case MK_MANAGED:
+        c.smem = c.rmem = TLMPI_MEM_MANAGED;
+        break;
+    case MK_HOST_DEV:
+        c.smem = TLMPI_MEM_HOST;
+        c.sdev = -1;
+        break;
+    case MK_DEV_HOST:
+        c.rmem = TLMPI_MEM_PINNED;
+        c.rdev = -1;
+        break;
+    default:
+        break;
+    }
+    return c;
+}
+
+/* ---- the reference model: what each tier must accept, written independently of the tiers ---- */
+
+static int ref_all_device(mk_t mk)
+{
+    return mk == MK_DEV_DEV || mk == MK_INPLACE_DEV || mk == MK_MANAGED;
+}
+
+static int ref_nccl_type(tlmpi_dtype_t dt)
+{
+    switch (dt) {
+    case TLMPI_DT_I8: case TLMPI_DT_U8: case TLMPI_DT_I32: case TLMPI_DT_U32: case TLMPI_DT_I64:
+    case TLMPI_DT_U64: case TLMPI_DT_F16: case TLMPI_DT_BF16: case TLMPI_DT_F32: case TLMPI_DT_F64:
+        return 1;
+    default: /* no 16-bit integers in NCCL; BYTES and DERIVED are not reducible by it */
+        return 0;
+    }
+}
+
+static int ref_supports(int tier, tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_t op, int contig, mk_t mk,
+                        unsigned caps)
+{
+    int arith_op = op < TLMPI_OP_NUM_ARITH;
+    int half = dt == TLMPI_DT_F16 || dt == TLMPI_DT_BF16;
+
+    switch (tier) {
+    case TLMPI_TIER_SELF:
+        return (caps & SELF) && (caps & STREAM) && (caps & GPU) && contig && ref_all_device(mk);
+    case TLMPI_TIER_NCCL:
+        if (!(caps & NCCL) || !(caps & STREAM) || !(caps & GPU) || !ref_all_device(mk)) {
+            return 0;
+        }
+        return coll == AG ? contig : ref_nccl_type(dt) && arith_op;
+    case TLMPI_TIER_MPI:
+        return (caps & AWARE) && (coll == AG || !(half && arith_op));
+    case TLMPI_TIER_STAGING:
+        return 1;
+    }
+    return -1;
+}
+
+static const unsigned cap_sets[] = {
+    0, GPU, DEV3, DEV3 | NCCL, DEV3 | NCCL | AWARE, DEV3 | SELF, DEV3 | SELF | NCCL, GPU | NCCL | POOL,
+    DEV3 | AWARE, AWARE, DEV3 | NCCL | SHARED, GPU | SELF | NCCL,
+};
+#define N_CAPS ((int)(sizeof(cap_sets) / sizeof(cap_sets[0])))
+
+START_TEST(test_supports_exhaustive)
+{
+    long checked = 0, bad = 0;
+    int t, coll, dt, op, contig, mk, ci;
+
+    for (t = 0; t < TLMPI_TIER_COUNT; t++)
+        for (coll = 0; coll < TLMPI_COLL_COUNT; coll++)
+            for (dt = 0; dt <= TLMPI_DT_DERIVED; dt++)
+                for (op = 0; op <= TLMPI_OP_USER; op++)
+                    for (contig = 0; contig <= 1; contig++)
+                        for (mk = 0; mk < MK_COUNT; mk++)
+                            for (ci = 0; ci < N_CAPS; ci++) {
+                                tlmpi_call_t c;
+                                int got, want;
+
+                                if (dt < TLMPI_DT_BYTES && !contig) {
+                                    continue; /* predefined arithmetic types are contiguous */
+                                }
+                                c = mkcall(coll, dt, op, contig, mk, 4096);
+                                got = tlmpi_tiers[t]->supports(&c, cap_sets[ci]);
+                                want = ref_supports(t, coll, dt, coll == AG ? TLMPI_OP_SUM : op, contig, mk, cap_sets[ci]);
+                                checked++;
+                                if (!!got != want && bad++ < 10) {
+                                    fprintf(stderr, "tier %s coll %d dt %d op %d contig %d mem %s caps 0x%x: got %d want %d\n",
+                                            tlmpi_tiers[t]->name, coll, dt, op, contig, mk_name[mk], cap_sets[ci], got, want);
+                                }
+                            }
+    ck_assert_msg(bad == 0, "%ld of %ld supports() answers differ from the reference", bad, checked);
+    ck_assert(checked > 10000);
+}
+END_TEST
+
+/* ---- named cases: tier choice for one call under one plan ---- */
+
+typedef struct {
+    const char *name;
+    tlmpi_coll_t coll;
+    tlmpi_dtype_t dt;
+    tlmpi_op_t op;
+    int contig;
+    mk_t mk;
+    unsigned caps;
+    long tier_env; /* TLMPI_TIER enum index: 0 auto 1 nccl 2 staging 3 mpi 4 self */
+    int want;
+} select_case_t;
+
+#define T_SELF TLMPI_TIER_SELF
+#define T_NCCL TLMPI_TIER_NCCL
+#define T_MPI TLMPI_TIER_MPI
+#define T_STG TLMPI_TIER_STAGING
+
+static const select_case_t cases[] = {
+    { "f32 sum -> nccl", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 0, T_NCCL },
+    { "f64 min rsb in place -> nccl", RSB, TLMPI_DT_F64, TLMPI_OP_MIN, 1, MK_INPLACE_DEV, DEV3 | NCCL | AWARE, 0, T_NCCL },
+    { "bf16 sum -> nccl", AR, TLMPI_DT_BF16, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 0, T_NCCL },
+    { "allgather bytes -> nccl", AG, TLMPI_DT_BYTES, TLMPI_OP_OTHER, 1, MK_DEV_DEV, DEV3 | NCCL, 0, T_NCCL },
+    { "allgather derived -> staging", AG, TLMPI_DT_DERIVED, TLMPI_OP_OTHER, 0, MK_DEV_DEV, DEV3 | NCCL, 0, T_STG },
+    { "shared gpu auto -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL | SHARED, 0, T_STG },
+    { "shared gpu aware -> mpi", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL | AWARE | SHARED, 0, T_MPI },
+    { "shared gpu forced nccl", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL | SHARED, 1, T_NCCL },
+    { "forced staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL | AWARE, 2, T_STG },
+    { "forced mpi aware", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL | AWARE, 3, T_MPI },
+    { "forced mpi unaware -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 3, T_STG },
+    { "forced mpi f16 -> staging", AR, TLMPI_DT_F16, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL | AWARE, 3, T_STG },
+    { "forced nccl without it", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3, 1, T_STG },
+    { "forced nccl i16 -> staging", AR, TLMPI_DT_I16, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 1, T_STG },
+    { "forced nccl mixed -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_HOST_DEV, DEV3 | NCCL, 1, T_STG },
+    { "no caps -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, 0, 0, T_STG },
+    { "aware only -> mpi", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, AWARE, 0, T_MPI },
+    { "u16 max rsb -> staging", RSB, TLMPI_DT_U16, TLMPI_OP_MAX, 1, MK_DEV_DEV, DEV3 | NCCL, 0, T_STG },
+    { "user op -> staging", AR, TLMPI_DT_F32, TLMPI_OP_USER, 1, MK_DEV_DEV, DEV3 | NCCL, 0, T_STG },
+    { "one rank -> self", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL | SELF, 0, T_SELF },
+    { "one rank i16 user op -> self", AR, TLMPI_DT_I16, TLMPI_OP_USER, 1, MK_DEV_DEV, DEV3 | SELF, 0, T_SELF },
+    { "one rank derived -> staging", AR, TLMPI_DT_DERIVED, TLMPI_OP_USER, 0, MK_DEV_DEV, DEV3 | SELF, 0, T_STG },
+    { "one rank mixed -> staging", AG, TLMPI_DT_I32, TLMPI_OP_SUM, 1, MK_DEV_HOST, DEV3 | SELF | NCCL, 0, T_STG },
+    { "one rank forced nccl", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | SELF | NCCL, 1, T_NCCL },
+    { "one rank no stream -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, GPU | SELF | NCCL, 0, T_STG },
+    { "no stream -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, GPU | NCCL | POOL, 1, T_STG },
+    { "forced self on two ranks -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 4, T_STG },
+};
+#define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+START_TEST(test_select_cases)
+{
+    const select_case_t *k = &cases[_i];
+    char errs[TLMPI_COLL_COUNT][160];
+    tlmpi_plan_t p;
+    tlmpi_call_t c = mkcall(k->coll, k->dt, k->op, k->contig, k->mk, 4096);
+    int algo = -1, got;
+
+    memset(&p, 0, sizeof(p));
+    ck_assert_uint_eq(tlmpi_plan_fill(&p, k->caps, k->tier_env, NULL, errs), 0);
+    got = tlmpi_plan_select(&p, &c, &algo);
+    ck_assert_msg(got == k->want, "%s: got tier %d, want %d", k->name, got, k->want);
+    ck_assert_int_eq(algo, 0);
+}
+END_TEST
+
+/* ---- threshold tables ---- */
+
+typedef struct {
+    const char *spec;
+    int ok;
+    int n;
+    int tier0;
+    size_t max0;
+} parse_case_t;
+
+static const parse_case_t parse_cases[] = {
+    { "nccl", 1, 1, T_NCCL, SIZE_MAX },
+    { "staging", 1, 1, T_STG, SIZE_MAX },
+    { "auto", 1, 1, TLMPI_TIER_AUTO, SIZE_MAX },
+    { "nccl:64k,staging", 1, 2, T_NCCL, 65536 },
+    { "self:0,nccl:1m,mpi:2m,staging", 1, 4, T_SELF, 0 },
+    { "nccl/nccl:4k,staging/pipeline", 1, 2, T_NCCL, 4096 },
+    { "auto:1g,staging", 1, 2, TLMPI_TIER_AUTO, (size_t)1 << 30 },
+    { "", 0, 0, 0, 0 },
+    { "ncl", 0, 0, 0, 0 },                     /* unknown tier */
+    { "nccl:64k", 0, 0, 0, 0 },                /* the last entry has a limit */
+    { "nccl,staging", 0, 0, 0, 0 },            /* a non-last entry without a limit */
+    { "nccl:64k,staging:32k,mpi", 0, 0, 0, 0 },/* limits do not increase */
+    { "nccl:64k,staging:64k,mpi", 0, 0, 0, 0 },/* equal limits */
+    { "nccl:lots,staging", 0, 0, 0, 0 },       /* bad size */
+    { "nccl:,staging", 0, 0, 0, 0 },           /* empty size */
+    { "nccl:64k,", 0, 0, 0, 0 },               /* trailing comma */
+    { "nccl/ring:64k,staging", 0, 0, 0, 0 },   /* unknown algorithm */
+    { "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,staging", 0, 0, 0, 0 },
+    { "self:1,nccl:2,mpi:3,staging:4,self:5,nccl:6,mpi:7,staging:8,auto", 0, 0, 0, 0 }, /* 9 entries */
+};
+#define N_PARSE ((int)(sizeof(parse_cases) / sizeof(parse_cases[0])))
+
+START_TEST(test_parse)
+{
+    const parse_case_t *k = &parse_cases[_i];
+    tlmpi_plan_table_t t;
+    char err[160] = "";
+    int rc = tlmpi_plan_parse_table(k->spec, &t, err, sizeof(err));
+
+    ck_assert_msg((rc == 0) == k->ok, "'%s': rc %d (%s)", k->spec, rc, err);
+    if (k->ok) {
+        ck_assert_int_eq(t.n, k->n);
+        ck_assert_int_eq(t.e[0].tier, k->tier0);
+        ck_assert_msg(t.e[0].max_bytes == k->max0, "'%s': max0 %zu", k->spec, t.e[0].max_bytes);
+        ck_assert_msg(t.e[t.n - 1].max_bytes == SIZE_MAX, "'%s': last entry limited", k->spec);
+    } else {
+        ck_assert_msg(err[0] != '\0', "'%s': no message", k->spec);
+    }
+}
+END_TEST
+
+START_TEST(test_thresholds)
+{
+    const char *specs[TLMPI_COLL_COUNT] = { "nccl:64k,staging", "nccl", "staging:4k,nccl:1m,staging" };
+    char errs[TLMPI_COLL_COUNT][160];
+    tlmpi_plan_t p;
+    tlmpi_call_t c;
+    int algo;
+    static const struct { tlmpi_coll_t coll; size_t bytes; int want; } q[] = {
+        { AG, 8, T_NCCL }, { AG, 65536, T_NCCL }, { AG, 65537, T_STG }, { AG, (size_t)1 << 30, T_STG },
+        { AR, 8, T_STG }, { AR, 4096, T_STG }, { AR, 4097, T_NCCL }, { AR, 1 << 20, T_NCCL },
+        { AR, (1 << 20) + 4, T_STG }, { RSB, 8, T_NCCL }, { RSB, (size_t)1 << 31, T_NCCL },
+    };
+    int i;
+
+    memset(&p, 0, sizeof(p));
+    ck_assert_uint_eq(tlmpi_plan_fill(&p, DEV3 | NCCL, 0, specs, errs), 0);
+    for (i = 0; i < (int)(sizeof(q) / sizeof(q[0])); i++) {
+        c = mkcall(q[i].coll, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, q[i].bytes);
+        ck_assert_msg(tlmpi_plan_select(&p, &c, &algo) == q[i].want, "coll %d %zu bytes", q[i].coll, q[i].bytes);
+    }
+    /* a tier in the table that cannot serve the call falls back to staging: i16 on nccl */
+    c = mkcall(AG, TLMPI_DT_I16, TLMPI_OP_SUM, 1, MK_DEV_DEV, 8);
+    ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_NCCL); /* allgather moves bytes */
+    c = mkcall(AR, TLMPI_DT_I16, TLMPI_OP_SUM, 1, MK_DEV_DEV, 8192);
+    ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_STG);
+    /* tiers the plan can pick (for setup): nccl and staging here, never self or mpi */
+    ck_assert_uint_eq(tlmpi_plan_tiers_used(&p), (1u << T_NCCL) | (1u << T_STG));
+}
+END_TEST
+
+START_TEST(test_fill_invalid_and_forced)
+{
+    const char *specs[TLMPI_COLL_COUNT] = { "nccl:64k", "bogus", "staging" };
+    char errs[TLMPI_COLL_COUNT][160];
+    tlmpi_plan_t p;
+    unsigned bad;
+
+    memset(&p, 0, sizeof(p));
+    /* invalid tables fall back to TLMPI_TIER (here nccl) with a message; the valid one is kept */
+    bad = tlmpi_plan_fill(&p, DEV3 | NCCL, 1, specs, errs);
+    ck_assert_uint_eq(bad, (1u << AG) | (1u << RSB));
+    ck_assert(errs[AG][0] && errs[RSB][0] && !errs[AR][0]);
+    ck_assert_int_eq(p.table[AG].n, 1);
+    ck_assert_int_eq(p.table[AG].e[0].tier, T_NCCL);
+    ck_assert_int_eq(p.table[RSB].e[0].tier, T_NCCL);
+    ck_assert_int_eq(p.table[AR].e[0].tier, T_STG);
+    /* TLMPI_TIER values map to tiers */
+    bad = tlmpi_plan_fill(&p, DEV3, 2, NULL, errs);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_int_eq(p.table[AR].e[0].tier, T_STG);
+    tlmpi_plan_fill(&p, DEV3, 4, NULL, errs);
+    ck_assert_int_eq(p.table[AR].e[0].tier, T_SELF);
+    tlmpi_plan_fill(&p, DEV3, 0, NULL, errs);
+    ck_assert_int_eq(p.table[AR].e[0].tier, TLMPI_TIER_AUTO);
+    /* auto order: best first; nccl left out where ranks share a GPU */
+    ck_assert_int_eq(p.n_auto, TLMPI_TIER_COUNT);
+    ck_assert_int_eq(p.auto_order[0], T_SELF);
+    ck_assert_int_eq(p.auto_order[p.n_auto - 1], T_STG);
+    tlmpi_plan_fill(&p, DEV3 | SHARED, 0, NULL, errs);
+    ck_assert_int_eq(p.n_auto, TLMPI_TIER_COUNT - 1);
+    for (int i = 0; i < p.n_auto; i++) {
+        ck_assert_int_ne(p.auto_order[i], T_NCCL);
+    }
+}
+END_TEST
+
+/* ---- agreement: ranks with different settings must all see the difference ---- */
+
+START_TEST(test_agreement)
+{
+    const char *a[TLMPI_COLL_COUNT] = { "nccl:64k,staging", "", "" };
+    const char *b[TLMPI_COLL_COUNT] = { "nccl:64k,staging", "", "nccl" };
+    const char *none[TLMPI_COLL_COUNT] = { NULL, NULL, NULL };
+    uint64_t ha = tlmpi_plan_settings_hash(0, a), hb = tlmpi_plan_settings_hash(0, b);
+    uint64_t hn = tlmpi_plan_settings_hash(0, none), he = tlmpi_plan_settings_hash(0, (const char *[]){ "", "", "" });
+    uint64_t ht = tlmpi_plan_settings_hash(1, a);
+    char errs[TLMPI_COLL_COUNT][160];
+    tlmpi_plan_t p, q;
+
+    ck_assert(ha != hb);
+    ck_assert(ha != ht);
+    ck_assert(hn == he); /* unset and empty are the same setting */
+    ck_assert(ha == tlmpi_plan_settings_hash(0, a));
+    /* {h, ~h} OR-reduced over ranks: uniform exactly when every rank had the same h */
+    ck_assert(tlmpi_plan_hashes_agree(ha | ha, ~ha | ~ha));
+    ck_assert(!tlmpi_plan_hashes_agree(ha | hb, ~ha | ~hb));
+    ck_assert(!tlmpi_plan_hashes_agree(ha | hb | ha, ~ha | ~hb | ~ha));
+    ck_assert(!tlmpi_plan_hashes_agree(1 | 0, ~(uint64_t)1 | ~(uint64_t)0));
+    /* the plan hash changes with the tables and the capabilities */
+    memset(&p, 0, sizeof(p));
+    memset(&q, 0, sizeof(q));
+    tlmpi_plan_fill(&p, DEV3 | NCCL, 0, a, errs);
+    tlmpi_plan_fill(&q, DEV3 | NCCL, 0, b, errs);
+    ck_assert(tlmpi_plan_hash(&p) != tlmpi_plan_hash(&q));
+    tlmpi_plan_fill(&q, DEV3, 0, a, errs);
+    ck_assert(tlmpi_plan_hash(&p) != tlmpi_plan_hash(&q));
+    tlmpi_plan_fill(&q, DEV3 | NCCL, 0, a, errs);
+    ck_assert(tlmpi_plan_hash(&p) == tlmpi_plan_hash(&q));
+}
+END_TEST
+
+START_TEST(test_names)
+{
+    ck_assert_int_eq(tlmpi_tier_by_name("nccl", 4), T_NCCL);
+    ck_assert_int_eq(tlmpi_tier_by_name("ncclx", 5), -1);
+    ck_assert_int_eq(tlmpi_tier_by_name("auto", 4), TLMPI_TIER_AUTO);
+    ck_assert_int_eq(tlmpi_tier_algo_by_name(T_STG, "pipeline", 8), 0);
+    ck_assert_int_eq(tlmpi_tier_algo_by_name(T_STG, "ring", 4), -1);
+    for (int t = 0; t < TLMPI_TIER_COUNT; t++) {
+        ck_assert_int_eq(tlmpi_tier_by_name(tlmpi_tiers[t]->name, strlen(tlmpi_tiers[t]->name)), t);
+        ck_assert(tlmpi_tiers[t]->n_algos >= 1 && tlmpi_tiers[t]->supports && tlmpi_tiers[t]->run);
+        ck_assert(tlmpi_path_name(tlmpi_tiers[t]->label) != NULL);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("plan");
+    SRunner *sr;
+    int nf;
+
+    tcase_add_test(tc, test_supports_exhaustive);
+    tcase_add_loop_test(tc, test_select_cases, 0, N_CASES);
+    tcase_add_loop_test(tc, test_parse, 0, N_PARSE);
+    tcase_add_test(tc, test_thresholds);
+    tcase_add_test(tc, test_fill_invalid_and_forced);
+    tcase_add_test(tc, test_agreement);
+    tcase_add_test(tc, test_names);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
