@@ -1,8 +1,13 @@
 #!/bin/bash
-# device-run.sh TARBALL [tests|bench|all]: one call on a GPU host that runs the GPU test suite
-# (tests/gpu/run.sh) and/or the benchmark (bench/run-gpu.sh) on one build, then puts a few files
-# into $OUT (the device tool returns at most 8): tests-summary.md, tests-logs.tar.gz,
-# bench-results.csv, bench-summary.md, bench-log.txt, bench-env.txt.
+# device-run.sh TARBALL [WHAT]: one call on a GPU host that runs, on one build, the parts named in
+# WHAT (comma separated; default all = tests,bench):
+#   tests     the GPU test suite (tests/gpu/run.sh)            -> tests-summary.md, tests-logs.tar.gz
+#   threads   MPI_THREAD_MULTIPLE suite (tests/gpu/threads.sh) with 2 and 4 ranks, THREADS_REPEAT
+#             times each (default 20)                            -> threads.txt
+#   kernels   bench/kernel_bench (copy/reduce kernels vs cudaMemcpyAsync) -> kernels.md
+#   overhead  bench/overhead-gpu.sh (paired NCCL tier vs raw NCCL; CONFIGS, REPS) -> overhead.tar.gz
+#   bench     bench/run-gpu.sh                                   -> bench-*.{csv,md,txt}
+# The device tool returns at most 8 files from $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0
 tarball=$1
@@ -12,17 +17,41 @@ root=$(cd "$here/../.." && pwd)
 final=${OUT:-$PWD/device-out}
 mkdir -p "$final"
 rc=0
-if [ "$what" = tests ] || [ "$what" = all ]; then
+want() { case ",$what," in *",$1,"*|*",all,"*) return 0 ;; esac; return 1; }
+build_dir() { # the build of the test run (same tarball, same machine) when there is one
+    local b
+    b=$(ls -d /tmp/tlmpi-gpu-build/tlmpi-*/ 2>/dev/null | head -1)
+    if [ -z "$b" ] || [ ! -e "$b/.libs/libtlmpi.so" ]; then
+        b=$(bash "$here/build.sh" "$tarball" 2>"$final/build-err.txt" | tail -1)
+    fi
+    echo "$b"
+}
+if want tests; then
     OUT=/tmp/tlmpi-tests-out bash "$here/run.sh" "$tarball" || rc=1
     cp /tmp/tlmpi-tests-out/summary.md "$final/tests-summary.md" 2>/dev/null
     tar czf "$final/tests-logs.tar.gz" -C /tmp tlmpi-tests-out 2>/dev/null
 fi
+if want threads; then
+    b=$(build_dir)
+    for np in 2 4; do
+        OUT=/tmp/tlmpi-threads-out sh "$here/threads.sh" $np "${THREADS_REPEAT:-20}" "$b" >>"$final/threads.txt" 2>&1 || rc=1
+    done
+    tail -40 "$final/threads.txt"
+fi
+if want kernels; then
+    b=$(build_dir)
+    "$b/bench/kernel_bench" --csv "$final/kernels.csv" >"$final/kernels.md" 2>&1 || rc=1
+    cat "$final/kernels.md"
+fi
+if want overhead; then
+    b=$(build_dir)
+    OUT=/tmp/tlmpi-overhead-out bash "$root/bench/overhead-gpu.sh" "$b" >/tmp/tlmpi-overhead-out.log 2>&1 || rc=1
+    cp /tmp/tlmpi-overhead-out.log /tmp/tlmpi-overhead-out/ 2>/dev/null
+    tar czf "$final/overhead.tar.gz" -C /tmp tlmpi-overhead-out 2>/dev/null
+    cat /tmp/tlmpi-overhead-out/paired-*.md 2>/dev/null | head -60
+fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-    # reuse the build of the test run (same tarball, same machine) when there is one
-    b=$(ls -d /tmp/tlmpi-gpu-build/tlmpi-*/ 2>/dev/null | head -1)
-    if [ -z "$b" ] || [ ! -e "$b/.libs/libtlmpi.so" ]; then
-        b=$(bash "$here/build.sh" "$tarball" 2>/dev/null | tail -1)
-    fi
+    b=$(build_dir)
     OUT=/tmp/tlmpi-bench-out bash "$root/bench/run-gpu.sh" "${b:-$tarball}" || rc=1
     for f in results.csv summary.md log.txt env.txt; do
         cp "/tmp/tlmpi-bench-out/$f" "$final/bench-$f" 2>/dev/null
