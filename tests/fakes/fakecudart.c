@@ -24,8 +24,9 @@ static unsigned long long nid = 1;
 static unsigned reg_seq;                /* odd while the registry changes */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 /* FAKE_CUDA_DEVICES=N (default 1) devices; cudaMalloc allocates on the calling thread's current one */
-static __thread int cur_dev;
-static __thread cudaError_t last_err;
+#define FK_TLS __thread __attribute__((tls_model("initial-exec"))) /* linked or preloaded, never dlopen'ed */
+static FK_TLS int cur_dev;
+static FK_TLS cudaError_t last_err;
 static int ndev(void) { const char *e = getenv("FAKE_CUDA_DEVICES"); int n = e ? atoi(e) : 1; return n > 0 ? n : 1; }
 /* error injection for tests: while set, stream work "fails" (stream and event queries and stream
  * synchronizes report a launch failure, and GPU-side writes of host words never happen) */
@@ -34,9 +35,9 @@ int fake_stream_error;
 /* how many pointer queries tlmpi made (tests/mpi/mpi_host_classify reads it) */
 unsigned long fake_cuda_ptr_queries;
 
-/* registry entry holding address p: its index and a copy of it (-1: not device memory) */
+/* registry entry holding address a (-1: not device memory), under a consistent view */
 typedef struct { uintptr_t b, e; unsigned long long id; int dev; } fk_alloc_t;
-static int scan(uintptr_t a, fk_alloc_t *out)
+static inline __attribute__((always_inline)) int scan(uintptr_t a, fk_alloc_t *out)
 {
     int i, n = __atomic_load_n(&nr, __ATOMIC_RELAXED);
 
@@ -52,18 +53,19 @@ static int scan(uintptr_t a, fk_alloc_t *out)
     }
     return -1;
 }
-static int find(const void *p, fk_alloc_t *out)
+/* lock-free lookup: retried if cudaMalloc/cudaFree changed the registry meanwhile */
+static inline __attribute__((always_inline)) int find(const void *p, fk_alloc_t *out)
 {
     unsigned s;
     int hit;
 
-    do {
-        while ((s = __atomic_load_n(&reg_seq, __ATOMIC_ACQUIRE)) & 1u) {
-        }
+    for (;;) {
+        s = __atomic_load_n(&reg_seq, __ATOMIC_ACQUIRE);
+        if (s & 1u) continue;
         hit = scan((uintptr_t)p, out);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    } while (__atomic_load_n(&reg_seq, __ATOMIC_RELAXED) != s);
-    return hit;
+        if (__atomic_load_n(&reg_seq, __ATOMIC_RELAXED) == s) return hit;
+    }
 }
 static void reg_begin(void) { pthread_mutex_lock(&reg_lock); __atomic_store_n(&reg_seq, reg_seq + 1, __ATOMIC_RELAXED); __atomic_thread_fence(__ATOMIC_RELEASE); }
 static void reg_end(void) { __atomic_store_n(&reg_seq, reg_seq + 1, __ATOMIC_RELEASE); pthread_mutex_unlock(&reg_lock); }
