@@ -83,10 +83,10 @@ int tlmpi_core_init_slow(void)
         goto out; /* called outside MPI: stay uninitialised; PMPI reports the error */
     }
     tlmpi_env_load(NULL, environ);
-    tlmpi_log_configure((int)TLMPI_ENV_I(LOG_LEVEL), TLMPI_ENV_S(LOG_SUBSYS), TLMPI_ENV_S(LOG_FILE));
     PMPI_Comm_rank(MPI_COMM_WORLD, &tlmpi_g.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &tlmpi_g.world_size);
-    tlmpi_log_set_rank(tlmpi_g.world_rank);
+    tlmpi_log_set_rank(tlmpi_g.world_rank); /* before the log file is opened: its name may hold %r */
+    tlmpi_log_configure((int)TLMPI_ENV_I(LOG_LEVEL), TLMPI_ENV_S(LOG_SUBSYS), TLMPI_ENV_S(LOG_FILE));
     tlmpi_fault_configure(TLMPI_ENV_S(FAULT), tlmpi_g.world_rank);
     PMPI_Query_thread(&tlmpi_g.thread_level);
     tlmpi_g.enabled = (int)TLMPI_ENV_I(ENABLE);
