@@ -28,4 +28,13 @@ bench_tlmpi_costs_LDADD = libtlmpi.la libtlmpi_core.la $(CUDA_LIBS)
 bench_tlmpi_costs_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
 dist_noinst_SCRIPTS += bench/devpath-callgrind.sh bench/overhead-gpu.sh
+
+# kernel_bench: the copy/reduce kernels of cuda/ against cudaMemcpyAsync on one GPU (GB/s at
+# 256 MiB for every type x op, launch + sync latency at 8 B), a Markdown table (--csv FILE).
+if HAVE_CUDA
+noinst_PROGRAMS += bench/kernel_bench
+bench_kernel_bench_SOURCES = bench/kernel_bench.c bench/bench_stats.h
+bench_kernel_bench_LDADD = libtlmpi_cuda.la $(CUDA_LIBS) -lm
+bench_kernel_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
+endif
 EXTRA_DIST += tests/fakes/fakecudart.c tests/fakes/fakenccl.c tests/fakes/dev_loop.c

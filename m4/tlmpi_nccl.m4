@@ -1,9 +1,9 @@
 dnl TLMPI_CHECK_NCCL: --with-nccl[=DIR] (yes/no/check). Headers only: libnccl is dlopen'ed at
-dnl run time so that programs start where NCCL is absent. Records Device API and GIN headers.
+dnl run time so that programs start where NCCL is absent. Records the header version for the summary.
 AC_DEFUN([TLMPI_CHECK_NCCL], [
   AC_ARG_WITH([nccl], AS_HELP_STRING([--with-nccl@<:@=DIR@:>@], [NCCL headers (default: check the CUDA prefix)]),
     [], [with_nccl=check])
-  tlmpi_have_nccl=no tlmpi_have_nccl_devapi=no tlmpi_have_nccl_gin=no tlmpi_nccl_version_str=none
+  tlmpi_have_nccl=no tlmpi_nccl_version_str=none
   NCCL_CPPFLAGS=
   if test "x$with_nccl" != xno && test "x$tlmpi_have_cuda" = xyes; then
     case "$with_nccl" in
@@ -23,23 +23,6 @@ AC_DEFUN([TLMPI_CHECK_NCCL], [
       NCCL_CPPFLAGS="-I$tlmpi_nccl_dir/include"
       tlmpi_nccl_version_str=`sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\(@<:@0-9@:>@*\).*/\2/p' "$tlmpi_nccl_dir/include/nccl.h" | tr '\n' . | sed 's/\.$//'`
       AC_DEFINE([HAVE_NCCL], [1], [NCCL headers available (library loaded at run time)])
-      AC_MSG_CHECKING([for the NCCL Device API (nccl_device.h, NCCL >= 2.28)])
-      AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <nccl.h>
-#include <nccl_device/core.h>]], [[
-#if NCCL_VERSION_CODE < 22800
-#error too old
-#endif
-]])], [tlmpi_have_nccl_devapi=yes])
-      AC_MSG_RESULT([$tlmpi_have_nccl_devapi])
-      AC_MSG_CHECKING([for NCCL GIN headers (nccl_device/gin.h, NCCL >= 2.28.7)])
-      AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <nccl.h>]], [[
-#if NCCL_VERSION_CODE < 22807
-#error too old
-#endif
-]])], [test -f "$tlmpi_nccl_dir/include/nccl_device/gin.h" && tlmpi_have_nccl_gin=yes])
-      AC_MSG_RESULT([$tlmpi_have_nccl_gin])
-      test "x$tlmpi_have_nccl_devapi" = xyes && AC_DEFINE([HAVE_NCCL_DEVAPI], [1], [NCCL Device API headers])
-      test "x$tlmpi_have_nccl_gin" = xyes && AC_DEFINE([HAVE_NCCL_GIN], [1], [NCCL GIN headers])
     fi
     CPPFLAGS=$tlmpi_save_CPPFLAGS
     if test "x$tlmpi_have_nccl" = xno && test "x$with_nccl" != xcheck; then

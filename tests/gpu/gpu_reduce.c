@@ -1,157 +1,452 @@
 /*
- * gpu_reduce: the element-wise reduction kernels (cuda/reduce.cu) for every element type x
- * {sum, prod, min, max}, against a host reference, on fresh random data with the output poisoned
- * first: tlmpi_cuda_reduce (dst = op(dst, src)) and tlmpi_cuda_reduce_multi (3 sources, fixed
- * order). Values are small integers, exact in every type (including f16/bf16), so the comparison
- * is exact. No MPI. Exit 77 without a CUDA device.
+ * gpu_reduce: the copy and reduction kernels of cuda/local.cu (cuda/kernels.h) against a host
+ * reference, on fresh random data each run (the seed is printed; TLMPI_TEST_SEED=N repeats a run).
+ *
+ *  - tlmpi_cuda_reduce: every element type x {sum, prod, min, max} x 1..8 sources, with sizes
+ *    beyond two full grid strides (ctas x 256 threads x 4 vectors x 16 bytes; copy: 8 vectors) and
+ *    odd tails, at
+ *    1..3 CTAs and at tlmpi_cuda_ctas_for's count; pointers offset by 0..15 elements, all with the
+ *    same misalignment (16-byte vector path with scalar head/tail) or with different ones (the
+ *    narrower-vector path), dst aliasing a source (dst = dst op src and others), tiny counts.
+ *    Integers take full-range random bits (wrap-around is checked); f16/bf16 are checked against a
+ *    host reference that accumulates all sources in float and rounds once.
+ *  - tlmpi_cuda_copy: every pair of byte misalignments of dst and src, tiny and multi-stride sizes.
+ *  - Results compared bitwise (min/max of floating types: +0 and -0 are the same value); every
+ *    destination is poisoned first and the poison around it (64 bytes each side and the alignment
+ *    offset) must be intact afterwards.
+ *  - Argument errors, tlmpi_cuda_reduce_supported, tlmpi_cuda_sm_count, tlmpi_cuda_ctas_for.
+ * No MPI. Exit 77 without a CUDA device.
  */
 #include "config.h"
-#include "dtype.h"
 #include "half.h"
 #include "kernels.h"
+#include "types.h"
 
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#define N 4099 /* odd: exercises the grid-stride tail */
-#define NSRC 3
+#define MAXSRC TLMPI_CUDA_REDUCE_MAX_SRC
+#define GUARD 64        /* poisoned bytes before each buffer's data (plus the offset) and after it */
+#define POISON 0xA5
+/* bytes one CTA covers per grid-stride step with 16-byte vectors (the most of any vector width):
+ * 256 threads x 4 (reduce) or 8 (copy) vectors x 16 B; a grid stride is ctas times that */
+#define STEP_BYTES 16384
+#define COPY_STEP_BYTES 32768
 
-static double get(int dt, const void *buf, size_t i)
+static const char *const dt_names[TLMPI_DT_NUM_ARITH] = { "i8",  "u8",  "i16", "u16", "i32",  "u32",
+                                                          "i64", "u64", "f16", "bf16", "f32", "f64" };
+static const char *const op_names[TLMPI_OP_NUM_ARITH] = { "sum", "prod", "min", "max" };
+static const size_t elem_size[TLMPI_DT_NUM_ARITH] = TLMPI_DT_ELEM_SIZES;
+
+static uint64_t rng_state;
+
+static uint64_t rnd64(void)
 {
-    switch (dt) {
-    case TLMPI_DT_I8: return ((const int8_t *)buf)[i];
-    case TLMPI_DT_U8: return ((const uint8_t *)buf)[i];
-    case TLMPI_DT_I16: return ((const int16_t *)buf)[i];
-    case TLMPI_DT_U16: return ((const uint16_t *)buf)[i];
-    case TLMPI_DT_I32: return ((const int32_t *)buf)[i];
-    case TLMPI_DT_U32: return ((const uint32_t *)buf)[i];
-    case TLMPI_DT_I64: return (double)((const int64_t *)buf)[i];
-    case TLMPI_DT_U64: return (double)((const uint64_t *)buf)[i];
-    case TLMPI_DT_F16: return tlmpi_f16_to_float(((const uint16_t *)buf)[i]);
-    case TLMPI_DT_BF16: return tlmpi_bf16_to_float(((const uint16_t *)buf)[i]);
-    case TLMPI_DT_F32: return ((const float *)buf)[i];
-    default: return ((const double *)buf)[i];
-    }
+    /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
 }
 
-static void put(int dt, void *buf, size_t i, double v)
-{
-    switch (dt) {
-    case TLMPI_DT_I8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case TLMPI_DT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case TLMPI_DT_I16: ((int16_t *)buf)[i] = (int16_t)v; break;
-    case TLMPI_DT_U16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
-    case TLMPI_DT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case TLMPI_DT_U32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case TLMPI_DT_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case TLMPI_DT_U64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case TLMPI_DT_F16: ((uint16_t *)buf)[i] = tlmpi_float_to_f16((float)v); break;
-    case TLMPI_DT_BF16: ((uint16_t *)buf)[i] = tlmpi_float_to_bf16((float)v); break;
-    case TLMPI_DT_F32: ((float *)buf)[i] = (float)v; break;
-    default: ((double *)buf)[i] = v; break;
-    }
-}
+static unsigned rnd(unsigned n) { return (unsigned)(rnd64() >> 33) % n; }
 
-static int is_unsigned(int dt)
-{
-    return dt == TLMPI_DT_U8 || dt == TLMPI_DT_U16 || dt == TLMPI_DT_U32 || dt == TLMPI_DT_U64;
-}
-
-/* |v| <= 20 (sum of 3 <= 60 fits i8; product of 3 <= 8000 needs prod values <= 4) */
-static double rnd(int dt, int op)
-{
-    int span = op == TLMPI_OP_PROD ? 4 : 20;
-    int v = rand() % (span + 1);
-
-    return is_unsigned(dt) ? v : (rand() & 1 ? -v : v);
-}
-
-static double apply(int op, double a, double b)
-{
-    switch (op) {
-    case TLMPI_OP_SUM: return a + b;
-    case TLMPI_OP_PROD: return a * b;
-    case TLMPI_OP_MIN: return b < a ? b : a;
-    default: return b > a ? b : a;
-    }
-}
+/* uniform in [lo, hi) */
+static double rnd_real(double lo, double hi) { return lo + (hi - lo) * ((double)(rnd64() >> 11) / 9007199254740992.0); }
 
 #define CK(_call)                                                                            \
     do {                                                                                     \
         cudaError_t _e = (_call);                                                            \
         if (_e != cudaSuccess) {                                                             \
-            fprintf(stderr, "%s: %s\n", #_call, cudaGetErrorString(_e));                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #_call, cudaGetErrorString(_e)); \
             exit(1);                                                                         \
         }                                                                                    \
     } while (0)
 
+static int is_float(int dt) { return dt >= TLMPI_DT_F16; }
+static int is_signed_int(int dt) { return dt == TLMPI_DT_I8 || dt == TLMPI_DT_I16 || dt == TLMPI_DT_I32 || dt == TLMPI_DT_I64; }
+
+/* ---- element access on raw bytes ---- */
+static uint64_t get_bits(int dt, const void *buf, size_t i)
+{
+    uint64_t v = 0;
+    memcpy(&v, (const char *)buf + i * elem_size[dt], elem_size[dt]); /* little endian */
+    return v;
+}
+
+static void put_bits(int dt, void *buf, size_t i, uint64_t v) { memcpy((char *)buf + i * elem_size[dt], &v, elem_size[dt]); }
+
+static int64_t as_signed(int dt, uint64_t v)
+{
+    unsigned sh = 64 - 8 * (unsigned)elem_size[dt];
+    return (int64_t)(v << sh) >> sh;
+}
+
+static float bits_to_float(int dt, uint64_t v)
+{
+    float f;
+    uint32_t u = (uint32_t)v;
+    if (dt == TLMPI_DT_F16) return tlmpi_f16_to_float((uint16_t)v);
+    if (dt == TLMPI_DT_BF16) return tlmpi_bf16_to_float((uint16_t)v);
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint64_t float_to_bits(int dt, float f)
+{
+    uint32_t u;
+    if (dt == TLMPI_DT_F16) return tlmpi_float_to_f16(f);
+    if (dt == TLMPI_DT_BF16) return tlmpi_float_to_bf16(f);
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static double bits_to_double(uint64_t v)
+{
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+static uint64_t double_to_bits(double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    return v;
+}
+
+/* random element: integers any bit pattern; floating values in a range that keeps products of
+ * 8 finite (and sums of f16/bf16 inexact enough that one rounding at the end differs from one per
+ * step) */
+static uint64_t random_elem(int dt, int op)
+{
+    double mag, sign;
+    if (!is_float(dt)) return rnd64();
+    sign = rnd(2) ? -1.0 : 1.0;
+    mag = op == TLMPI_OP_PROD ? rnd_real(0.5, 2.0) : rnd_real(0.0, 100.0);
+    if (dt == TLMPI_DT_F64) return double_to_bits(sign * mag);
+    return float_to_bits(dt, (float)(sign * mag));
+}
+
+/* ---- host reference: out[i] = op over k of src[k][i], ints wrap, halves in float ---- */
+static uint64_t ref_elem(int dt, int op, void *const *srcs, int nsrc, size_t i)
+{
+    int k;
+    if (dt == TLMPI_DT_F64) {
+        double a = bits_to_double(get_bits(dt, srcs[0], i));
+        for (k = 1; k < nsrc; k++) {
+            double b = bits_to_double(get_bits(dt, srcs[k], i));
+            a = op == TLMPI_OP_SUM ? a + b : op == TLMPI_OP_PROD ? a * b : op == TLMPI_OP_MIN ? fmin(a, b) : fmax(a, b);
+        }
+        return double_to_bits(a);
+    }
+    if (is_float(dt)) {
+        float a = bits_to_float(dt, get_bits(dt, srcs[0], i));
+        for (k = 1; k < nsrc; k++) {
+            float b = bits_to_float(dt, get_bits(dt, srcs[k], i));
+            a = op == TLMPI_OP_SUM ? a + b : op == TLMPI_OP_PROD ? a * b : op == TLMPI_OP_MIN ? fminf(a, b) : fmaxf(a, b);
+        }
+        return float_to_bits(dt, a);
+    }
+    {
+        uint64_t a = get_bits(dt, srcs[0], i);
+        for (k = 1; k < nsrc; k++) {
+            uint64_t b = get_bits(dt, srcs[k], i);
+            if (op == TLMPI_OP_SUM) {
+                a += b;
+            } else if (op == TLMPI_OP_PROD) {
+                a *= b;
+            } else {
+                int b_less = is_signed_int(dt) ? as_signed(dt, b) < as_signed(dt, a)
+                                               : (b & (~0ull >> (64 - 8 * elem_size[dt]))) < (a & (~0ull >> (64 - 8 * elem_size[dt])));
+                if (op == TLMPI_OP_MIN ? b_less : (!b_less && b != a)) a = b;
+            }
+        }
+        return elem_size[dt] == 8 ? a : a & ((1ull << (8 * elem_size[dt])) - 1);
+    }
+}
+
+static int same_value(int dt, int op, uint64_t got, uint64_t want)
+{
+    unsigned bits = 8 * (unsigned)elem_size[dt];
+    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1, sign = 1ull << (bits - 1);
+    got &= mask;
+    want &= mask;
+    if (got == want) return 1;
+    /* fmin/fmax may return either zero for (+0, -0) */
+    return is_float(dt) && (op == TLMPI_OP_MIN || op == TLMPI_OP_MAX) && ((got | want) & ~sign) == 0;
+}
+
+/* ---- buffers: host copies and device buffers of CAP bytes each (poison around the data) ---- */
+static size_t cap;
+static char *h_buf[MAXSRC + 1], *h_out;
+static char *d_buf[MAXSRC + 1];
+
+/* out[0, win) holds a device buffer's first win bytes: all POISON outside the destination [lo, hi) */
+static int check_guards(const char *what, const char *out, size_t lo, size_t hi, size_t win)
+{
+    size_t i;
+    for (i = 0; i < win; i++) {
+        if ((i < lo || i >= hi) && (unsigned char)out[i] != POISON) {
+            printf("FAIL: %s: byte %zd outside the destination [%zu, %zu) overwritten\n", what, (ssize_t)i - (ssize_t)lo, lo, hi);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int fails, cases;
+
+/*
+ * One reduce: n elements, sources in buffers 0..nsrc-1 at element offsets off[k], dst in buffer
+ * MAXSRC at offset off[MAXSRC] or, if alias >= 0, the same location as source alias.
+ */
+static void run_reduce(int dt, int op, int nsrc, size_t n, const unsigned *off, int alias, int ctas)
+{
+    size_t esz = elem_size[dt], i, lo, win, span;
+    void *h_src[MAXSRC], *d_src[MAXSRC], *d_dst;
+    int k, rc, bad = 0, dbuf = alias >= 0 ? alias : MAXSRC;
+    char what[200];
+
+    snprintf(what, sizeof what, "reduce %s %s nsrc=%d n=%zu ctas=%d offsets dst=%u%s src=%u,%u,..", dt_names[dt], op_names[op], nsrc,
+             n, ctas, alias >= 0 ? off[alias] : off[MAXSRC], alias >= 0 ? " (aliases a source)" : "", off[0], nsrc > 1 ? off[1] : off[0]);
+    span = 2 * GUARD + 16 * 8 + n * esz; /* every byte this case can touch or check */
+    if (span > cap) span = cap;
+    for (k = 0; k <= MAXSRC; k++) CK(cudaMemset(d_buf[k], POISON, span));
+    for (k = 0; k < nsrc; k++) {
+        h_src[k] = h_buf[k] + GUARD + off[k] * esz;
+        d_src[k] = d_buf[k] + GUARD + off[k] * esz;
+        for (i = 0; i < n; i++) put_bits(dt, h_src[k], i, random_elem(dt, op));
+        CK(cudaMemcpy(d_src[k], h_src[k], n * esz, cudaMemcpyHostToDevice));
+    }
+    lo = GUARD + (size_t)(alias >= 0 ? off[alias] : off[MAXSRC]) * esz;
+    d_dst = d_buf[dbuf] + lo;
+    rc = tlmpi_cuda_reduce(d_dst, (const void *const *)d_src, nsrc, n, dt, op, ctas, NULL);
+    if (rc) {
+        printf("FAIL: %s: returned %d (%s)\n", what, rc, cudaGetErrorString((cudaError_t)rc));
+        fails++;
+        cases++;
+        return;
+    }
+    CK(cudaStreamSynchronize(NULL));
+    CK(cudaGetLastError());
+    win = lo + n * esz + GUARD < cap ? lo + n * esz + GUARD : cap;
+    CK(cudaMemcpy(h_out, d_buf[dbuf], win, cudaMemcpyDeviceToHost));
+    for (i = 0; i < n; i++) {
+        uint64_t want = ref_elem(dt, op, h_src, nsrc, i), got = get_bits(dt, h_out + lo, i);
+        if (!same_value(dt, op, got, want)) {
+            if (!bad++) {
+                printf("FAIL: %s: element %zu: 0x%llx, expected 0x%llx\n", what, i, (unsigned long long)got, (unsigned long long)want);
+            }
+        }
+    }
+    if (bad > 1) printf("      (%d elements wrong)\n", bad);
+    bad += check_guards(what, h_out, lo, lo + n * esz, win);
+    fails += bad != 0;
+    cases++;
+}
+
+static void run_copy(size_t bytes, unsigned doff, unsigned soff, int in_place, int ctas)
+{
+    char *d_dst, *d_src, what[160];
+    size_t i, win, lo = GUARD + (in_place ? soff : doff);
+    int rc, bad = 0, dbuf = in_place ? 0 : 1;
+
+    snprintf(what, sizeof what, "copy bytes=%zu dst+%u src+%u%s ctas=%d", bytes, in_place ? soff : doff, soff, in_place ? " (in place)" : "", ctas);
+    win = 2 * GUARD + 16 + bytes < cap ? 2 * GUARD + 16 + bytes : cap;
+    CK(cudaMemset(d_buf[0], POISON, win));
+    CK(cudaMemset(d_buf[1], POISON, win));
+    for (i = 0; i < bytes; i++) h_buf[0][GUARD + soff + i] = (char)rnd(256);
+    d_src = d_buf[0] + GUARD + soff;
+    d_dst = d_buf[dbuf] + lo;
+    CK(cudaMemcpy(d_src, h_buf[0] + GUARD + soff, bytes, cudaMemcpyHostToDevice));
+    rc = tlmpi_cuda_copy(d_dst, d_src, bytes, ctas, NULL);
+    if (rc) {
+        printf("FAIL: %s: returned %d (%s)\n", what, rc, cudaGetErrorString((cudaError_t)rc));
+        fails++;
+        cases++;
+        return;
+    }
+    CK(cudaStreamSynchronize(NULL));
+    CK(cudaGetLastError());
+    win = lo + bytes + GUARD < cap ? lo + bytes + GUARD : cap;
+    CK(cudaMemcpy(h_out, d_buf[dbuf], win, cudaMemcpyDeviceToHost));
+    for (i = 0; i < bytes; i++) {
+        if (h_out[lo + i] != h_buf[0][GUARD + soff + i] && !bad++) {
+            printf("FAIL: %s: byte %zu: 0x%02x, expected 0x%02x\n", what, i, (unsigned char)h_out[lo + i], (unsigned char)h_buf[0][GUARD + soff + i]);
+        }
+    }
+    bad += check_guards(what, h_out, lo, lo + bytes, win);
+    fails += bad != 0;
+    cases++;
+}
+
+/* elements that make a reduce over ctas CTAs take more than two full grid strides, odd tail */
+static size_t multi_stride_count(int dt, int ctas)
+{
+    size_t stride = (size_t)ctas * STEP_BYTES / elem_size[dt];
+    return 2 * stride + 1 + 2 * rnd((unsigned)stride / 2);
+}
+
+static void expect_error(const char *what, int rc)
+{
+    cases++;
+    if (rc == 0) {
+        printf("FAIL: %s: accepted\n", what);
+        fails++;
+    }
+}
+
 int main(void)
 {
-    int ndev = 0, dt, op, k, fails = 0, cases = 0;
-    size_t i, esz;
-    void *h_src[NSRC], *h_out, *d_src[NSRC], *d_out;
+    int ndev = 0, dev = 0, sms, dt, op, c, k, big_ctas;
+    unsigned off[MAXSRC + 1];
+    const char *seed_env = getenv("TLMPI_TEST_SEED");
+    uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
+    size_t big_bytes;
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* the log survives a crash */
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("SKIP: no CUDA device\n");
         return 77;
     }
-    srand(12345);
-    for (k = 0; k < NSRC; k++) {
-        h_src[k] = malloc(N * 8);
-        CK(cudaMalloc(&d_src[k], N * 8));
+    CK(cudaGetDevice(&dev));
+    printf("gpu_reduce: seed %llu (TLMPI_TEST_SEED=%llu repeats this run)\n", (unsigned long long)seed, (unsigned long long)seed);
+    rng_state = seed ? seed : 1;
+
+    /* ---- helpers and argument checks ---- */
+    sms = tlmpi_cuda_sm_count(dev);
+    cases++;
+    if (sms <= 0 || tlmpi_cuda_sm_count(dev) != sms) {
+        printf("FAIL: tlmpi_cuda_sm_count(%d) = %d, then %d\n", dev, sms, tlmpi_cuda_sm_count(dev));
+        fails++;
+        sms = 1;
     }
-    h_out = malloc(N * 8);
-    CK(cudaMalloc(&d_out, N * 8));
-    for (dt = 0; dt < TLMPI_DT_NUM_ARITH; dt++) {
-        esz = tlmpi_dtype_elem_size(dt);
-        for (op = 0; op < TLMPI_OP_NUM_ARITH; op++) {
-            for (int multi = 0; multi < 2; multi++) {
-                int nsrc = multi ? NSRC : 2, bad = 0, rc;
-
-                if (!tlmpi_cuda_reduce_supported(dt, op)) {
-                    printf("FAIL: %s %s reported unsupported\n", tlmpi_dtype_name(dt), tlmpi_op_name(op));
-                    fails++;
-                    continue;
-                }
-                for (k = 0; k < nsrc; k++) {
-                    for (i = 0; i < N; i++) {
-                        put(dt, h_src[k], i, rnd(dt, op));
-                    }
-                    CK(cudaMemcpy(d_src[k], h_src[k], N * esz, cudaMemcpyHostToDevice));
-                }
-                if (multi) {
-                    CK(cudaMemset(d_out, 0xA5, N * esz)); /* poison */
-                    rc = tlmpi_cuda_reduce_multi(d_out, (const void *const *)d_src, nsrc, N, dt, op, NULL);
-                } else {
-                    /* dst = op(dst, src): dst starts as source 0 */
-                    CK(cudaMemcpy(d_out, h_src[0], N * esz, cudaMemcpyHostToDevice));
-                    rc = tlmpi_cuda_reduce(d_out, d_src[1], N, dt, op, NULL);
-                }
-                CK((cudaError_t)rc);
-                CK(cudaDeviceSynchronize());
-                CK(cudaMemcpy(h_out, d_out, N * esz, cudaMemcpyDeviceToHost));
-                for (i = 0; i < N; i++) {
-                    double ref = get(dt, h_src[0], i);
-
-                    for (k = 1; k < nsrc; k++) {
-                        ref = apply(op, ref, get(dt, h_src[k], i));
-                    }
-                    if (get(dt, h_out, i) != ref) {
-                        if (!bad++) {
-                            printf("FAIL: %s %s %s element %zu: %g, expected %g\n", multi ? "reduce_multi" : "reduce",
-                                   tlmpi_dtype_name(dt), tlmpi_op_name(op), i, get(dt, h_out, i), ref);
-                        }
-                    }
-                }
-                fails += bad != 0;
-                cases++;
+    cases++;
+    if (tlmpi_cuda_ctas_for(8, sms) != 1 || tlmpi_cuda_ctas_for((size_t)1 << 30, sms) < 2 * sms ||
+        tlmpi_cuda_ctas_for((size_t)1 << 30, sms) > 4 * sms || tlmpi_cuda_ctas_for(0, sms) != 1) {
+        printf("FAIL: tlmpi_cuda_ctas_for: 8 B -> %d, 1 GiB -> %d CTAs (%d SMs)\n", tlmpi_cuda_ctas_for(8, sms),
+               tlmpi_cuda_ctas_for((size_t)1 << 30, sms), sms);
+        fails++;
+    }
+    for (dt = 0; dt <= TLMPI_DT_COUNT; dt++) {
+        for (op = 0; op <= TLMPI_OP_COUNT; op++) {
+            int want = dt < TLMPI_DT_NUM_ARITH && op < TLMPI_OP_NUM_ARITH;
+            cases++;
+            if (!tlmpi_cuda_reduce_supported(dt, op) != !want) {
+                printf("FAIL: tlmpi_cuda_reduce_supported(%d, %d) = %d\n", dt, op, tlmpi_cuda_reduce_supported(dt, op));
+                fails++;
             }
         }
     }
-    printf("RESULT gpu_reduce: %d cases (%d types x %d ops x 2 kernels, %d elements), %d failed\n", cases,
-           TLMPI_DT_NUM_ARITH, TLMPI_OP_NUM_ARITH, N, fails);
+
+    big_ctas = tlmpi_cuda_ctas_for((size_t)-1, sms);
+    cases++;
+    if (big_ctas != 4 * sms) {
+        printf("FAIL: tlmpi_cuda_ctas_for(SIZE_MAX, %d) = %d\n", sms, big_ctas);
+        fails++;
+        big_ctas = 4 * sms;
+    }
+    big_bytes = 2 * (size_t)big_ctas * STEP_BYTES + 4096 + 7; /* > two reduce strides at the full grid */
+    /* room for: the big cases (copy: > two copy strides), the multi-stride cases at up to 3 CTAs
+     * (< 3 reduce strides, < 3 copy strides), offsets up to 15 elements of 8 bytes, the guards */
+    cap = 2 * (size_t)big_ctas * COPY_STEP_BYTES + 4096 + 7;
+    if (cap < 3 * 3 * (size_t)COPY_STEP_BYTES) cap = 3 * 3 * (size_t)COPY_STEP_BYTES;
+    cap += 16 * 8 + 2 * GUARD;
+    for (k = 0; k <= MAXSRC; k++) {
+        h_buf[k] = malloc(cap);
+        CK(cudaMalloc((void **)&d_buf[k], cap));
+        if (!h_buf[k]) return 1;
+    }
+    h_out = malloc(cap);
+    if (!h_out) return 1;
+
+    {
+        const void *srcs[MAXSRC + 1] = { 0 };
+        void *d = d_buf[MAXSRC] + GUARD;
+        for (k = 0; k <= MAXSRC; k++) srcs[k] = d_buf[k] + GUARD;
+        expect_error("reduce with 0 sources", tlmpi_cuda_reduce(d, srcs, 0, 16, TLMPI_DT_F32, TLMPI_OP_SUM, 1, NULL));
+        expect_error("reduce with 9 sources", tlmpi_cuda_reduce(d, srcs, MAXSRC + 1, 16, TLMPI_DT_F32, TLMPI_OP_SUM, 1, NULL));
+        expect_error("reduce with 0 CTAs", tlmpi_cuda_reduce(d, srcs, 2, 16, TLMPI_DT_F32, TLMPI_OP_SUM, 0, NULL));
+        expect_error("reduce of TLMPI_DT_BYTES", tlmpi_cuda_reduce(d, srcs, 2, 16, TLMPI_DT_BYTES, TLMPI_OP_SUM, 1, NULL));
+        expect_error("reduce with TLMPI_OP_OTHER", tlmpi_cuda_reduce(d, srcs, 2, 16, TLMPI_DT_F32, TLMPI_OP_OTHER, 1, NULL));
+        expect_error("reduce of f32 at an odd address", tlmpi_cuda_reduce((char *)d + 1, srcs, 2, 16, TLMPI_DT_F32, TLMPI_OP_SUM, 1, NULL));
+        expect_error("copy with 0 CTAs", tlmpi_cuda_copy(d, srcs[0], 16, 0, NULL));
+        CK(cudaMemset(d_buf[MAXSRC], POISON, cap));
+        cases += 2;
+        if (tlmpi_cuda_reduce(d, srcs, 2, 0, TLMPI_DT_F32, TLMPI_OP_SUM, 1, NULL) || tlmpi_cuda_copy(d, srcs[0], 0, 1, NULL)) {
+            printf("FAIL: a reduce or copy of 0 elements failed\n");
+            fails++;
+        }
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(h_out, d_buf[MAXSRC], 4 * GUARD, cudaMemcpyDeviceToHost));
+        fails += check_guards("reduce/copy of 0 elements", h_out, GUARD, GUARD, 4 * GUARD);
+    }
+
+    /* ---- reduce: every type x op x 1..8 sources, alignment patterns, multi-stride sizes ---- */
+    for (dt = 0; dt < TLMPI_DT_NUM_ARITH; dt++) {
+        for (op = 0; op < TLMPI_OP_NUM_ARITH; op++) {
+            for (c = 0; c < 2 * MAXSRC; c++) {
+                int nsrc = c % MAXSRC + 1, ctas = 1 + (int)rnd(3), alias = -1;
+                unsigned same = 1 + rnd(15);
+                switch (c % 4) {
+                case 0: /* all 16-byte aligned (first round) / all at one random misalignment */
+                    for (k = 0; k <= MAXSRC; k++) off[k] = c < MAXSRC ? 0 : same;
+                    break;
+                case 1: /* same misalignment, dst = dst op src... (dst is source 0) */
+                    for (k = 0; k <= MAXSRC; k++) off[k] = same;
+                    alias = 0;
+                    break;
+                case 2: /* every pointer misaligned differently: dst differs from source 0 */
+                    for (k = 0; k <= MAXSRC; k++) off[k] = rnd(16);
+                    off[MAXSRC] = (off[0] + 1 + rnd(15)) % 16;
+                    break;
+                default: /* dst aliases the last source; the others at independent offsets */
+                    for (k = 0; k <= MAXSRC; k++) off[k] = c < MAXSRC ? same : rnd(16);
+                    alias = nsrc - 1;
+                    break;
+                }
+                run_reduce(dt, op, nsrc, multi_stride_count(dt, ctas), off, alias, ctas);
+            }
+            /* tiny counts: head only, head + tail, at random offsets */
+            for (c = 0; c < 4; c++) {
+                int same = c & 1;
+                unsigned o = rnd(16);
+                for (k = 0; k <= MAXSRC; k++) off[k] = same ? o : rnd(16);
+                run_reduce(dt, op, 1 + (int)rnd(MAXSRC), 1 + rnd(40), off, c == 3 ? 0 : -1, 1);
+            }
+        }
+        /* the full grid of tlmpi_cuda_ctas_for, beyond two strides, one misalignment */
+        for (k = 0; k <= MAXSRC; k++) off[k] = 3;
+        run_reduce(dt, TLMPI_OP_SUM, 2, (big_bytes - 16 * 8) / elem_size[dt], off, 0, big_ctas);
+        for (k = 0; k <= MAXSRC; k++) off[k] = (unsigned)k;
+        run_reduce(dt, TLMPI_OP_MAX, 3, (big_bytes - 16 * 8) / elem_size[dt] - 1, off, -1, big_ctas);
+    }
+
+    /* ---- copy: every pair of byte misalignments, tiny and multi-stride sizes ---- */
+    for (unsigned d = 0; d < 16; d++) {
+        for (unsigned s = 0; s < 16; s++) {
+            int ctas = 1 + (int)rnd(3);
+            run_copy(1 + rnd(40), d, s, 0, 1);
+            run_copy(2 * (size_t)ctas * COPY_STEP_BYTES + 1 + rnd(COPY_STEP_BYTES), d, s, 0, ctas);
+        }
+    }
+    run_copy(cap - 16 * 8 - 2 * GUARD, 5, 5, 0, big_ctas);
+    run_copy(cap - 16 * 8 - 2 * GUARD - 3, 0, 9, 0, big_ctas);
+    run_copy(100003, 0, 7, 1, 2); /* dst == src */
+
+    printf("RESULT gpu_reduce: %d cases (%d types x %d ops x 1..%d sources, copies, argument checks), %d failed, seed %llu\n",
+           cases, TLMPI_DT_NUM_ARITH, TLMPI_OP_NUM_ARITH, MAXSRC, fails, (unsigned long long)seed);
+    for (k = 0; k <= MAXSRC; k++) {
+        free(h_buf[k]);
+        CK(cudaFree(d_buf[k]));
+    }
+    free(h_out);
     return fails ? 1 : 0;
 }
