@@ -117,12 +117,22 @@ tests_mpi_mpi_threads_SOURCES = tests/mpi/mpi_threads.c tests/harness.h
 tests_mpi_mpi_threads_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
 tests_mpi_mpi_threads_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
 tests_mpi_mpi_threads_LDFLAGS = -no-install
+# injected faults (TLMPI_FAULT): every rank on one agreed path, exact results (tests/mpi/fault.sh)
+check_PROGRAMS += tests/mpi/mpi_fault
+tests_mpi_mpi_fault_SOURCES = tests/mpi/mpi_fault.c tests/harness.h
+tests_mpi_mpi_fault_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_fault_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_fault_LDFLAGS = -no-install
 endif
 endif
 # threads.sh skips (77) where mpi_threads is not built (no CUDA headers or no NCCL headers);
 # THREADS_REPEAT=N repeats its whole matrix. tests/gpu/threads.sh: the same on a GPU host.
 TESTS += tests/mpi/threads.sh
 EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
+# fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);
+# skips (77) where mpi_fault is not built
+TESTS += tests/mpi/fault.sh
+EXTRA_DIST += tests/mpi/fault.sh
 
 # --- MPI correctness/bad-input/lifecycle/half tests (tests/mpi), interposition proofs
 # --- (tests/interpose), leak check under valgrind. Plain C (no Check): they also run on hosts

@@ -1,0 +1,153 @@
+#!/bin/sh
+# fault.sh [BUILD_DIR]: tests/mpi/mpi_fault with 4 ranks under injected faults (TLMPI_FAULT, see
+# src/core/fault.c), the fake CUDA runtime and the fake NCCL of tests/fakes. Per case, each rank logs
+# to its own file (TLMPI_LOG_FILE=$work/<case>/log.%r) and the case runs under `timeout`, so a hang
+# is a failure:
+#   baseline   no fault, TLMPI_TIER=nccl: every rank on nccl, no warning
+#   nccl_init  TLMPI_FAULT=nccl_init:1, TLMPI_TIER=nccl: every rank on staging, exact results, exactly
+#              one warning per rank, mentioning NCCL
+#   stream     TLMPI_FAULT=stream_create:2, TLMPI_TIER=nccl: every rank on staging, exactly one
+#              warning per rank, mentioning the streams
+#   pool       TLMPI_FAULT=pool_alloc:3, TLMPI_TIER=staging: every rank on staging, exact results,
+#              exactly one warning per rank, mentioning the pinned staging pool
+#   timeout    TLMPI_FAULT=wait_stuck:1 TLMPI_TIMEOUT=2, TLMPI_TIER=nccl: the job ends within 60 s
+#              with a non-zero exit and rank 1's log has the TLMPI_TIMEOUT: diagnostic naming the
+#              collective (allreduce, the first call) and the tier (nccl)
+# One line per case: "fault <case>: PASS|FAIL (...)"; exit 1 on any failure, 77 where mpi_fault is
+# not built (no CUDA or NCCL headers at configure time). A rank without its own log file (%r not
+# expanded to the rank) is a failure; its lines are then taken from the case's log files by their
+# "rR" tag so the other checks still say something (FAULT_LOG_BY_TAG=1: that alone is no failure).
+# Run by hand from a build directory:
+#   MPIEXEC=mpiexec.mpich sh ../tests/mpi/fault.sh
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${top_srcdir:-$here/../..}
+builddir=${1:-${top_builddir:-.}}
+builddir=$(cd "$builddir" && pwd)
+MPIEXEC=${MPIEXEC:-mpiexec}
+export MPIEXEC
+prog=$builddir/tests/mpi/mpi_fault
+if [ ! -x "$prog" ]; then
+    echo "SKIP: $prog not built (needs CUDA and NCCL headers at configure time)"
+    exit 77
+fi
+np=4
+limit=${FAULT_CASE_TIMEOUT:-60}
+work=$builddir/tests/mpi/work-fault
+rm -rf "$work"
+mkdir -p "$work"
+failed=0
+
+# run_case name expect_path|- then --env options: runs mpi_fault; sets rc, secs, out, dir
+run_case() {
+    name=$1 expect=$2
+    shift 2
+    dir=$work/$name
+    out=$dir/out
+    mkdir -p "$dir"
+    [ "$expect" != - ] && set -- "$@" --env FAULT_EXPECT_PATH="$expect"
+    s=$(date +%s)
+    timeout -k 5 "$limit" sh "$srcdir/tests/launch.sh" --np $np --env TLMPI_LOG_FILE="$dir/log.%r" \
+        ${TLMPI_TEST_SEED:+--env TLMPI_TEST_SEED=$TLMPI_TEST_SEED} "$@" -- "$prog" >"$out" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - s ))
+}
+
+# rank_log r: the log lines of rank r (its own file; else the lines tagged rR in the case's files);
+# appends to $bad when the file is missing or holds lines of other ranks
+rank_log() {
+    if [ -f "$dir/log.$1" ]; then
+        other=$(grep ' TLMPI ' "$dir/log.$1" | grep -vc " r$1 TLMPI ")
+        [ "$other" = 0 ] || bad="${bad:+$bad; }log.$1 holds $other lines of other ranks"
+        cat "$dir/log.$1"
+    else
+        if [ "${FAULT_LOG_BY_TAG:-0}" != 1 ]; then
+            bad="${bad:+$bad; }no log.$1 (files: $(cd "$dir" && ls log.* 2>/dev/null | tr '\n' ' '| sed 's/ $//'))"
+        fi
+        cat "$dir"/log.* 2>/dev/null | grep " r$1 TLMPI "
+    fi
+}
+
+report() { # name verdict(0 pass) detail
+    if [ "$2" = 0 ]; then
+        echo "fault $1: PASS ($3)"
+    else
+        echo "fault $1: FAIL ($3)"
+        failed=1
+        echo "    --- $out:"
+        tail -25 "$out" | sed 's/^/    /'
+        for f in "$dir"/log.*; do
+            [ -f "$f" ] || continue
+            echo "    --- $f:"
+            tail -8 "$f" | sed 's/^/    /'
+        done
+    fi
+}
+
+# check_run name expect_path warnings(0|1) pattern: the verdict of a case that must complete
+check_run() {
+    name=$1 expect=$2 nwarn=$3 pat=$4
+    bad=
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+        bad="timed out after $limit s"
+    elif [ $rc != 0 ]; then
+        bad="exit $rc"
+    fi
+    grep -q '^mpi_fault: PASS' "$out" || bad="${bad:+$bad; }no PASS line ($(grep -m1 -E '^mpi_fault: (FAIL|SKIP)' "$out"))"
+    paths=
+    for r in $(seq 0 $((np - 1))); do
+        p=$(sed -n "s/^mpi_fault: rank $r path \(.*\)$/\1/p" "$out" | head -1)
+        paths="$paths${paths:+ }${p:-?}"
+        [ "$p" = "$expect" ] || bad="${bad:+$bad; }rank $r path ${p:-none}, expected $expect"
+        rank_log $r >"$dir/rank$r.lines"
+        n=$(grep -c ' TLMPI WARN ' "$dir/rank$r.lines")
+        [ "$n" = "$nwarn" ] || bad="${bad:+$bad; }rank $r: $n WARN lines, expected $nwarn"
+        if [ "$nwarn" != 0 ] && [ -n "$pat" ] && [ "$n" != 0 ] && ! grep ' TLMPI WARN ' "$dir/rank$r.lines" | grep -qiE "$pat"; then
+            bad="${bad:+$bad; }rank $r: the warning does not mention /$pat/"
+        fi
+    done
+    if [ -z "$bad" ]; then
+        report "$name" 0 "paths $paths, $nwarn WARN per rank, ${secs} s"
+    else
+        report "$name" 1 "$bad; paths $paths, ${secs} s"
+    fi
+}
+
+run_case baseline nccl --env TLMPI_TIER=nccl
+check_run baseline nccl 0 ''
+
+run_case nccl_init staging --env TLMPI_TIER=nccl --env TLMPI_FAULT=nccl_init:1
+check_run nccl_init staging 1 'nccl'
+
+run_case stream staging --env TLMPI_TIER=nccl --env TLMPI_FAULT=stream_create:2
+check_run stream staging 1 'stream'
+
+run_case pool staging --env TLMPI_TIER=staging --env TLMPI_FAULT=pool_alloc:3
+check_run pool staging 1 'pinned staging pool'
+
+# a stuck wait on rank 1: TLMPI_TIMEOUT aborts the job
+run_case timeout - --env TLMPI_TIER=nccl --env TLMPI_FAULT=wait_stuck:1 --env TLMPI_TIMEOUT=2
+bad=
+if [ $rc = 124 ] || [ $rc = 137 ]; then
+    bad="still running after $limit s"
+elif [ $rc = 0 ]; then
+    bad="exit 0"
+fi
+rank_log 1 >"$dir/rank1.lines"
+diag=$(grep -m1 'TLMPI_TIMEOUT:' "$dir/rank1.lines")
+if [ -z "$diag" ]; then
+    bad="${bad:+$bad; }no TLMPI_TIMEOUT: line in rank 1's log"
+else
+    echo "$diag" | grep -q ' TLMPI ERROR ' || bad="${bad:+$bad; }the diagnostic is not an ERROR line"
+    echo "$diag" | grep -q 'in allreduce on tier nccl ' ||
+        bad="${bad:+$bad; }the diagnostic does not name allreduce (the first call) on tier nccl"
+    # mpi_fault calls nothing on MPI_COMM_WORLD itself: the stuck wait is on its dup
+    echo "$diag" | grep -q 'MPI_COMM_WORLD' && bad="${bad:+$bad; }the diagnostic names MPI_COMM_WORLD, not the dup"
+fi
+if [ -z "$bad" ]; then
+    report timeout 0 "exit $rc after ${secs} s; rank 1: $(echo "$diag" | sed 's/^.*TLMPI_TIMEOUT:/TLMPI_TIMEOUT:/')"
+else
+    report timeout 1 "$bad; exit $rc after ${secs} s${diag:+; rank 1: $(echo "$diag" | sed 's/^.*TLMPI_TIMEOUT:/TLMPI_TIMEOUT:/')}"
+fi
+
+[ $failed = 0 ] && exit 0
+exit 1
