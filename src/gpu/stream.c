@@ -16,6 +16,8 @@
 #include "log.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,11 @@ static __attribute__((noreturn, noinline)) void wait_timeout(const tlmpi_wait_wh
                 "in %s on tier %s for %s; the limit is %ld s (TLMPI_TIMEOUT); calling MPI_Abort",
                 rank, tlmpi_g.world_rank, who ? who->comm_id : 0, len ? " " : "", name, size, waited,
                 who ? tlmpi_coll_name(who->coll) : "?", who && who->tier ? who->tier : "?", what, limit);
+    /* MPICH 4.0.2 (ch4:ucx) was seen to hang inside MPI_Abort on a dup'ed communicator while the
+     * other ranks waited elsewhere: if the abort has not ended this process in 10 s, SIGALRM does
+     * (the launcher then ends the job) */
+    signal(SIGALRM, SIG_DFL);
+    alarm(10);
     PMPI_Abort(comm, 1);
     abort(); /* PMPI_Abort does not return; be sure */
 }
@@ -69,7 +76,9 @@ static cudaError_t query_event(void *e) { return cudaEventQuery((cudaEvent_t)e);
 static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query, void *arg,
                      const tlmpi_wait_who_t *who, const char *what)
 {
-    int stuck = tlmpi_fault_hit(WAIT_STUCK);
+    /* the fault site stands for a collective's GPU work that never completes: not for tlmpi's own
+     * setup and teardown waits (no communicator) */
+    int stuck = who && who->comm != MPI_COMM_NULL && tlmpi_fault_hit(WAIT_STUCK);
     long limit = (long)TLMPI_ENV_I(TIMEOUT);
     unsigned spins = 0, rounds = 0, flags = 0;
     double t0 = 0;
