@@ -2,8 +2,8 @@
 # device-run.sh TARBALL [WHAT]: one call on a GPU host that runs, on one build, the parts named in
 # WHAT (comma separated; default all = tests,bench):
 #   tests     the GPU test suite (tests/gpu/run.sh)            -> tests-summary.md, tests-logs.tar.gz
-#   threads   MPI_THREAD_MULTIPLE suite (tests/gpu/threads.sh) with 2 and 4 ranks, THREADS_REPEAT
-#             times each (default 20)                            -> threads.txt
+#   threads   MPI_THREAD_MULTIPLE suite (tests/gpu/threads.sh) with 2 and 4 ranks at the same time,
+#             THREADS_REPEAT times each (default 20)             -> threads.txt
 #   kernels   bench/kernel_bench (copy/reduce kernels vs cudaMemcpyAsync) -> kernels.md
 #   overhead  bench/overhead-gpu.sh (paired NCCL tier vs raw NCCL; CONFIGS, REPS) -> overhead.tar.gz
 #   bench     bench/run-gpu.sh                                   -> bench-*.{csv,md,txt}
@@ -33,9 +33,16 @@ if want tests; then
 fi
 if want threads; then
     b=$(build_dir)
+    # the 2- and 4-rank matrices run at the same time (6 processes on the one GPU: also a stress
+    # test), each with its own log directory
+    pids=
     for np in 2 4; do
-        OUT=/tmp/tlmpi-threads-out sh "$here/threads.sh" $np "${THREADS_REPEAT:-20}" "$b" >>"$final/threads.txt" 2>&1 || rc=1
+        OUT=/tmp/tlmpi-threads-out-np$np sh "$here/threads.sh" $np "${THREADS_REPEAT:-20}" "$b" \
+            >"/tmp/threads-np$np.txt" 2>&1 &
+        pids="$pids $!"
     done
+    for p in $pids; do wait "$p" || rc=1; done
+    cat /tmp/threads-np2.txt /tmp/threads-np4.txt >>"$final/threads.txt"
     tail -40 "$final/threads.txt"
 fi
 if want kernels; then

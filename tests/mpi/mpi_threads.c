@@ -57,6 +57,7 @@ typedef struct {
     long calls[NCOLL];
     long fails;
     double secs;
+    unsigned char *d_s, *d_r; /* device buffers, allocated and freed by the main thread */
 } worker_t;
 
 static int g_size;
@@ -118,14 +119,12 @@ static void *worker(void *arg)
     tst_rng_t g;
     int rank, p, rc;
     size_t cap = ((size_t)MAXCOUNT * (size_t)g_size + GUARD) * 8;
-    unsigned char *d_s = NULL, *d_r = NULL, *h_in = malloc(cap), *h_out = malloc(cap);
+    unsigned char *d_s = w->d_s, *d_r = w->d_r, *h_in = malloc(cap), *h_out = malloc(cap);
     double t0 = MPI_Wtime();
 
     MPI_Comm_rank(w->comm, &rank);
     MPI_Comm_size(w->comm, &p);
     TST_CUDA(cudaSetDevice(w->dev)); /* the current device is per thread */
-    TST_CUDA(cudaMalloc((void **)&d_s, cap));
-    TST_CUDA(cudaMalloc((void **)&d_r, cap));
     tst_rng_seed(&g, w->seed);
     for (long it = 0; it < w->iters; it++) {
         int coll = (int)(tst_rand_r(&g) % NCOLL), t = (int)(tst_rand_r(&g) % NTYPES);
@@ -194,8 +193,6 @@ static void *worker(void *arg)
         w->fails += !rc;
         TST_CHECK(rc, "%s: wrote past its output (guard of %d elements after element %zu)", what, GUARD, buf_n);
     }
-    TST_CUDA(cudaFree(d_s));
-    TST_CUDA(cudaFree(d_r));
     free(h_in);
     free(h_out);
     w->secs = MPI_Wtime() - t0;
@@ -275,6 +272,13 @@ int main(int argc, char **argv)
         w[i].iters = iters;
         w[i].dev = tst_rank % ndev;
         w[i].seed = g_seed ^ (uint64_t)(i + 1) * 0xD1B54A32D192ED03ULL;
+        /* Allocated here, before any thread communicates, and freed after all joined, as a
+         * framework's memory pool does: cudaMalloc/cudaFree synchronise the device (cudaFree
+         * also blocks other threads' launches), so a thread freeing while another thread's
+         * collective waits for a peer can deadlock two ranks. That hazard is the application's,
+         * not tlmpi's; the test must not create it. */
+        TST_CUDA(cudaMalloc((void **)&w[i].d_s, ((size_t)MAXCOUNT * (size_t)g_size + GUARD) * 8));
+        TST_CUDA(cudaMalloc((void **)&w[i].d_r, ((size_t)MAXCOUNT * (size_t)g_size + GUARD) * 8));
         if (pthread_create(&th[i], NULL, worker, &w[i]) != 0) {
             fprintf(stderr, "mpi_threads: pthread_create failed\n");
             PMPI_Abort(MPI_COMM_WORLD, 2);
@@ -282,6 +286,10 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < NTHREADS; i++) {
         pthread_join(th[i], NULL);
+    }
+    for (i = 0; i < NTHREADS; i++) {
+        TST_CUDA(cudaFree(w[i].d_s));
+        TST_CUDA(cudaFree(w[i].d_r));
     }
     t0 = MPI_Wtime() - t0;
     for (i = 0; i < NTHREADS; i++) {
