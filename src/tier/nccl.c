@@ -80,6 +80,15 @@ static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *w
         snprintf(why, len, "TLMPI_NVLS=0 conflicts with NCCL_NVLS_ENABLE=%s", getenv("NCCL_NVLS_ENABLE"));
         return 0;
     }
+    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
+        /* Several threads may run collectives on several NCCL communicators at once. NCCL (2.22+)
+         * connects peers lazily inside the first collectives by default, with blocking bootstrap
+         * exchanges and CUDA calls while other communicators' kernels spin waiting for their peers;
+         * NCCL documents that concurrent communicators can deadlock then, and 4 ranks x 4 threads
+         * on the H200 did. Connect at ncclCommInitRank instead, unless the user chose (read by
+         * NCCL once per process, before its first communicator). */
+        setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+    }
     if (!tlmpi_nccl_load(&lw)) {
         tlmpi_info(NCCL, "flat NCCL tier unavailable: %s", lw);
         return 0;

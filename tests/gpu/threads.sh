@@ -10,6 +10,7 @@
 # each with TLMPI_TIMEOUT=60 and under `timeout` (THREADS_TIMEOUT seconds, default 300), so a hang
 # is a failure. Ranks start through mpirun.sh / rank-env.sh (each its own NCCL_HOSTID, so several
 # ranks may share one GPU). TLMPI_TEST_ITERS sets the iterations per thread (default 200).
+# THREADS_MODES limits the modes (default: all four).
 # Prints one line per mode and repetition, then "threads np=NP: PASS k/REPEAT" (or FAIL ...).
 # Logs: $OUT/threads-npNP-MODE.log (default OUT: BUILD_DIR/tests/gpu/work-threads).
 np=${1:?usage: threads.sh NP REPEAT BUILD_DIR}
@@ -30,7 +31,7 @@ table=nccl:16k,staging
 
 k=0
 while [ "$k" -lt "$repeat" ]; do
-    for mode in nccl staging auto table; do
+    for mode in ${THREADS_MODES:-nccl staging auto table}; do
         log=$out/threads-np$np-$mode.log
         s=$(date +%s)
         (
