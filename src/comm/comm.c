@@ -102,6 +102,9 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
         tc->reason = "intercommunicator";
         goto out;
     }
+    /* the number rank 0 gave it, so that every rank's diagnostics name the comm alike (threads
+     * build comms in different orders on different ranks) */
+    PMPI_Bcast(&tc->tier.id, 1, MPI_UNSIGNED, 0, comm);
     if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
         verify_env_uniform(comm);
     }

@@ -50,7 +50,7 @@ enum {
 /* What a tier sees of a communicator (embedded in comm.c's state). */
 typedef struct tlmpi_tier_comm {
     MPI_Comm comm;              /* the application's handle */
-    unsigned id;                /* tlmpi's number for the comm (diagnostics) */
+    unsigned id;                /* tlmpi's number for the comm, as its rank 0 counts (diagnostics) */
     int rank, size;
     int dev;                    /* this rank's CUDA device (-1: none) */
     int shared_gpu;             /* this rank shares its GPU with another rank of its node */
