@@ -10,6 +10,11 @@
 #              warning per rank, mentioning the streams
 #   pool       TLMPI_FAULT=pool_alloc:3, TLMPI_TIER=staging: every rank on staging, exact results,
 #              exactly one warning per rank, mentioning the pinned staging pool
+#   invalid    TLMPI_ALLREDUCE_TIERS=bogus on every rank, TLMPI_TIER=nccl: every rank on nccl (the
+#              table is ignored, TLMPI_TIER decides), exactly one warning per rank saying it is invalid
+#   nonuniform TLMPI_ALLREDUCE_TIERS=staging on rank 1 only, TLMPI_TIER=nccl: the ranks' settings
+#              differ, so every rank takes the automatic plan (staging: the ranks share the fake GPU)
+#              with exactly one warning per rank saying so
 #   timeout    TLMPI_FAULT=wait_stuck:1 TLMPI_TIMEOUT=2, TLMPI_TIER=nccl: the job ends within 60 s
 #              with a non-zero exit and rank 1's log has the TLMPI_TIMEOUT: diagnostic naming the
 #              collective (allreduce, the first call) and the tier (nccl)
@@ -47,7 +52,7 @@ run_case() {
     [ "$expect" != - ] && set -- "$@" --env FAULT_EXPECT_PATH="$expect"
     s=$(date +%s)
     timeout -k 5 "$limit" sh "$srcdir/tests/launch.sh" --np $np --env TLMPI_LOG_FILE="$dir/log.%r" \
-        ${TLMPI_TEST_SEED:+--env TLMPI_TEST_SEED=$TLMPI_TEST_SEED} "$@" -- "$prog" >"$out" 2>&1
+        ${TLMPI_TEST_SEED:+--env TLMPI_TEST_SEED=$TLMPI_TEST_SEED} "$@" -- ${runprog:-$prog} >"$out" 2>&1
     rc=$?
     secs=$(( $(date +%s) - s ))
 }
@@ -123,6 +128,20 @@ check_run stream staging 1 'stream'
 
 run_case pool staging --env TLMPI_TIER=staging --env TLMPI_FAULT=pool_alloc:3
 check_run pool staging 1 'pinned staging pool'
+
+run_case invalid nccl --env TLMPI_TIER=nccl --env TLMPI_ALLREDUCE_TIERS=bogus
+check_run invalid nccl 1 'TLMPI_ALLREDUCE_TIERS.*invalid'
+
+# a setting only rank 1 has (its rank from hydra's PMI_RANK or Open MPI's OMPI_COMM_WORLD_RANK)
+cat >"$work/rank1-env.sh" <<'EOS'
+r=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-}}
+[ "$r" = 1 ] && export TLMPI_ALLREDUCE_TIERS=staging
+exec "$@"
+EOS
+runprog="sh $work/rank1-env.sh $prog"
+run_case nonuniform staging --env TLMPI_TIER=nccl
+runprog=
+check_run nonuniform staging 1 'differ between its ranks'
 
 # a stuck wait on rank 1: TLMPI_TIMEOUT aborts the job
 run_case timeout - --env TLMPI_TIER=nccl --env TLMPI_FAULT=wait_stuck:1 --env TLMPI_TIMEOUT=2
