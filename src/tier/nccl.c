@@ -252,7 +252,6 @@ static ncclResult_t nccl_coll(struct tlmpi_nccl_comm *nc, tlmpi_coll_t coll, con
 static tlmpi_status_t nccl_run_other_device(struct tlmpi_nccl_comm *nc, tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
                                             ncclDataType_t t, ncclRedOp_t o, size_t n)
 {
-    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "nccl");
     tlmpi_status_t st = TLMPI_OK;
     size_t need = ((c->in_bytes + 255) & ~(size_t)255) + c->out_bytes;
     cudaStream_t s = (cudaStream_t)tc->ctx->stream;
@@ -282,15 +281,11 @@ static tlmpi_status_t nccl_run_other_device(struct tlmpi_nccl_comm *nc, tlmpi_ti
     TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, out);
 out:
     {
-        int e = tlmpi_gpu_stream_wait(tc->ctx, &who, "the NCCL collective (through scratch memory)");
+        /* drain the stream also after a failure: nothing may still run on the scratch memory */
+        tlmpi_status_t ws = tlmpi_tier_wait(tc, c, "nccl", "the NCCL collective (through scratch memory)");
 
-        if (e != cudaSuccess && st == TLMPI_OK) {
-            tlmpi_error(CUDA, "%s: the NCCL collective failed: %s", tlmpi_coll_name(c->coll),
-                        cudaGetErrorString((cudaError_t)e));
-            st = TLMPI_ERR_CUDA;
-        }
+        st = st != TLMPI_OK ? st : ws;
     }
-    (void)cudaGetLastError();
     tlmpi_gpu_restore_device(saved);
     return st;
 }
@@ -298,13 +293,12 @@ out:
 static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     struct tlmpi_nccl_comm *nc = tc->state[TLMPI_TIER_NCCL];
-    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "nccl");
     tlmpi_status_t st = TLMPI_OK;
     cudaStream_t s;
     ncclDataType_t t = ncclInt8;
     ncclRedOp_t o = ncclSum;
     size_t n;
-    int saved = -1, e;
+    int saved = -1;
     char *rb = c->rbuf;
 
     (void)algo, (void)mpi_rc_p;
@@ -346,16 +340,12 @@ static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, c->in, rb, n, t, o, s), st, out);
     }
 out:
-    e = tlmpi_gpu_stream_wait(tc->ctx, &who, "the NCCL collective");
+    {
+        tlmpi_status_t ws = tlmpi_tier_wait(tc, c, "nccl", "the NCCL collective");
+
+        st = st != TLMPI_OK ? st : ws;
+    }
     tlmpi_gpu_restore_device(saved);
-    if (e != cudaSuccess && st == TLMPI_OK) {
-        tlmpi_error(CUDA, "%s: waiting for the NCCL collective failed: %s", tlmpi_coll_name(c->coll),
-                    cudaGetErrorString((cudaError_t)e));
-        st = TLMPI_ERR_CUDA;
-    }
-    if (st != TLMPI_OK) {
-        (void)cudaGetLastError();
-    }
     return st;
 }
 

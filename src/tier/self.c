@@ -29,9 +29,8 @@ static int self_supports(const tlmpi_call_t *c, unsigned caps)
 static tlmpi_status_t self_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     tlmpi_gpu_ctx_t *ctx = tc->ctx;
-    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "self");
     tlmpi_status_t st = TLMPI_OK;
-    int saved = -1, e;
+    int saved = -1;
 
     (void)algo, (void)mpi_rc_p;
     if (!c->in_place && c->sbuf != c->rbuf) {
@@ -42,13 +41,7 @@ static tlmpi_status_t self_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, c->sbuf, c->out_bytes, cudaMemcpyDeviceToDevice,
                                               (cudaStream_t)ctx->stream), st, out);
     }
-    e = tlmpi_gpu_stream_wait(ctx, &who, "the device copy");
-    if (e != cudaSuccess) {
-        tlmpi_error(CUDA, "%s: waiting for the device copy failed: %s", tlmpi_coll_name(c->coll),
-                    cudaGetErrorString((cudaError_t)e));
-        (void)cudaGetLastError();
-        st = TLMPI_ERR_CUDA;
-    }
+    st = tlmpi_tier_wait(tc, c, "self", "the device copy");
 out:
     tlmpi_gpu_restore_device(saved);
     return st;

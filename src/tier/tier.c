@@ -4,8 +4,14 @@
  */
 #include "config.h"
 #include "tier.h"
+#include "compiler.h"
+
+#include "log.h"
 
 #include <string.h>
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT] = {
     [TLMPI_TIER_SELF] = &tlmpi_tier_self,
@@ -44,6 +50,22 @@ int tlmpi_tier_algo_by_name(int tier, const char *name, size_t len)
         }
     }
     return -1;
+}
+
+tlmpi_status_t tlmpi_tier_wait(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what)
+{
+    tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, tier);
+    int e = tlmpi_gpu_stream_wait(tc->ctx, &who, what);
+
+    if (TLMPI_UNLIKELY(e != 0)) {
+#ifdef HAVE_CUDA
+        tlmpi_error(CUDA, "%s on tier %s: waiting for %s failed: %s", tlmpi_coll_name(c->coll), tier, what,
+                    cudaGetErrorString((cudaError_t)e));
+        (void)cudaGetLastError();
+#endif
+        return TLMPI_ERR_CUDA;
+    }
+    return TLMPI_OK;
 }
 
 void tlmpi_tier_comm_cleanup(tlmpi_tier_comm_t *tc)

@@ -92,6 +92,10 @@ static inline tlmpi_wait_who_t tlmpi_tier_who(const tlmpi_tier_comm_t *tc, const
     return w;
 }
 
+/* Wait (bounded) for the work a tier enqueued on the comm's stream; a failure is logged once, here,
+ * and returned as TLMPI_ERR_CUDA. what names the work for the diagnostics ("the NCCL collective"). */
+tlmpi_status_t tlmpi_tier_wait(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what);
+
 /* Per-comm teardown of every tier (comm.c) and process teardown (init.c). */
 void tlmpi_tier_comm_cleanup(tlmpi_tier_comm_t *tc);
 void tlmpi_tier_finalize(void);
