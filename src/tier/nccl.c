@@ -25,6 +25,7 @@
 #include "ncclwrap.h"
 #include "checks.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,24 +49,40 @@ static const char *const nccl_algos[] = { "nccl" };
  * else, the two settings conflict and the flat NCCL tier stays off on this rank (agreed over the
  * comm like any capability).
  */
-static int nvls_guard_ok(void)
+static int nvls_guard_ok_v = 1;
+static pthread_once_t nccl_env_once_ = PTHREAD_ONCE_INIT;
+
+/* NCCL reads its environment once per process, from whichever thread creates its first
+ * communicator: set tlmpi's choices once, before any of tlmpi's NCCL communicators exists, and
+ * never concurrently with another thread of tlmpi reading the environment. */
+static void nccl_env_once(void)
 {
     const char *v;
 
-    if (TLMPI_ENV_I(NVLS) != TLMPI_TRI_NO) {
-        return 1;
+    if (TLMPI_ENV_I(NVLS) == TLMPI_TRI_NO) {
+        v = getenv("NCCL_NVLS_ENABLE");
+        if (!v) {
+            setenv("NCCL_NVLS_ENABLE", "0", 0);
+        } else if (strcmp(v, "0") != 0) {
+            tlmpi_warn(NCCL, "TLMPI_NVLS=0 but NCCL_NVLS_ENABLE=%s: the flat NCCL tier stays off so that "
+                       "no NVLink multicast is created", v);
+            nvls_guard_ok_v = 0;
+        }
     }
-    v = getenv("NCCL_NVLS_ENABLE");
-    if (!v) {
-        setenv("NCCL_NVLS_ENABLE", "0", 0);
-        return 1;
+    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
+        /* Several threads may run collectives on several NCCL communicators at once. NCCL (2.22+)
+         * connects peers lazily inside the first collectives by default, with blocking bootstrap
+         * exchanges and CUDA calls while other communicators' kernels spin waiting for their peers;
+         * NCCL documents that concurrent communicators can deadlock then. Connect at
+         * ncclCommInitRank instead, unless the user chose. */
+        setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     }
-    if (strcmp(v, "0") != 0) {
-        tlmpi_warn_once(NCCL, "TLMPI_NVLS=0 but NCCL_NVLS_ENABLE=%s: the flat NCCL tier stays off so that "
-                        "no NVLink multicast is created", v);
-        return 0;
-    }
-    return 1;
+}
+
+static int nvls_guard_ok(void)
+{
+    pthread_once(&nccl_env_once_, nccl_env_once);
+    return nvls_guard_ok_v;
 }
 
 static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
@@ -79,15 +96,6 @@ static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *w
         *want_p = TLMPI_CAP_NCCL;
         snprintf(why, len, "TLMPI_NVLS=0 conflicts with NCCL_NVLS_ENABLE=%s", getenv("NCCL_NVLS_ENABLE"));
         return 0;
-    }
-    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
-        /* Several threads may run collectives on several NCCL communicators at once. NCCL (2.22+)
-         * connects peers lazily inside the first collectives by default, with blocking bootstrap
-         * exchanges and CUDA calls while other communicators' kernels spin waiting for their peers;
-         * NCCL documents that concurrent communicators can deadlock then, and 4 ranks x 4 threads
-         * on the H200 did. Connect at ncclCommInitRank instead, unless the user chose (read by
-         * NCCL once per process, before its first communicator). */
-        setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     }
     if (!tlmpi_nccl_load(&lw)) {
         tlmpi_info(NCCL, "flat NCCL tier unavailable: %s", lw);
