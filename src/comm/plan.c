@@ -339,7 +339,6 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
         if (!(failed & (1u << t)) && tlmpi_tiers[t]->cleanup) {
             tlmpi_tiers[t]->cleanup(tc); /* it worked here: undo it */
         }
-        p->setup_failed |= 1u << t;
         p->caps &= ~tlmpi_tiers[t]->cap;
         tc->caps = p->caps;
         tlmpi_warn(COMM, "communicator #%u: setting up tier %s failed on some rank (here: %s); every rank uses "

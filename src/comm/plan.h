@@ -36,8 +36,7 @@ typedef struct tlmpi_plan {
     tlmpi_plan_table_t table[TLMPI_COLL_COUNT];
     uint8_t auto_order[TLMPI_TIER_COUNT]; /* tiers an AUTO entry tries, best first */
     int n_auto;
-    unsigned setup_done;        /* bit per tier: setup ran (successfully or not) */
-    unsigned setup_failed;      /* bit per tier: setup failed on some rank (never retried) */
+    unsigned setup_done;        /* bit per tier: setup ran, successfully or not (never retried) */
     unsigned gen;               /* settings generation the tables were filled from */
 } tlmpi_plan_t;
 
