@@ -262,14 +262,16 @@ static const char *const coll_env_name[TLMPI_COLL_COUNT] = {
     "TLMPI_ALLGATHER_TIERS", "TLMPI_REDUCE_SCATTER_BLOCK_TIERS", "TLMPI_ALLREDUCE_TIERS",
 };
 
-/* What each lost capability means, for the one warning per rank. */
+/* What each lost capability means, for the one warning per rank, and whose reason explains it
+ * here (a tier's local_caps reason; -1: the comm's streams). */
 static const struct {
     unsigned cap;
+    int tier;
     const char *what, *then;
 } cap_text[] = {
-    { TLMPI_CAP_STREAM, "the communicator's streams", "every call on it is staged through the host on the legacy stream" },
-    { TLMPI_CAP_STAGING_POOL, "the pinned staging pool", "staging uses pageable memory on every rank of it" },
-    { TLMPI_CAP_NCCL, "the flat NCCL tier", "its calls go to the next tier (host staging)" },
+    { TLMPI_CAP_STREAM, -1, "the communicator's streams", "every call on it is staged through the host on the legacy stream" },
+    { TLMPI_CAP_STAGING_POOL, TLMPI_TIER_STAGING, "the pinned staging pool", "staging uses pageable memory on every rank of it" },
+    { TLMPI_CAP_NCCL, TLMPI_TIER_NCCL, "the flat NCCL tier", "its calls go to the next tier (host staging)" },
 };
 
 static void current_specs(const char *specs[TLMPI_COLL_COUNT])
@@ -388,22 +390,12 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     tc->caps = p->caps;
     lost = (unsigned)w[1] & ~agreed;
     for (i = 0; i < (int)(sizeof(cap_text) / sizeof(cap_text[0])); i++) {
-        const char *here = "";
+        const char *here = cap_text[i].tier < 0 ? why_stream : why[cap_text[i].tier];
 
         if (!(lost & cap_text[i].cap)) {
             continue;
         }
-        if (cap_text[i].cap == TLMPI_CAP_STREAM) {
-            here = why_stream;
-        } else {
-            for (t = 0; t < TLMPI_TIER_COUNT && !*here; t++) {
-                if (tlmpi_tiers[t]->cap == cap_text[i].cap || (cap_text[i].cap == TLMPI_CAP_STAGING_POOL &&
-                                                               t == TLMPI_TIER_STAGING)) {
-                    here = why[t];
-                }
-            }
-        }
-        tlmpi_warn(COMM, "communicator #%u: %s is missing on some rank (here: %s); %s", tc->id, cap_text[i].what,
+        tlmpi_warn(COMM, "communicator #%u: missing on some rank: %s (here: %s); %s", tc->id, cap_text[i].what,
                    *here ? here : "available", cap_text[i].then);
     }
     if (!(p->caps & TLMPI_CAP_STREAM) && tc->ctx) {
