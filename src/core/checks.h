@@ -11,9 +11,6 @@
  *
  * Setup code (plan build) reports failures through the plan's one agreed warning instead: it uses
  * the _WHY forms, which write the reason into a caller's buffer and log it at info level only.
- *
- * A fault-injection site (fault.h) wraps a call: TLMPI_FAULT_OR(SITE, fail_value, call) evaluates
- * to fail_value without making the call when the site fires on this rank.
  */
 #ifndef TLMPI_CHECKS_H
 #define TLMPI_CHECKS_H
@@ -23,8 +20,6 @@
 #include "tlmpi.h"
 
 #include <stdio.h>
-
-#define TLMPI_FAULT_OR(_site, _fail, _call) (tlmpi_fault_hit(_site) ? (_fail) : (_call))
 
 /* tlmpi_status_t propagation: no logging (the failure was logged where it was detected) */
 #define TLMPI_CHECK(_call)                                                                   \

@@ -67,6 +67,8 @@ static size_t chunk_bytes(void)
 static void pool_setup(void)
 {
     size_t chunk = chunk_bytes(), total = (size_t)TLMPI_ENV_I(STAGING_POOL);
+    cudaError_t e;
+    int injected;
 
     pthread_mutex_lock(&pool_init_lock);
     if (pool_tried) {
@@ -76,10 +78,11 @@ static void pool_setup(void)
     if (total < 2 * chunk) {
         total = 2 * chunk; /* the pipeline needs two slots; TLMPI_STAGING_POOL is raised to that */
     }
-    if (TLMPI_FAULT_OR(POOL_ALLOC, cudaErrorMemoryAllocation, cudaMallocHost((void **)&pool, total)) != cudaSuccess) {
+    injected = tlmpi_fault_hit(POOL_ALLOC);
+    e = injected ? cudaErrorMemoryAllocation : cudaMallocHost((void **)&pool, total);
+    if (e != cudaSuccess) {
         snprintf(pool_why, sizeof(pool_why), "cannot allocate the %zu-byte pinned staging pool: %s%s", total,
-                 cudaGetErrorString(cudaErrorMemoryAllocation),
-                 tlmpi_fault_hit(POOL_ALLOC) ? " (injected: TLMPI_FAULT=pool_alloc)" : "");
+                 cudaGetErrorString(e), injected ? " (injected: TLMPI_FAULT=pool_alloc)" : "");
         tlmpi_info(MEM, "%s", pool_why);
         (void)cudaGetLastError();
         pool = NULL;
