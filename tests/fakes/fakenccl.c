@@ -381,13 +381,14 @@ static uint16_t f2b(float f)
             o[i] = op == ncclAvg ? (T)(a / (T)n) : a;                                        \
         }                                                                                    \
     } while (0)
-#define FK_RED_FLT(T, LOAD, STORE)                                                           \
+/* floating types: loaded into accumulator type A (float for the halves and f32, double for f64) */
+#define FK_RED_FLT(T, A, LOAD, STORE)                                                        \
     do {                                                                                     \
         T *o = (T *)out;                                                                     \
         for (size_t i = 0; i < L; i++) {                                                     \
-            float a = LOAD(((const T *)src[0])[i]);                                          \
+            A a = LOAD(((const T *)src[0])[i]);                                              \
             for (int r = 1; r < n; r++) {                                                    \
-                float b = LOAD(((const T *)src[r])[i]);                                      \
+                A b = LOAD(((const T *)src[r])[i]);                                          \
                 switch (op) {                                                                \
                 case ncclSum: case ncclAvg: a += b; break;                                   \
                 case ncclProd: a *= b; break;                                                \
@@ -395,27 +396,10 @@ static uint16_t f2b(float f)
                 default: a = b > a ? b : a; break;                                           \
                 }                                                                            \
             }                                                                                \
-            o[i] = STORE(op == ncclAvg ? a / (float)n : a);                                  \
+            o[i] = STORE(op == ncclAvg ? a / (A)n : a);                                      \
         }                                                                                    \
     } while (0)
 #define FK_ID(x) (x)
-#define FK_RED_F64()                                                                         \
-    do {                                                                                     \
-        double *o = (double *)out;                                                           \
-        for (size_t i = 0; i < L; i++) {                                                     \
-            double a = ((const double *)src[0])[i];                                          \
-            for (int r = 1; r < n; r++) {                                                    \
-                double b = ((const double *)src[r])[i];                                      \
-                switch (op) {                                                                \
-                case ncclSum: case ncclAvg: a += b; break;                                   \
-                case ncclProd: a *= b; break;                                                \
-                case ncclMin: a = b < a ? b : a; break;                                      \
-                default: a = b > a ? b : a; break;                                           \
-                }                                                                            \
-            }                                                                                \
-            o[i] = op == ncclAvg ? a / n : a;                                                \
-        }                                                                                    \
-    } while (0)
 
 static void fk_reduce(void *out, const unsigned char *const *src, int n, size_t L, ncclDataType_t t, ncclRedOp_t op)
 {
@@ -426,10 +410,10 @@ static void fk_reduce(void *out, const unsigned char *const *src, int n, size_t 
     case ncclUint32: FK_RED_INT(uint32_t, uint32_t); break;
     case ncclInt64: FK_RED_INT(int64_t, uint64_t); break;
     case ncclUint64: FK_RED_INT(uint64_t, uint64_t); break;
-    case ncclFloat16: FK_RED_FLT(uint16_t, h2f, f2h); break;
-    case ncclBfloat16: FK_RED_FLT(uint16_t, b2f, f2b); break;
-    case ncclFloat32: FK_RED_FLT(float, FK_ID, FK_ID); break;
-    default: FK_RED_F64(); break;
+    case ncclFloat16: FK_RED_FLT(uint16_t, float, h2f, f2h); break;
+    case ncclBfloat16: FK_RED_FLT(uint16_t, float, b2f, f2b); break;
+    case ncclFloat32: FK_RED_FLT(float, float, FK_ID, FK_ID); break;
+    default: FK_RED_FLT(double, double, FK_ID, FK_ID); break;
     }
 }
 
