@@ -56,6 +56,93 @@ int tlmpi_cuda_sm_count(int dev);
  */
 int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
 
+/* =============================================================================================
+ * Node kernels: tlmpi's own Allgather / Reduce_scatter_block / Allreduce among the ranks of one
+ * node, over a device transport (cuda/transport_*.cuh). One launcher runs every algorithm: the
+ * host side (src/transport/ipc.c, src/tier/node.c) fills a transport descriptor once per
+ * communicator and an argument record per call.
+ *
+ * Symmetric pool. Every node rank owns one pool of TLMPI_NODE_HDR_BYTES + data_bytes bytes of
+ * device memory, mapped by every other node rank (CUDA IPC). The header holds the barrier flags
+ * (zeroed by the host before the pools are exchanged); the data area is used in two halves that
+ * alternate by step parity, so that back-to-back calls never overwrite a slot a peer still reads.
+ * Messages larger than what one step holds run as several steps in the same kernel.
+ *
+ * Barriers. Per CTA index b, a flag per peer in each rank's header; barrier number k of a call
+ * stores epoch+k into every peer's flag[b][rank] (release, system scope) and waits (acquire) until
+ * its own flag[b][p] >= epoch+k for every p. The epoch is a per-communicator running total kept by
+ * the caller in tlmpi_node_args_t.epoch; the launcher advances it by the barriers it launched.
+ * Every rank of the node must launch the same kinds, sizes and CTA counts in the same order.
+ *
+ * Bounded waits. Each device wait gives up after timeout_ns (%globaltimer): the first CTA to give
+ * up fills the host-mapped error record (tlmpi_node_err_t: who waited for what, expected / seen)
+ * and every CTA of the kernel returns early; the host reads the record after the stream wait.
+ * =========================================================================================== */
+#define TLMPI_NODE_MAX_RANKS 8          /* ranks of a node the node kernels serve */
+#define TLMPI_NODE_MAX_CTAS 32          /* CTAs of one node kernel (barrier slots per rank) */
+#define TLMPI_NODE_HDR_BYTES 65536      /* pool header (barrier flags), ahead of the data area */
+#define TLMPI_NODE_THREADS 512          /* threads per CTA of every node kernel */
+
+/* The per-communicator transport descriptor (plain data; copied into every launch). */
+typedef struct {
+    void *base[TLMPI_NODE_MAX_RANKS];   /* pool of every node rank, as mapped in this process */
+    int rank, nranks;                   /* this rank among the node's ranks, and their number */
+    size_t data_bytes;                  /* data area of each pool (a multiple of 512) */
+    unsigned long long timeout_ns;      /* bound of each device wait; 0: none */
+    void *err;                          /* device address of a host-mapped tlmpi_node_err_t */
+    int stuck;                          /* fault injection: this rank never arrives at barriers */
+} tlmpi_node_xport_t;
+
+/* What a timed-out device wait leaves for the host (first writer wins: set goes 0 -> 1 last). */
+typedef struct {
+    unsigned int set;                   /* 1 once the record is filled */
+    int rank;                           /* the waiting node rank */
+    int kind;                           /* TLMPI_NODE_* */
+    int cta;                            /* barrier slot (CTA index) */
+    int peer;                           /* node rank whose arrival was missing */
+    int barrier;                        /* barrier number within the call (1-based) */
+    unsigned long long expected, seen;  /* flag value waited for, and the last value seen */
+} tlmpi_node_err_t;
+
+/* Algorithms (kind of a launch). */
+typedef enum {
+    TLMPI_NODE_AG_PUSH = 0,   /* allgather: store own block into every rank's pool (multicast store shape), copy out */
+    TLMPI_NODE_AG_PULL,       /* allgather: own block into own pool, every rank loads the others' blocks */
+    TLMPI_NODE_RSB_PULL,      /* reduce_scatter_block: input into own pool, load-reduce own block from all (multicast ld_reduce shape) */
+    TLMPI_NODE_AR_ONESHOT,    /* allreduce: input into own pool, every rank load-reduces all of it */
+    TLMPI_NODE_AR_TWOSHOT,    /* allreduce: load-reduce own slice, store it into every pool, copy out */
+    TLMPI_NODE_BARRIER,       /* one barrier, no data (the floor of any one-shot collective; bench) */
+    TLMPI_NODE_KIND_COUNT
+} tlmpi_node_kind_t;
+
+/* One call. in == out is allowed (MPI_IN_PLACE resolved by the caller: for allgather in points at
+ * the own block inside out). */
+typedef struct {
+    int kind;                           /* tlmpi_node_kind_t */
+    int dtype, op;                      /* reductions: tlmpi_dtype_t / tlmpi_op_t (allgather: ignored) */
+    const void *in;
+    void *out;
+    size_t count;                       /* elements of the message: allreduce: all of it; allgather /
+                                           reduce_scatter_block: one rank's block. allgather: bytes */
+    int ctas;                           /* CTAs, 1..TLMPI_NODE_MAX_CTAS, the same on every rank */
+    unsigned long long epoch;           /* in/out: barrier epoch (running total of this communicator) */
+} tlmpi_node_args_t;
+
+/* 1 if the node kernels reduce (dtype, op) (same set as tlmpi_cuda_reduce). */
+int tlmpi_cuda_node_supported(int dtype, int op);
+
+/* Launch one node collective on stream (see above); 0 or a cudaError_t. a->epoch is advanced by
+ * the number of barriers the launch performs. Pointers must be aligned to the element size. */
+int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, void *stream);
+
+/* The most CTAs a node kernel may use on device dev when ranks_on_gpu ranks share it, so that all
+ * their CTAs are resident at once (occupancy API x SMs / ranks, capped at TLMPI_NODE_MAX_CTAS);
+ * 0 if the query fails. */
+int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu);
+
+/* The CTA count for a node collective whose per-rank message is `bytes`, at most max_ctas. */
+int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,7 @@
 # cuda/types.h (element types and ops) is shared with the C side (src/dtype/dtype.h includes it);
 # cuda/kernels.h is the launchers' C interface; cuda/common.cuh the device building blocks.
 noinst_LTLIBRARIES += libtlmpi_cuda.la
-TLMPI_CU_SOURCES = cuda/local.cu
+TLMPI_CU_SOURCES = cuda/local.cu cuda/node.cu
 libtlmpi_cuda_la_SOURCES = $(TLMPI_CU_SOURCES) cuda/kernels.h cuda/common.cuh cuda/types.h
 libtlmpi_core_la_LIBADD += libtlmpi_cuda.la $(CUDA_LIBS)
 libtlmpi_core_la_LDFLAGS = $(CUDA_LDFLAGS)
