@@ -1,6 +1,56 @@
-// node.cu: launchers of the node kernels (kernels.h). Placeholder until the kernels land.
-#include "common.cuh"
-#include "kernels.h"
+// node.cu: the launchers of the node kernels (kernels.h: tlmpi_cuda_node_*): step sizes, kernel
+// lookup, one cudaLaunchKernel per call, the barrier-only kernel (the floor of any one-shot node
+// collective), and the CTA limits that keep every rank's CTAs resident.
+//
+// Algorithm (barrier kernel): one node barrier per CTA, no data.
+// Launch shape: `ctas` CTAs of 512 threads for every node kernel (kernels.h), chosen by the host and
+// the same on every rank. Steps: a message larger than one data half of the pool runs as several
+// steps inside the same kernel; the per-step chunk is a data half (pull allgather, both allreduces)
+// or a data half divided by the number of ranks (push allgather, reduce-scatter: n slots per step).
+// Sync protocol: see node.cuh (barriers per CTA index, epochs advanced here by the barriers launched).
+#include "node_kernels.cuh"
+#include "transport_ipc.cuh"
+
+using namespace tlmpi;
+using namespace tlmpi::node;
+
+namespace {
+
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) barrier_ipc(const __grid_constant__ Params p)
+{
+    IpcTransport t{ p.x, p.epoch, p.kind };
+    (void)t.barrier(1);
+}
+
+bool is_allgather(int kind) { return kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_AG_PULL; }
+
+size_t chunk_for(int kind, const tlmpi_node_xport_t &x)
+{
+    const size_t h = x.data_bytes / 2;
+    const size_t c = kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_RSB_PULL ? h / (size_t)x.nranks : h;
+    return c & ~(size_t)15;
+}
+
+const void *kernel_for(int kind, int dtype, int op)
+{
+    switch (kind) {
+    case TLMPI_NODE_AG_PUSH:
+    case TLMPI_NODE_AG_PULL: return allgather_fn(kind);
+    case TLMPI_NODE_RSB_PULL: return reduce_scatter_fn(dtype, op);
+    case TLMPI_NODE_AR_ONESHOT: return allreduce_oneshot_fn(dtype, op);
+    case TLMPI_NODE_AR_TWOSHOT: return allreduce_twoshot_fn(dtype, op);
+    case TLMPI_NODE_BARRIER: return barrier_fn();
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+namespace tlmpi {
+namespace node {
+const void *barrier_fn() { return (const void *)barrier_ipc; }
+}  // namespace node
+}  // namespace tlmpi
 
 extern "C" int tlmpi_cuda_node_supported(int dtype, int op)
 {
@@ -9,20 +59,86 @@ extern "C" int tlmpi_cuda_node_supported(int dtype, int op)
 
 extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, void *stream)
 {
-    (void)x; (void)a; (void)stream;
-    return (int)cudaErrorNotSupported;
+    if (!x || !a || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 || x->nranks > kMaxRanks || x->rank < 0 ||
+        x->rank >= x->nranks || a->kind < 0 || a->kind >= TLMPI_NODE_KIND_COUNT)
+        return (int)cudaErrorInvalidValue;
+    Params p;
+    p.x = *x;
+    p.in = static_cast<const char *>(a->in);
+    p.out = static_cast<char *>(a->out);
+    p.kind = a->kind;
+    p.epoch = a->epoch;
+    unsigned barriers = 1;
+    if (a->kind == TLMPI_NODE_BARRIER) {
+        p.bytes = 0;
+        p.chunk = 0;
+        p.nsteps = 1;
+    } else {
+        size_t elem = 1;
+        if (!is_allgather(a->kind)) {
+            if (!tlmpi_cuda_node_supported(a->dtype, a->op)) return (int)cudaErrorInvalidValue;
+            elem = TLMPI_DT_ELEM_SIZE(a->dtype);
+        }
+        if (a->count == 0) return 0;
+        if (!a->in || !a->out || a->count > ((size_t)-1) / elem / (size_t)x->nranks) return (int)cudaErrorInvalidValue;
+        p.bytes = a->count * elem;
+        p.chunk = chunk_for(a->kind, *x);
+        if (p.chunk < 16) return (int)cudaErrorInvalidValue;
+        const size_t steps = (p.bytes + p.chunk - 1) / p.chunk;
+        if (steps > (1u << 30)) return (int)cudaErrorInvalidValue;
+        p.nsteps = (unsigned)steps;
+        barriers = p.nsteps * (a->kind == TLMPI_NODE_AR_TWOSHOT ? 2u : 1u);
+    }
+    const void *fn = kernel_for(a->kind, a->dtype, a->op);
+    if (!fn) return (int)cudaErrorInvalidValue;
+    void *args[1] = { &p };
+    const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
+                                           static_cast<cudaStream_t>(stream));
+    if (e != cudaSuccess) return (int)e;
+    a->epoch += barriers;
+    return 0;
 }
 
 extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
 {
-    int sms = tlmpi_cuda_sm_count(dev);
-    int n = ranks_on_gpu > 0 ? sms / ranks_on_gpu : sms;
-    return n < 1 ? (sms ? 1 : 0) : n > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : n;
+    const int sms = tlmpi_cuda_sm_count(dev);
+    if (sms <= 0) return 0;
+    // the heaviest kernels (float accumulation of f16, 64-bit products) bound the occupancy
+    const void *fns[] = { allgather_fn(TLMPI_NODE_AG_PUSH), allgather_fn(TLMPI_NODE_AG_PULL),
+                          reduce_scatter_fn(TLMPI_DT_F16, TLMPI_OP_SUM), allreduce_oneshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM),
+                          allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM), allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD),
+                          barrier_fn() };
+    int per_sm = 1 << 30;
+    int saved = -1;
+    if (cudaGetDevice(&saved) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    if (saved != dev && cudaSetDevice(dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    for (const void *f : fns) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, kNodeThreads, 0) != cudaSuccess) {
+            cudaGetLastError();
+            n = 0;
+        }
+        if (n < per_sm) per_sm = n;
+    }
+    if (saved != dev) cudaSetDevice(saved);
+    if (per_sm <= 0) return 0;
+    long m = (long)per_sm * sms / (ranks_on_gpu > 0 ? ranks_on_gpu : 1);
+    if (m < 1) m = 1;
+    return (int)(m > kMaxCtas ? kMaxCtas : m);
 }
 
 extern "C" int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas)
 {
-    (void)kind; (void)nranks;
-    size_t n = bytes / 65536 + 1;
-    return (int)(n > (size_t)max_ctas ? (size_t)max_ctas : n);
+    // bytes a rank moves per call, roughly: allgather / reduce-scatter touch n blocks
+    const size_t work = (is_allgather(kind) || kind == TLMPI_NODE_RSB_PULL) ? bytes * (size_t)(nranks > 0 ? nranks : 1) : bytes;
+    const size_t per_cta = 65536;
+    size_t n = work / per_cta + 1;
+    if (max_ctas < 1) max_ctas = 1;
+    return (int)(n < (size_t)max_ctas ? n : (size_t)max_ctas);
 }

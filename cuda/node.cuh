@@ -1,0 +1,245 @@
+// node.cuh: what every node algorithm (cuda/node_*.cu) is written against: the launch parameters,
+// the step / CTA partition of a message, user-buffer vector access at any alignment, and the
+// device transport concept. The transports (cuda/transport_*.cuh) implement the concept; each
+// algorithm is a template over it and is written once.
+//
+// Transport concept (X):
+//   X::nranks(), X::rank()                       the node's ranks, and this one
+//   char *X::data(int q)                         rank q's pool data area (symmetric: the same offset
+//                                                means the same slot on every rank)
+//   bool X::barrier(int k)                       barrier number k (1-based) of the call among the
+//                                                node's ranks, for this CTA index; false if a wait
+//                                                timed out (the CTA must return)
+//   uint4 X::mc_load_reduce<Acc>(off, ...)       "multicast" load-reduce of one 16-byte vector at
+//   void X::mc_store(off, v)                     pool offset off over every rank, and a store into
+//                                                every rank's pool: NVLS multimem where the
+//                                                transport has it, else a loop over the ranks in a
+//                                                fixed order (0..n-1: every rank reduces in the
+//                                                same order, so results are the same everywhere)
+//
+// Slots and parity (the race-freedom rule of every node algorithm): data written into a pool
+// before barrier e (e = epoch + k) lives in data half (e % 2) and is read only between barrier e and
+// barrier e + 1. A half is next written before barrier e + 2, i.e. after this rank passed barrier
+// e + 1, which no peer reaches before it finished its reads of barrier e's data. Kernel boundaries
+// carry the rule across calls of any size, kind and CTA count (a rank's previous kernels are
+// complete before its next one arrives at any barrier). Within a call every rank uses the same CTA
+// count and the same partition, so what CTA b of one rank writes before a barrier is exactly what CTA
+// b of the readers reads after it: the barriers are per CTA index.
+#ifndef TLMPI_CUDA_NODE_CUH
+#define TLMPI_CUDA_NODE_CUH
+
+#include "common.cuh"
+#include "kernels.h"
+
+namespace tlmpi {
+namespace node {
+
+constexpr int kNodeThreads = TLMPI_NODE_THREADS;
+constexpr int kMaxRanks = TLMPI_NODE_MAX_RANKS;
+constexpr int kMaxCtas = TLMPI_NODE_MAX_CTAS;
+// pool header: flags[kMaxCtas][kMaxRanks] (u64), then the timed-out claim word
+constexpr size_t kFlagsBytes = sizeof(unsigned long long) * kMaxCtas * kMaxRanks;
+constexpr size_t kClaimOff = kFlagsBytes;
+static_assert(kClaimOff + 64 <= TLMPI_NODE_HDR_BYTES, "pool header");
+
+// Launch parameters (one struct, passed by value).
+struct Params {
+    tlmpi_node_xport_t x;
+    const char *in;
+    char *out;
+    size_t bytes;          // message bytes: allreduce all of it; allgather / RSB one block
+    size_t chunk;          // bytes of the message per step (a multiple of 16)
+    unsigned nsteps;
+    unsigned long long epoch;  // barrier epoch before the call
+    int kind;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Memory-model primitives (system scope: ranks are processes, possibly on other GPUs)
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned long long v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// The first CTA (of this rank) whose wait timed out fills the host-mapped error record; the claim
+// word in the own pool header makes it the only writer (no atomics on host memory).
+__device__ __forceinline__ void report_timeout(const tlmpi_node_xport_t &x, char *own_base, int kind, int k,
+                                               int peer, unsigned long long expected, unsigned long long seen)
+{
+    unsigned *claim = reinterpret_cast<unsigned *>(own_base + kClaimOff);
+    if (atomicCAS(claim, 0u, 1u) != 0u || !x.err) return;
+    volatile tlmpi_node_err_t *e = static_cast<volatile tlmpi_node_err_t *>(x.err);
+    e->rank = x.rank;
+    e->kind = kind;
+    e->cta = (int)blockIdx.x;
+    e->peer = peer;
+    e->barrier = k;
+    e->expected = expected;
+    e->seen = seen;
+    __threadfence_system();
+    e->set = 1u;
+    __threadfence_system();
+}
+
+// Barrier among the node's ranks for this CTA index, over flag words in the pools' headers
+// (flags(q)[b][r]: written by rank r into rank q's header). Thread t < n stores the target into
+// rank t's flag for this rank (release), then waits for its own flag from rank t (acquire);
+// __syncthreads before (what the CTA wrote is ordered before the release: bar.sync + cumulative
+// release) and after (the acquire orders the CTA's later reads).
+__device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsigned long long target, int kind, int k)
+{
+    const int n = x.nranks, t = (int)threadIdx.x;
+    const size_t slot = ((size_t)blockIdx.x * kMaxRanks) * sizeof(unsigned long long);
+    int ok = 1;
+    __syncthreads();
+    if (t < n) {
+        if (!x.stuck) {
+            unsigned long long *f = reinterpret_cast<unsigned long long *>(static_cast<char *>(x.base[t]) + slot) + x.rank;
+            __threadfence_system();
+            st_release_sys(f, target);
+        }
+        const unsigned long long *mine = reinterpret_cast<const unsigned long long *>(static_cast<char *>(x.base[x.rank]) + slot) + t;
+        unsigned long long v = ld_acquire_sys(mine);
+        if (v < target) {
+            const unsigned long long t0 = globaltimer();
+            unsigned spins = 0;
+            while ((v = ld_acquire_sys(mine)) < target) {
+                if ((++spins & 63u) == 0) {
+                    if (x.timeout_ns && globaltimer() - t0 > x.timeout_ns) {
+                        report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, k, t, target, v);
+                        ok = 0;
+                        break;
+                    }
+                    if (spins > 4096) __nanosleep(64);
+                }
+            }
+        }
+    }
+    return __syncthreads_and(ok) != 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partition: a range of `len` bytes (a multiple of 16 except at the message's end) split among the
+// CTAs in 16-byte-aligned pieces; every rank computes the same pieces.
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ void cta_piece(size_t len, size_t *lo, size_t *hi)
+{
+    const size_t g = gridDim.x;
+    size_t per = (len + g - 1) / g;
+    per = (per + 15) & ~(size_t)15;
+    size_t a = per * blockIdx.x;
+    if (a > len) a = len;
+    size_t b = a + per;
+    if (b > len) b = len;
+    *lo = a;
+    *hi = b;
+}
+
+// Alignment (16, 8, 4, 2 or 1) of an address; every vector of a piece starts at such an address
+// plus a multiple of 16, so one value serves the whole piece.
+__device__ __forceinline__ int ua_of(const void *p)
+{
+    return common_vec_bytes((uintptr_t)p);
+}
+
+// Pool offset of data half h (0 or 1) for barrier epoch e.
+__device__ __forceinline__ size_t half_off(const tlmpi_node_xport_t &x, unsigned long long e)
+{
+    return (e & 1ull) ? x.data_bytes / 2 : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// User-buffer access at run-time alignment ua (the pool side is always 16-byte aligned)
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ uint4 ld_user(const char *p, int ua)
+{
+    uint4 v;
+    if (ua >= 16) {
+        v = *reinterpret_cast<const uint4 *>(p);
+    } else if (ua == 8) {
+        const uint2 a = reinterpret_cast<const uint2 *>(p)[0], b = reinterpret_cast<const uint2 *>(p)[1];
+        v = make_uint4(a.x, a.y, b.x, b.y);
+    } else if (ua == 4) {
+        const unsigned *q = reinterpret_cast<const unsigned *>(p);
+        v = make_uint4(q[0], q[1], q[2], q[3]);
+    } else {
+        unsigned char *d = reinterpret_cast<unsigned char *>(&v);
+#pragma unroll
+        for (int i = 0; i < 16; i++) d[i] = reinterpret_cast<const unsigned char *>(p)[i];
+    }
+    return v;
+}
+__device__ __forceinline__ void st_user(char *p, uint4 v, int ua)
+{
+    if (ua >= 16) {
+        *reinterpret_cast<uint4 *>(p) = v;
+    } else if (ua == 8) {
+        reinterpret_cast<uint2 *>(p)[0] = make_uint2(v.x, v.y);
+        reinterpret_cast<uint2 *>(p)[1] = make_uint2(v.z, v.w);
+    } else if (ua == 4) {
+        unsigned *q = reinterpret_cast<unsigned *>(p);
+        q[0] = v.x; q[1] = v.y; q[2] = v.z; q[3] = v.w;
+    } else {
+        const unsigned char *s = reinterpret_cast<const unsigned char *>(&v);
+#pragma unroll
+        for (int i = 0; i < 16; i++) reinterpret_cast<unsigned char *>(p)[i] = s[i];
+    }
+}
+// one element of E bytes (E <= 8) through the user side at alignment ua
+template <int E> __device__ __forceinline__ Vec<E> ld_user_e(const char *p, int ua)
+{
+    if (ua >= E) return *reinterpret_cast<const Vec<E> *>(p);
+    Vec<E> v;
+    unsigned char *d = reinterpret_cast<unsigned char *>(&v);
+#pragma unroll
+    for (int i = 0; i < E; i++) d[i] = reinterpret_cast<const unsigned char *>(p)[i];
+    return v;
+}
+template <int E> __device__ __forceinline__ void st_user_e(char *p, Vec<E> v, int ua)
+{
+    if (ua >= E) {
+        *reinterpret_cast<Vec<E> *>(p) = v;
+        return;
+    }
+    const unsigned char *s = reinterpret_cast<const unsigned char *>(&v);
+#pragma unroll
+    for (int i = 0; i < E; i++) reinterpret_cast<unsigned char *>(p)[i] = s[i];
+}
+
+// Copy [lo, hi) of a piece: user/pool src at alignment ua_s to dst at ua_d (pool: 16); the tail
+// (< 16 bytes, only at the message's end) byte by byte.
+__device__ __forceinline__ void copy_piece(char *dst, int ua_d, const char *src, int ua_s, size_t lo, size_t hi)
+{
+    constexpr int U = 4;
+    const size_t nvec = (hi - lo) / 16;
+    const size_t bd = blockDim.x;
+    size_t i = threadIdx.x;
+    for (; i + (U - 1) * bd < nvec; i += U * bd) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = ld_user(src + lo + (i + u * bd) * 16, ua_s);
+#pragma unroll
+        for (int u = 0; u < U; u++) st_user(dst + lo + (i + u * bd) * 16, v[u], ua_d);
+    }
+    for (; i < nvec; i += bd) st_user(dst + lo + i * 16, ld_user(src + lo + i * 16, ua_s), ua_d);
+    const size_t t0 = lo + nvec * 16;
+    if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = src[t0 + threadIdx.x];
+}
+
+}  // namespace node
+}  // namespace tlmpi
+
+#endif

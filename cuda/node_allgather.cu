@@ -1,0 +1,135 @@
+// node_allgather.cu: MPI_Allgather among the ranks of a node, two algorithms over a device
+// transport (cuda/node.cuh; instantiated for the CUDA-IPC transport).
+//
+// Algorithm. A rank's block is B bytes; out holds n blocks, block q at q*B. The block runs in steps
+// of `chunk` bytes (the host picks it so a step's slots fit one data half of the pool); step s
+// covers [s*chunk, s*chunk + L) of every block.
+//   push (multicast-store shape): read the own block's piece once, store it into out's own slot and
+//     into slot `rank` of every other rank's pool (NVLS: one multimem.st; IPC: one store per peer);
+//     barrier; copy the n-1 pool slots that the peers stored into this rank's pool out to out.
+//     HBM bytes per rank and block: read B, write B + (n-1)B; read (n-1)B, write (n-1)B.
+//   pull: read the own piece, store it into out's own slot and into the own pool; barrier; load
+//     every peer's piece from its pool straight into out. Per rank: read B, write 2B; read (n-1)B,
+//     write (n-1)B (less HBM traffic than push when the ranks share one GPU; push moves the bytes
+//     to the peers with stores, which is what NVLink favours).
+// In place (MPI_IN_PLACE): in is the own slot of out, which is then not copied.
+//
+// Launch shape. One kernel per call, `ctas` CTAs (the same on every rank, all resident: the host
+// caps them with the occupancy API and the number of ranks sharing the GPU) of 512 threads; each
+// CTA owns the same 16-byte-aligned piece of every step on every rank (node::cta_piece), 4
+// vectors in flight per thread; tails (< 16 bytes, at the block's end) byte by byte.
+//
+// Sync protocol. One barrier per step (target epoch + s + 1, per CTA index). The pool data
+// written before barrier e lives in data half e % 2 and is read only between barriers e and
+// e + 1 (node.cuh), which makes back-to-back calls race-free without any host synchronisation.
+// A timed-out wait fills the error record and ends the CTA.
+#include "node_kernels.cuh"
+#include "transport_ipc.cuh"
+
+using namespace tlmpi;
+using namespace tlmpi::node;
+
+namespace {
+
+template <class X> __device__ __forceinline__ void ag_push(const Params &p, const X &t)
+{
+    const int n = t.nranks(), r = t.rank();
+    const size_t B = p.bytes, S = p.chunk;
+    const bool in_place = p.in == p.out + (size_t)r * B;
+    for (unsigned s = 0; s < p.nsteps; s++) {
+        const int k = (int)s + 1;
+        const size_t h = half_off(p.x, p.epoch + k);
+        const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
+        size_t lo, hi;
+        cta_piece(L, &lo, &hi);
+        const char *src = p.in + off;
+        char *own = p.out + (size_t)r * B + off;
+        const int ua_s = ua_of(src), ua_o = ua_of(own);
+        const size_t slot = h + (size_t)r * S;
+        const size_t nvec = (hi - lo) / 16;
+        for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+            const size_t b = lo + i * 16;
+            const uint4 v = ld_user(src + b, ua_s);
+            if (!in_place) st_user(own + b, v, ua_o);
+            t.mc_store_others(slot + b, v);
+        }
+        const size_t t0 = lo + nvec * 16;
+        if (threadIdx.x < hi - t0) {
+            const size_t b = t0 + threadIdx.x;
+            const char v = src[b];
+            if (!in_place) own[b] = v;
+            t.template mc_store_others_e<1>(slot + b, (uint8_t)v);
+        }
+        if (!t.barrier(k)) return;
+        for (int j = 1; j < n; j++) {
+            int q = r + j;
+            if (q >= n) q -= n;
+            char *dst = p.out + (size_t)q * B + off;
+            copy_piece(dst, ua_of(dst), t.data(r) + h + (size_t)q * S, 16, lo, hi);
+        }
+    }
+}
+
+template <class X> __device__ __forceinline__ void ag_pull(const Params &p, const X &t)
+{
+    const int n = t.nranks(), r = t.rank();
+    const size_t B = p.bytes, S = p.chunk;
+    const bool in_place = p.in == p.out + (size_t)r * B;
+    for (unsigned s = 0; s < p.nsteps; s++) {
+        const int k = (int)s + 1;
+        const size_t h = half_off(p.x, p.epoch + k);
+        const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
+        size_t lo, hi;
+        cta_piece(L, &lo, &hi);
+        const char *src = p.in + off;
+        char *own = p.out + (size_t)r * B + off;
+        char *pool = t.data(r) + h;
+        const int ua_s = ua_of(src), ua_o = ua_of(own);
+        const size_t nvec = (hi - lo) / 16;
+        for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+            const size_t b = lo + i * 16;
+            const uint4 v = ld_user(src + b, ua_s);
+            if (!in_place) st_user(own + b, v, ua_o);
+            store<16>(pool + b, v);
+        }
+        const size_t t0 = lo + nvec * 16;
+        if (threadIdx.x < hi - t0) {
+            const size_t b = t0 + threadIdx.x;
+            const char v = src[b];
+            if (!in_place) own[b] = v;
+            pool[b] = v;
+        }
+        if (!t.barrier(k)) return;
+        for (int j = 1; j < n; j++) {
+            int q = r + j;
+            if (q >= n) q -= n;
+            char *dst = p.out + (size_t)q * B + off;
+            copy_piece(dst, ua_of(dst), t.data(q) + h, 16, lo, hi);
+        }
+    }
+}
+
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_ipc(const __grid_constant__ Params p)
+{
+    IpcTransport t{ p.x, p.epoch, p.kind };
+    ag_push(p, t);
+}
+
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __grid_constant__ Params p)
+{
+    IpcTransport t{ p.x, p.epoch, p.kind };
+    ag_pull(p, t);
+}
+
+}  // namespace
+
+namespace tlmpi {
+namespace node {
+
+const void *allgather_fn(int kind)
+{
+    return kind == TLMPI_NODE_AG_PUSH ? (const void *)ag_push_ipc : kind == TLMPI_NODE_AG_PULL ? (const void *)ag_pull_ipc : nullptr;
+}
+
+}  // namespace node
+}  // namespace tlmpi

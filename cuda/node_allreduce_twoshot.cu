@@ -1,0 +1,109 @@
+// node_allreduce_twoshot.cu: MPI_Allreduce among the ranks of a node for large messages,
+// reduce-scatter then allgather in one kernel, over a device transport (cuda/node.cuh;
+// instantiated for the CUDA-IPC transport), every dtype x op of tlmpi_cuda_node_supported.
+//
+// Algorithm. In steps of `chunk` bytes, each step's piece split into n slices of equal 16-byte
+// multiples (slice j is reduced by rank j):
+//   1. copy the n-1 slices the peers reduce into the own pool (data half A);
+//   2. barrier; load-reduce the own slice over every rank's half A (multicast load-reduce shape:
+//      rank order 0..n-1, the own term from the input), store the result into out and into every
+//      peer's pool (multicast store shape; data half B);
+//   3. barrier; copy the n-1 slices the peers reduced from the own pool's half B into out.
+// HBM bytes per rank: read and write (n-1)M/n (stage); read M, write M (reduce, store to every
+// rank); read and write (n-1)M/n (copy out): about 6M, against (n+3)M for one-shot. f16/bf16
+// accumulate in float. In place: every slice is staged before it is overwritten.
+//
+// Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all
+// resident); CTA b owns the same 16-byte-aligned piece of every slice on every rank; the odd tail
+// (in the last slice) element by element.
+//
+// Sync protocol. Two barriers per step (targets epoch + 2s + 1 and + 2s + 2, per CTA index); half A
+// is the parity of the first, half B of the second (node.cuh's rule). A timed-out wait fills the
+// error record and ends the CTA.
+#include "node_kernels.cuh"
+#include "transport_ipc.cuh"
+
+using namespace tlmpi;
+using namespace tlmpi::node;
+
+namespace {
+
+// Each reduced vector also goes into every peer's pool, at the same slice offset in half B
+// (d = half B - half A).
+template <class X> struct StoreOthers {
+    const X &t;
+    size_t d;
+    __device__ __forceinline__ void vec(size_t o, uint4 v) const { t.mc_store_others(o + d, v); }
+    template <int E> __device__ __forceinline__ void elem(size_t o, Vec<E> v) const { t.template mc_store_others_e<E>(o + d, v); }
+};
+
+template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(const Params &p, const X &t)
+{
+    const int n = t.nranks(), r = t.rank();
+    const size_t M = p.bytes, S = p.chunk;
+    for (unsigned s = 0; s < p.nsteps; s++) {
+        const int k1 = 2 * (int)s + 1, k2 = k1 + 1;
+        const size_t ha = half_off(p.x, p.epoch + k1), hb = half_off(p.x, p.epoch + k2);
+        const size_t off = (size_t)s * S, L = M - off < S ? M - off : S;
+        size_t ls = (L + n - 1) / n;
+        ls = (ls + 15) & ~(size_t)15;
+        const char *src = p.in + off;
+        char *dst = p.out + off;
+        for (int j = 1; j < n; j++) {
+            int q = r + j;
+            if (q >= n) q -= n;
+            const size_t so = (size_t)q * ls;
+            if (so >= L) continue;
+            const size_t len = L - so < ls ? L - so : ls;
+            size_t lo, hi;
+            cta_piece(len, &lo, &hi);
+            copy_piece(t.data(r) + ha + so, 16, src + so, ua_of(src + so), lo, hi);
+        }
+        if (!t.barrier(k1)) return;
+        {
+            const size_t so = (size_t)r * ls;
+            if (so < L) {
+                const size_t len = L - so < ls ? L - so : ls;
+                size_t lo, hi;
+                cta_piece(len, &lo, &hi);
+                const StoreOthers<X> st{ t, hb - ha };
+                reduce_piece<DT, Op>(t, src + so, dst + so, ha + so, lo, hi, st);
+            }
+        }
+        if (!t.barrier(k2)) return;
+        for (int j = 1; j < n; j++) {
+            int q = r + j;
+            if (q >= n) q -= n;
+            const size_t so = (size_t)q * ls;
+            if (so >= L) continue;
+            const size_t len = L - so < ls ? L - so : ls;
+            size_t lo, hi;
+            cta_piece(len, &lo, &hi);
+            copy_piece(dst + so, ua_of(dst + so), t.data(r) + hb + so, 16, lo, hi);
+        }
+    }
+}
+
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_ipc(const __grid_constant__ Params p)
+{
+    IpcTransport t{ p.x, p.epoch, p.kind };
+    ar2<DT, Op>(p, t);
+}
+
+template <int DT, typename Op> struct Ar2K {
+    static const void *fn() { return (const void *)ar2_ipc<DT, Op>; }
+};
+
+}  // namespace
+
+namespace tlmpi {
+namespace node {
+
+const void *allreduce_twoshot_fn(int dtype, int op)
+{
+    return lookup_dt_op<Ar2K>(dtype, op);
+}
+
+}  // namespace node
+}  // namespace tlmpi

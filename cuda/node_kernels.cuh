@@ -1,0 +1,98 @@
+// node_kernels.cuh: how cuda/node.cu (the launchers) finds the node algorithms' kernels, one
+// lookup per algorithm file (cuda/node_*.cu), and the dtype x op table the reduction files
+// instantiate.
+#ifndef TLMPI_CUDA_NODE_KERNELS_CUH
+#define TLMPI_CUDA_NODE_KERNELS_CUH
+
+#include "node.cuh"
+
+namespace tlmpi {
+namespace node {
+
+// CTAs per SM the registers must allow (__launch_bounds__): 2 x 512 threads.
+constexpr int kMinBlocks = 2;
+
+const void *allgather_fn(int kind);                 // node_allgather.cu: push, pull
+const void *reduce_scatter_fn(int dtype, int op);   // node_reduce_scatter.cu
+const void *allreduce_oneshot_fn(int dtype, int op); // node_allreduce_oneshot.cu
+const void *allreduce_twoshot_fn(int dtype, int op); // node_allreduce_twoshot.cu
+const void *barrier_fn();                           // node.cu
+
+// Kernel lookup over every dtype x op: K<DT, Op>::fn() gives the kernel.
+template <template <int, typename> class K> const void *lookup_dt_op(int dt, int op)
+{
+#define TLMPI_NODE_OPS(DT)                                                                       \
+    switch (op) {                                                                                \
+    case TLMPI_OP_SUM: return K<DT, Sum>::fn();                                                  \
+    case TLMPI_OP_PROD: return K<DT, Prod>::fn();                                                \
+    case TLMPI_OP_MIN: return K<DT, Min>::fn();                                                  \
+    case TLMPI_OP_MAX: return K<DT, Max>::fn();                                                  \
+    }                                                                                            \
+    return nullptr;
+    switch (dt) {
+    case TLMPI_DT_I8: { TLMPI_NODE_OPS(TLMPI_DT_I8) }
+    case TLMPI_DT_U8: { TLMPI_NODE_OPS(TLMPI_DT_U8) }
+    case TLMPI_DT_I16: { TLMPI_NODE_OPS(TLMPI_DT_I16) }
+    case TLMPI_DT_U16: { TLMPI_NODE_OPS(TLMPI_DT_U16) }
+    case TLMPI_DT_I32: { TLMPI_NODE_OPS(TLMPI_DT_I32) }
+    case TLMPI_DT_U32: { TLMPI_NODE_OPS(TLMPI_DT_U32) }
+    case TLMPI_DT_I64: { TLMPI_NODE_OPS(TLMPI_DT_I64) }
+    case TLMPI_DT_U64: { TLMPI_NODE_OPS(TLMPI_DT_U64) }
+    case TLMPI_DT_F16: { TLMPI_NODE_OPS(TLMPI_DT_F16) }
+    case TLMPI_DT_BF16: { TLMPI_NODE_OPS(TLMPI_DT_BF16) }
+    case TLMPI_DT_F32: { TLMPI_NODE_OPS(TLMPI_DT_F32) }
+    case TLMPI_DT_F64: { TLMPI_NODE_OPS(TLMPI_DT_F64) }
+    }
+#undef TLMPI_NODE_OPS
+    return nullptr;
+}
+
+// Reduce one piece [lo, hi) (relative offsets; the message's tail, whole elements, element-wise):
+// out[i] = reduce over ranks of (pool offset poff + i on each rank; this rank: in[i]); then
+// store(i, v) also gets each result vector (twoshot: into the peers' pools).
+template <int DT, typename Op, class X, class Extra>
+__device__ __forceinline__ void reduce_piece(const X &t, const char *in, char *out, size_t poff, size_t lo, size_t hi,
+                                             const Extra &extra)
+{
+    using T = typename Dt<DT>::T;
+    constexpr int E = (int)sizeof(T);
+    using Acc = AccumFor<DT, Op, 16>;
+    using AccE = AccumFor<DT, Op, E>;
+    const int ua_i = ua_of(in), ua_o = ua_of(out);
+    const size_t nvec = (hi - lo) / 16;
+    const size_t bd = blockDim.x;
+    size_t i = threadIdx.x;
+    for (; i + bd < nvec; i += 2 * bd) {
+        const size_t b0 = lo + i * 16, b1 = b0 + bd * 16;
+        const uint4 s0 = ld_user(in + b0, ua_i), s1 = ld_user(in + b1, ua_i);
+        const uint4 v0 = t.template mc_load_reduce<Acc>(poff + b0, s0);
+        const uint4 v1 = t.template mc_load_reduce<Acc>(poff + b1, s1);
+        st_user(out + b0, v0, ua_o);
+        st_user(out + b1, v1, ua_o);
+        extra.vec(poff + b0, v0);
+        extra.vec(poff + b1, v1);
+    }
+    for (; i < nvec; i += bd) {
+        const size_t b = lo + i * 16;
+        const uint4 v = t.template mc_load_reduce<Acc>(poff + b, ld_user(in + b, ua_i));
+        st_user(out + b, v, ua_o);
+        extra.vec(poff + b, v);
+    }
+    const size_t t0 = lo + nvec * 16;
+    if (threadIdx.x * E < hi - t0) {
+        const size_t b = t0 + threadIdx.x * E;
+        const Vec<E> v = t.template mc_load_reduce_e<AccE, E>(poff + b, ld_user_e<E>(in + b, ua_i));
+        st_user_e<E>(out + b, v, ua_o);
+        extra.template elem<E>(poff + b, v);
+    }
+}
+
+struct NoExtra {
+    __device__ __forceinline__ void vec(size_t, uint4) const {}
+    template <int E> __device__ __forceinline__ void elem(size_t, Vec<E>) const {}
+};
+
+}  // namespace node
+}  // namespace tlmpi
+
+#endif

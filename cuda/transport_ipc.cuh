@@ -1,0 +1,78 @@
+// transport_ipc.cuh: the CUDA-IPC device transport of the node kernels (concept: cuda/node.cuh).
+//
+// Every node rank's pool is mapped into this process (cudaIpcOpenMemHandle, by the host side in
+// src/transport/ipc.c); data(q) is rank q's data area. Barriers are flag words in the pools'
+// headers (node::flag_barrier: release stores into the peers' headers, acquire polls of the own,
+// system scope, bounded by the descriptor's timeout). There is no multicast object: the multicast
+// operations are emulated with the same 16-byte vectors an NVLS multimem.ld_reduce.v4 /
+// multimem.st.v4 would use, by looping over the ranks: load-reduce in rank order 0..n-1 (so every
+// rank that reduces the same vector gets the same bits), store in rotated order starting after
+// this rank (so the ranks' stores do not all hit rank 0's memory first). Works for ranks on one
+// GPU (MPS or time-sliced) and on GPUs with peer access.
+#ifndef TLMPI_CUDA_TRANSPORT_IPC_CUH
+#define TLMPI_CUDA_TRANSPORT_IPC_CUH
+
+#include "node.cuh"
+
+namespace tlmpi {
+namespace node {
+
+struct IpcTransport {
+    const tlmpi_node_xport_t &x;
+    unsigned long long epoch;
+    int kind;
+
+    __device__ __forceinline__ int nranks() const { return x.nranks; }
+    __device__ __forceinline__ int rank() const { return x.rank; }
+    __device__ __forceinline__ char *data(int q) const { return static_cast<char *>(x.base[q]) + TLMPI_NODE_HDR_BYTES; }
+    __device__ __forceinline__ bool barrier(int k) const { return flag_barrier(x, epoch + (unsigned long long)k, kind, k); }
+
+    // Acc over every rank's vector at pool offset off, in rank order; rank `self_rank` contributes
+    // self_v (this rank's own input, read from the user buffer) instead of its pool.
+    template <typename Acc>
+    __device__ __forceinline__ uint4 mc_load_reduce(size_t off, uint4 self_v) const
+    {
+        Acc a;
+        const int n = x.nranks, r = x.rank;
+        if (r == 0) a.init(self_v);
+        else a.init(load<16>(data(0) + off));
+        for (int q = 1; q < n; q++) a.add(q == r ? self_v : load<16>(data(q) + off));
+        return a.get();
+    }
+    // the same for one element of E bytes (tails)
+    template <typename Acc, int E>
+    __device__ __forceinline__ Vec<E> mc_load_reduce_e(size_t off, Vec<E> self_v) const
+    {
+        Acc a;
+        const int n = x.nranks, r = x.rank;
+        if (r == 0) a.init(self_v);
+        else a.init(load<E>(data(0) + off));
+        for (int q = 1; q < n; q++) a.add(q == r ? self_v : load<E>(data(q) + off));
+        return a.get();
+    }
+    // v into every rank's pool at off except this rank's (the caller writes its own copy where it
+    // wants it: usually straight into the user's buffer)
+    __device__ __forceinline__ void mc_store_others(size_t off, uint4 v) const
+    {
+        const int n = x.nranks, r = x.rank;
+        for (int s = 1; s < n; s++) {
+            int q = r + s;
+            if (q >= n) q -= n;
+            store<16>(data(q) + off, v);
+        }
+    }
+    template <int E> __device__ __forceinline__ void mc_store_others_e(size_t off, Vec<E> v) const
+    {
+        const int n = x.nranks, r = x.rank;
+        for (int s = 1; s < n; s++) {
+            int q = r + s;
+            if (q >= n) q -= n;
+            store<E>(data(q) + off, v);
+        }
+    }
+};
+
+}  // namespace node
+}  // namespace tlmpi
+
+#endif
