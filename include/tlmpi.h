@@ -71,6 +71,7 @@ typedef enum {
     TLMPI_PATH_STAGING,         /**< device data staged through pinned host memory + PMPI_* */
     TLMPI_PATH_NCCL,            /**< flat NCCL host collective */
     TLMPI_PATH_SELF,            /**< one-rank communicator: a device copy */
+    TLMPI_PATH_NODE,            /**< tlmpi's own kernels among the ranks of one node */
     TLMPI_PATH_COUNT
 } tlmpi_path_t;
 
@@ -89,6 +90,14 @@ typedef struct {
  * \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for an out-of-range coll/path or NULL stat_p.
  */
 tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_stat_t *stat_p);
+
+/**
+ * \brief The counters of one algorithm of a path (e.g. TLMPI_PATH_NODE, "oneshot"): the calls that
+ * path ran with that algorithm. Every call is also counted in its path's tlmpi_get_stats counters.
+ * \return TLMPI_OK (zero counters for an algorithm the path never ran), or TLMPI_ERR_INVALID_ARG for
+ * an out-of-range coll/path or a NULL argument.
+ */
+tlmpi_status_t tlmpi_get_algo_stats(tlmpi_coll_t coll, tlmpi_path_t path, const char *algo, tlmpi_stat_t *stat_p);
 
 /** \brief Zero every counter of this process. */
 void tlmpi_reset_stats(void);
@@ -116,6 +125,15 @@ typedef struct {
  * must call it. Works on host-only machines (gpu_device = -1).
  */
 tlmpi_status_t tlmpi_comm_query(MPI_Comm comm, tlmpi_comm_info_t *info_p);
+
+/**
+ * \brief The plan of comm in words (NUL-terminated, truncated to len): per collective the tiers
+ * and algorithms its calls can take, and what each tier that was set up on it uses (the node
+ * tier: transport, ranks, pool, CTAs, multicast). Collective over comm on its first use, as
+ * tlmpi_comm_query. \return TLMPI_OK, TLMPI_ERR_INVALID_ARG (buf NULL or len 0),
+ * TLMPI_ERR_NOT_FOUND (tlmpi not initialised), TLMPI_ERR_MPI.
+ */
+tlmpi_status_t tlmpi_comm_describe(MPI_Comm comm, char *buf, size_t len);
 
 /**
  * \brief Change one TLMPI_* setting at run time, as if the variable had been set before the first

@@ -121,7 +121,7 @@ tests_mpi_mpi_threads_LDFLAGS = -no-install
 check_PROGRAMS += tests/mpi/mpi_fault
 tests_mpi_mpi_fault_SOURCES = tests/mpi/mpi_fault.c tests/harness.h
 tests_mpi_mpi_fault_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_mpi_mpi_fault_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_fault_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -ldl -lm
 tests_mpi_mpi_fault_LDFLAGS = -no-install
 endif
 endif

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -122,6 +123,7 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     tc->eligible = 1;
     tc->tier.dev = tc->topo.gpu_device;
     tc->tier.shared_gpu = tc->topo.shared_gpu;
+    tc->tier.nodes = tc->topo.node_count;
     tlmpi_plan_build(&tc->tier, &tc->plan);
     if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
         verify_plan_uniform(tc);
@@ -185,9 +187,17 @@ tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm)
 
 void tlmpi_comm_module_finalize(void)
 {
-    /* newest first; deleting the attribute runs comm_attr_delete, which unlinks the state */
+    /* newest first by the numbers rank 0 gave (the same order on every rank, also where threads
+     * built comms in different orders: a tier's teardown may wait for the comm's peers); deleting
+     * the attribute runs comm_attr_delete, which unlinks the state */
     while (live_head) {
-        tlmpi_comm_t *tc = live_head;
+        tlmpi_comm_t *tc = live_head, *o;
+
+        for (o = live_head->next; o; o = o->next) {
+            if (o->tier.id > tc->tier.id) {
+                tc = o;
+            }
+        }
 
         if (PMPI_Comm_delete_attr(tc->comm, tlmpi_g.comm_keyval) != MPI_SUCCESS) {
             comm_destroy(tc); /* the comm is gone; free our state anyway */
@@ -225,5 +235,28 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_comm_query(MPI_Comm comm, tlmpi_comm_info_t *i
     info_p->regular = tc->topo.regular;
     info_p->gpu_device = tc->topo.gpu_device;
     info_p->rail_id = tc->topo.rail_id;
+    return TLMPI_OK;
+}
+
+TLMPI_EXPORT tlmpi_status_t tlmpi_comm_describe(MPI_Comm comm, char *buf, size_t len)
+{
+    tlmpi_comm_t *tc;
+
+    if (!buf || !len) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    buf[0] = '\0';
+    if (!tlmpi_core_ready()) {
+        return TLMPI_ERR_NOT_FOUND;
+    }
+    tc = tlmpi_comm_get(comm);
+    if (!tc) {
+        return TLMPI_ERR_MPI;
+    }
+    if (!tc->eligible) {
+        snprintf(buf, len, "not accelerated (%s)", tc->reason);
+        return TLMPI_OK;
+    }
+    tlmpi_plan_describe_comm(&tc->tier, &tc->plan, buf, len);
     return TLMPI_OK;
 }

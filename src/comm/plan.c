@@ -46,7 +46,7 @@ int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, s
         name_len = (size_t)((slash ? slash : colon ? colon : p + n) - p);
         tier = tlmpi_tier_by_name(p, name_len);
         if (tier < 0) {
-            snprintf(err, len, "unknown tier '%.*s' (auto, self, nccl, staging, mpi)", (int)name_len, p);
+            snprintf(err, len, "unknown tier '%.*s' (auto, self, node, nccl, staging, mpi)", (int)name_len, p);
             return -1;
         }
         if (slash) {
@@ -101,20 +101,36 @@ int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, s
     return 0;
 }
 
-/* TLMPI_TIER's enum (env.def: {auto,nccl,staging,mpi,self}) -> tier id */
+/* TLMPI_TIER's enum (env.def: {auto,nccl,staging,mpi,self,node}) -> tier id */
 static int tier_of_env(long tier_env)
 {
     static const int map[] = { TLMPI_TIER_AUTO, TLMPI_TIER_NCCL, TLMPI_TIER_STAGING, TLMPI_TIER_MPI,
-                               TLMPI_TIER_SELF };
+                               TLMPI_TIER_SELF, TLMPI_TIER_NODE };
 
     return tier_env >= 0 && tier_env < (long)(sizeof(map) / sizeof(map[0])) ? map[tier_env] : TLMPI_TIER_AUTO;
+}
+
+/* auto: best first, without the tiers whose auto_unless capabilities the comm has: NCCL where
+ * ranks share a GPU (it runs over loopback sockets there, ~4.5 ms per call measured, far slower than
+ * staging through the MPI's shared memory), the node tier where its barriers were timed slow */
+static void fill_auto_order(tlmpi_plan_t *p)
+{
+    int t;
+
+    p->n_auto = 0;
+    for (t = 0; t < TLMPI_TIER_COUNT; t++) {
+        if (p->caps & tlmpi_tiers[t]->auto_unless) {
+            continue;
+        }
+        p->auto_order[p->n_auto++] = (uint8_t)t;
+    }
 }
 
 unsigned tlmpi_plan_fill(tlmpi_plan_t *p, unsigned caps, long tier_env, const char *const specs[TLMPI_COLL_COUNT],
                          char errs[TLMPI_COLL_COUNT][160])
 {
     unsigned bad = 0;
-    int c, t;
+    int c;
 
     p->caps = caps;
     for (c = 0; c < TLMPI_COLL_COUNT; c++) {
@@ -130,15 +146,7 @@ unsigned tlmpi_plan_fill(tlmpi_plan_t *p, unsigned caps, long tier_env, const ch
         tab->n = 1;
         tab->e[0] = (tlmpi_plan_entry_t){ SIZE_MAX, (uint8_t)tier_of_env(tier_env), 0 };
     }
-    /* auto: best first; NCCL not where ranks share a GPU (it runs over loopback sockets there,
-     * ~4.5 ms per call measured, far slower than staging through the MPI's shared memory) */
-    p->n_auto = 0;
-    for (t = 0; t < TLMPI_TIER_COUNT; t++) {
-        if (t == TLMPI_TIER_NCCL && (caps & TLMPI_CAP_SHARED_GPU)) {
-            continue;
-        }
-        p->auto_order[p->n_auto++] = (uint8_t)t;
-    }
+    fill_auto_order(p);
     return bad;
 }
 
@@ -232,27 +240,82 @@ uint64_t tlmpi_plan_settings_hash(long tier_env, const char *const specs[TLMPI_C
     return h;
 }
 
+/* one tier with one of its algorithms, as the plan names it: "nccl", "node/auto(oneshot<=262144,twoshot)" */
+static size_t describe_tier(int t, tlmpi_coll_t coll, int algo, char *buf, size_t len)
+{
+    const tlmpi_tier_t *tier = tlmpi_tiers[t];
+    char a[160];
+
+    if (tier->describe_algo) {
+        tier->describe_algo(coll, algo, a, sizeof(a));
+        return (size_t)snprintf(buf, len, "%s/%s", tier->name, a);
+    }
+    if (tier->n_algos > 1 || algo != 0) {
+        return (size_t)snprintf(buf, len, "%s/%s", tier->name, algo < tier->n_algos ? tier->algos[algo] : "?");
+    }
+    return (size_t)snprintf(buf, len, "%s", tier->name);
+}
+
 void tlmpi_plan_describe(const tlmpi_plan_t *p, char *buf, size_t len)
 {
     size_t o = 0;
-    int c, i;
+    int c, i, k;
 
     buf[0] = '\0';
     for (c = 0; c < TLMPI_COLL_COUNT && o < len; c++) {
         o += (size_t)snprintf(buf + o, len - o, "%s%s:", c ? "; " : "", tlmpi_coll_name(c));
         for (i = 0; i < p->table[c].n && o < len; i++) {
             const tlmpi_plan_entry_t *e = &p->table[c].e[i];
-            const char *tn = e->tier == TLMPI_TIER_AUTO ? "auto" : tlmpi_tiers[e->tier]->name;
 
-            if (e->max_bytes == SIZE_MAX) {
-                o += (size_t)snprintf(buf + o, len - o, " %s", tn);
+            o += (size_t)snprintf(buf + o, len - o, " ");
+            if (e->tier == TLMPI_TIER_AUTO) {
+                /* the tiers auto tries, best first, where the comm has what they need */
+                o += (size_t)snprintf(buf + o, len - o, "auto{");
+                for (k = 0; k < p->n_auto && o < len; k++) {
+                    int t = p->auto_order[k];
+
+                    if ((p->caps & tlmpi_tiers[t]->cap) != tlmpi_tiers[t]->cap) {
+                        continue;
+                    }
+                    o += describe_tier(t, (tlmpi_coll_t)c, 0, buf + o, len - o);
+                    o += o < len ? (size_t)snprintf(buf + o, len - o, ">") : 0;
+                }
+                if (o < len && buf[o - 1] == '>') {
+                    o--;
+                }
+                o += o < len ? (size_t)snprintf(buf + o, len - o, "}") : 0;
             } else {
-                o += (size_t)snprintf(buf + o, len - o, " %s<=%zu", tn, e->max_bytes);
+                o += describe_tier(e->tier, (tlmpi_coll_t)c, e->algo, buf + o, len - o);
+            }
+            if (o < len && e->max_bytes != SIZE_MAX) {
+                o += (size_t)snprintf(buf + o, len - o, "<=%zu", e->max_bytes);
             }
         }
     }
     if (o < len) {
         snprintf(buf + o, len - o, " (caps 0x%x)", p->caps);
+    }
+}
+
+void tlmpi_plan_describe_comm(const tlmpi_tier_comm_t *tc, const tlmpi_plan_t *p, char *buf, size_t len)
+{
+    size_t o;
+    int t;
+
+    tlmpi_plan_describe(p, buf, len);
+    o = strlen(buf);
+    for (t = 0; t < TLMPI_TIER_COUNT && o + 1 < len; t++) {
+        char d[256];
+
+        if (!tlmpi_tiers[t]->describe || !(p->setup_done & (1u << t)) ||
+            (p->caps & tlmpi_tiers[t]->cap) != tlmpi_tiers[t]->cap) {
+            continue;
+        }
+        d[0] = '\0';
+        tlmpi_tiers[t]->describe(tc, d, sizeof(d));
+        if (d[0]) {
+            o += (size_t)snprintf(buf + o, len - o, "; %s: %s", tlmpi_tiers[t]->name, d);
+        }
     }
 }
 
@@ -272,6 +335,7 @@ static const struct {
     { TLMPI_CAP_STREAM, -1, "the communicator's streams", "every call on it is staged through the host on the legacy stream" },
     { TLMPI_CAP_STAGING_POOL, TLMPI_TIER_STAGING, "the pinned staging pool", "staging uses pageable memory on every rank of it" },
     { TLMPI_CAP_NCCL, TLMPI_TIER_NCCL, "the flat NCCL tier", "its calls go to the next tier (host staging)" },
+    { TLMPI_CAP_NODE, TLMPI_TIER_NODE, "the node tier (tlmpi's intra-node kernels)", "its calls go to the next tier" },
 };
 
 static void current_specs(const char *specs[TLMPI_COLL_COUNT])
@@ -310,7 +374,7 @@ static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, int uniform)
 /* Set up every tier the plan can now pick that has not been set up; agree on failures. */
 static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
 {
-    unsigned need = tlmpi_plan_tiers_used(p) & ~p->setup_done, failed = 0, all_failed = 0;
+    unsigned need = tlmpi_plan_tiers_used(p) & ~p->setup_done, failed = 0, all_failed = 0, found;
     char why[TLMPI_TIER_COUNT][160];
     int t, any = 0;
 
@@ -331,11 +395,16 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     if (!any) {
         return;
     }
+    found = tc->caps; /* with what the setups added */
     if (PMPI_Allreduce(&failed, &all_failed, 1, MPI_UNSIGNED, MPI_BOR, tc->comm) != MPI_SUCCESS) {
         all_failed = ~0u & need;
     }
     for (t = 0; t < TLMPI_TIER_COUNT; t++) {
         if (!(all_failed & (1u << t))) {
+            /* what a successful setup found (agreed by the setup itself: the same on every rank) */
+            if ((need & (1u << t)) && tlmpi_tiers[t]->setup_caps) {
+                p->caps |= found & tlmpi_tiers[t]->setup_caps;
+            }
             continue;
         }
         if (!(failed & (1u << t)) && tlmpi_tiers[t]->cleanup) {
@@ -346,6 +415,8 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
         tlmpi_warn(COMM, "communicator #%u: setting up tier %s failed on some rank (here: %s); every rank uses "
                    "the next tier for its calls", tc->id, tlmpi_tiers[t]->name, why[t][0] ? why[t] : "it succeeded");
     }
+    tc->caps = p->caps;
+    fill_auto_order(p);
 }
 
 void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
@@ -405,9 +476,9 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     fill_agreed(tc, p, uniform);
     setup_tiers(tc, p);
     if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
-        char d[512];
+        char d[1024];
 
-        tlmpi_plan_describe(p, d, sizeof(d));
+        tlmpi_plan_describe_comm(tc, p, d, sizeof(d));
         tlmpi_info(COMM, "communicator #%u plan: %s", tc->id, d);
     }
 }

@@ -66,8 +66,12 @@ static inline int tlmpi_plan_hashes_agree(uint64_t or_h, uint64_t or_not_h)
 {
     return (or_h & or_not_h) == 0;
 }
-/* Print the plan in one line per collective (tlmpi_info, debug log). */
+/* The plan in words, the collectives separated by "; ": each table entry as tier[/algorithm] with
+ * its limit, an auto entry as the tiers it tries, best first (auto{node/auto(...)>nccl>staging});
+ * then the agreed capabilities (tlmpi_info, info log). */
 void tlmpi_plan_describe(const tlmpi_plan_t *p, char *buf, size_t len);
+/* The same, followed by what each set-up tier uses on the comm ("; node: transport ipc, ..."). */
+void tlmpi_plan_describe_comm(const tlmpi_tier_comm_t *tc, const tlmpi_plan_t *p, char *buf, size_t len);
 
 /* ---- collective parts ---- */
 

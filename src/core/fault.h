@@ -14,6 +14,10 @@ typedef enum {
     TLMPI_FAULT_POOL_ALLOC,      /* the pinned staging pool (plan build) */
     TLMPI_FAULT_STREAM_CREATE,   /* a communicator's streams and events (plan build) */
     TLMPI_FAULT_WAIT_STUCK,      /* a host wait never sees its GPU work complete (bounded by TLMPI_TIMEOUT) */
+    TLMPI_FAULT_IPC_OPEN,        /* cudaIpcOpenMemHandle of a peer's node pool (node tier setup) */
+    TLMPI_FAULT_NODE_POOL,       /* the node tier's device pool allocation (node tier setup) */
+    TLMPI_FAULT_DEVCOMM_INIT,    /* the devcomm transport (NCCL Device API) is unavailable on this rank */
+    TLMPI_FAULT_BARRIER_STUCK,   /* this rank's node kernels never arrive at their barriers (device timeout) */
     TLMPI_FAULT_COUNT
 } tlmpi_fault_site_t;
 

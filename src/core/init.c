@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(OPEN_MPI) && OPEN_MPI
 #if __has_include(<mpi-ext.h>)
@@ -95,6 +96,15 @@ int tlmpi_core_init_slow(void)
         if (tlmpi_env_list_has(TLMPI_ENV_S(COLLS), tlmpi_coll_name(c))) {
             tlmpi_g.coll_mask |= 1u << c;
         }
+    }
+    {
+        /* read once here, before any thread of tlmpi may set NCCL variables (nccl.c) */
+        const char *nv = getenv("NCCL_NVLS_ENABLE");
+
+        tlmpi_g.nccl_nvls_off = nv && !strcmp(nv, "0");
+    }
+    for (c = 0; c < TLMPI_TIER_COUNT; c++) {
+        tlmpi_stats_name_algos(tlmpi_tiers[c]->label, tlmpi_tiers[c]->algos, tlmpi_tiers[c]->n_algos);
     }
     tlmpi_g.gpu_count = tlmpi_gpu_probe(&why);
     if (tlmpi_g.gpu_count > 0) {

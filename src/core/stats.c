@@ -7,6 +7,29 @@
 #include <string.h>
 
 tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
+tlmpi_stat_t tlmpi_algo_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_STATS_MAX_ALGOS];
+static const char *const *algo_names[TLMPI_PATH_COUNT];
+static int n_algo_names[TLMPI_PATH_COUNT];
+
+void tlmpi_stats_name_algos(tlmpi_path_t path, const char *const *names, int n)
+{
+    if ((unsigned)path < TLMPI_PATH_COUNT) {
+        algo_names[path] = names;
+        n_algo_names[path] = n < TLMPI_STATS_MAX_ALGOS ? n : TLMPI_STATS_MAX_ALGOS;
+    }
+}
+
+static int algo_index(tlmpi_path_t path, const char *algo)
+{
+    int a;
+
+    for (a = 0; a < n_algo_names[path]; a++) {
+        if (!strcmp(algo_names[path][a], algo)) {
+            return a;
+        }
+    }
+    return -1;
+}
 
 void tlmpi_core_print_stats(FILE *f)
 {
@@ -18,8 +41,21 @@ void tlmpi_core_print_stats(FILE *f)
             tlmpi_stat_t s = tlmpi_stats[c][p];
 
             if (s.calls) {
+                int a;
+
                 fprintf(f, "  %-22s %-12s calls %10llu  bytes %14llu\n", tlmpi_coll_name(c),
                         tlmpi_path_name(p), (unsigned long long)s.calls, (unsigned long long)s.bytes);
+                /* per algorithm (tiers that choose one per call), e.g. "allreduce node/oneshot" */
+                for (a = 0; a < n_algo_names[p]; a++) {
+                    tlmpi_stat_t sa = tlmpi_algo_stats[c][p][a];
+                    char name[64];
+
+                    if (sa.calls) {
+                        snprintf(name, sizeof(name), "%s/%s", tlmpi_path_name(p), algo_names[p][a]);
+                        fprintf(f, "  %-22s %-12s calls %10llu  bytes %14llu\n", tlmpi_coll_name(c), name,
+                                (unsigned long long)sa.calls, (unsigned long long)sa.bytes);
+                    }
+                }
             }
         }
     }
@@ -36,7 +72,26 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path
     return TLMPI_OK;
 }
 
+TLMPI_EXPORT tlmpi_status_t tlmpi_get_algo_stats(tlmpi_coll_t coll, tlmpi_path_t path, const char *algo,
+                                                tlmpi_stat_t *stat_p)
+{
+    int a;
+
+    if ((unsigned)coll >= TLMPI_COLL_COUNT || (unsigned)path >= TLMPI_PATH_COUNT || !algo || !stat_p) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    a = algo_index(path, algo);
+    if (a < 0) {
+        stat_p->calls = stat_p->bytes = 0;
+        return TLMPI_OK;
+    }
+    stat_p->calls = __atomic_load_n(&tlmpi_algo_stats[coll][path][a].calls, __ATOMIC_RELAXED);
+    stat_p->bytes = __atomic_load_n(&tlmpi_algo_stats[coll][path][a].bytes, __ATOMIC_RELAXED);
+    return TLMPI_OK;
+}
+
 TLMPI_EXPORT void tlmpi_reset_stats(void)
 {
     memset(tlmpi_stats, 0, sizeof(tlmpi_stats));
+    memset(tlmpi_algo_stats, 0, sizeof(tlmpi_algo_stats));
 }

@@ -21,7 +21,8 @@ TLMPI_PUBLIC_ const char *tlmpi_version(void)
 }
 
 static const char *const coll_names[TLMPI_COLL_COUNT] = { "allgather", "reduce_scatter_block", "allreduce" };
-static const char *const path_names[TLMPI_PATH_COUNT] = { "passthrough", "hostop", "staging", "nccl", "self" };
+static const char *const path_names[TLMPI_PATH_COUNT] = { "passthrough", "hostop", "staging", "nccl", "self",
+                                                          "node" };
 
 TLMPI_PUBLIC_ const char *tlmpi_coll_name(tlmpi_coll_t coll)
 {

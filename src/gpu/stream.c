@@ -23,6 +23,20 @@
 #include <string.h>
 #include <time.h>
 
+void tlmpi_gpu_abort(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL) {
+        comm = MPI_COMM_WORLD;
+    }
+    /* MPICH 4.0.2 (ch4:ucx) was seen to hang inside MPI_Abort on a dup'ed communicator while the
+     * other ranks waited elsewhere: if the abort has not ended this process in 10 s, SIGALRM does
+     * (the launcher then ends the job) */
+    signal(SIGALRM, SIG_DFL);
+    alarm(10);
+    PMPI_Abort(comm, 1);
+    abort(); /* PMPI_Abort does not return; be sure */
+}
+
 #ifdef HAVE_CUDA
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -45,7 +59,7 @@ static double now_s(void)
 }
 
 static __attribute__((noreturn, noinline)) void wait_timeout(const tlmpi_wait_who_t *who, const char *what,
-                                                              double waited, long limit)
+                                                              double waited, long limit, long grace_s)
 {
     int rank = -1, size = 0;
     MPI_Comm comm = who && who->comm != MPI_COMM_NULL ? who->comm : MPI_COMM_WORLD;
@@ -56,16 +70,11 @@ static __attribute__((noreturn, noinline)) void wait_timeout(const tlmpi_wait_wh
     PMPI_Comm_size(comm, &size);
     PMPI_Comm_get_name(comm, name, &len);
     tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u%s%s (%d ranks) waited %.1f s "
-                "in %s on tier %s for %s; the limit is %ld s (TLMPI_TIMEOUT); calling MPI_Abort",
+                "in %s on tier %s for %s; the limit is %ld s (TLMPI_TIMEOUT%s); calling MPI_Abort",
                 rank, tlmpi_g.world_rank, who ? who->comm_id : 0, len ? " " : "", name, size, waited,
-                who ? tlmpi_coll_name(who->coll) : "?", who && who->tier ? who->tier : "?", what, limit);
-    /* MPICH 4.0.2 (ch4:ucx) was seen to hang inside MPI_Abort on a dup'ed communicator while the
-     * other ranks waited elsewhere: if the abort has not ended this process in 10 s, SIGALRM does
-     * (the launcher then ends the job) */
-    signal(SIGALRM, SIG_DFL);
-    alarm(10);
-    PMPI_Abort(comm, 1);
-    abort(); /* PMPI_Abort does not return; be sure */
+                who ? tlmpi_coll_name(who->coll) : "?", who && who->tier ? who->tier : "?", what, limit,
+                grace_s > 0 ? " + a grace for the device's own report" : "");
+    tlmpi_gpu_abort(comm);
 }
 
 typedef cudaError_t (*query_fn_t)(void *arg);
@@ -74,12 +83,16 @@ static cudaError_t query_event(void *e) { return cudaEventQuery((cudaEvent_t)e);
 
 /* The one wait loop. word/target: the GPU-written host word (NULL: query only). */
 static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query, void *arg,
-                     const tlmpi_wait_who_t *who, const char *what)
+                     const tlmpi_wait_who_t *who, const char *what, long grace_s)
 {
     /* the fault site stands for a collective's GPU work that never completes: not for tlmpi's own
      * setup and teardown waits (no communicator) */
     int stuck = who && who->comm != MPI_COMM_NULL && tlmpi_fault_hit(WAIT_STUCK);
     long limit = (long)TLMPI_ENV_I(TIMEOUT);
+
+    if (limit > 0 && grace_s > 0) {
+        limit += grace_s;
+    }
     unsigned spins = 0, rounds = 0, flags = 0;
     double t0 = 0;
     int gentle = -1;
@@ -112,7 +125,7 @@ static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query,
             if (rounds == 1) {
                 t0 = t;
             } else if (limit > 0 && t - t0 > (double)limit) {
-                wait_timeout(who, what, t - t0, limit);
+                wait_timeout(who, what, t - t0, limit, grace_s);
             }
         }
         if (rounds > 64) {
@@ -138,29 +151,34 @@ static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query,
 
 int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what)
 {
-    return wait_loop(NULL, 0, query_stream, stream, who, what);
+    return wait_loop(NULL, 0, query_stream, stream, who, what, 0);
 }
 
 int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *what)
 {
-    return wait_loop(NULL, 0, query_event, event, who, what);
+    return wait_loop(NULL, 0, query_event, event, who, what, 0);
 }
 
 int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what)
+{
+    return tlmpi_gpu_stream_wait_grace(ctx, who, what, 0);
+}
+
+int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what, long grace_s)
 {
     cudaStream_t s = (cudaStream_t)ctx->stream;
     unsigned target;
 
     if (!ctx->spin) {
-        return wait_loop(NULL, 0, query_stream, s, who, what);
+        return wait_loop(NULL, 0, query_stream, s, who, what, grace_s);
     }
     target = ctx->done_seq + 1;
     if (tlmpi_cu.write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word_dev, target, 0) != CUDA_SUCCESS) {
         (void)cudaGetLastError();
-        return wait_loop(NULL, 0, query_stream, s, who, what);
+        return wait_loop(NULL, 0, query_stream, s, who, what, grace_s);
     }
     ctx->done_seq = target;
-    return wait_loop(ctx->done_word, target, query_stream, s, who, what);
+    return wait_loop(ctx->done_word, target, query_stream, s, who, what, grace_s);
 }
 
 int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
@@ -329,6 +347,11 @@ int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
 int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what)
 {
     (void)ctx, (void)who, (void)what;
+    return 1;
+}
+int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what, long grace_s)
+{
+    (void)ctx, (void)who, (void)what, (void)grace_s;
     return 1;
 }
 int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what)

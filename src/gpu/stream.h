@@ -56,8 +56,15 @@ typedef struct {
  * after the work and the host polls it, with a stream query every few microseconds so that a failed
  * kernel is reported rather than waited for; otherwise the stream is queried. Bounded. */
 int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what);
+/* The same, bounded by TLMPI_TIMEOUT + grace_s: for work whose own device waits are bounded by
+ * TLMPI_TIMEOUT and report first (the node kernels). */
+int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what, long grace_s);
 /* The same for any stream (NULL: the legacy default stream) and for one event. Bounded. */
 int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what);
 int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *what);
+
+/* End the job after a diagnostic was printed, as a TLMPI_TIMEOUT does: MPI_Abort on comm (NULL or
+ * MPI_COMM_NULL: MPI_COMM_WORLD); if the abort has not ended the process in 10 s, SIGALRM does. */
+__attribute__((noreturn)) void tlmpi_gpu_abort(MPI_Comm comm);
 
 #endif

@@ -15,6 +15,7 @@
 
 const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT] = {
     [TLMPI_TIER_SELF] = &tlmpi_tier_self,
+    [TLMPI_TIER_NODE] = &tlmpi_tier_node,
     [TLMPI_TIER_NCCL] = &tlmpi_tier_nccl,
     [TLMPI_TIER_MPI] = &tlmpi_tier_mpi,
     [TLMPI_TIER_STAGING] = &tlmpi_tier_staging,
@@ -54,8 +55,14 @@ int tlmpi_tier_algo_by_name(int tier, const char *name, size_t len)
 
 tlmpi_status_t tlmpi_tier_wait(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what)
 {
+    return tlmpi_tier_wait_grace(tc, c, tier, what, 0);
+}
+
+tlmpi_status_t tlmpi_tier_wait_grace(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what,
+                                     long grace_s)
+{
     tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, tier);
-    int e = tlmpi_gpu_stream_wait(tc->ctx, &who, what);
+    int e = tlmpi_gpu_stream_wait_grace(tc->ctx, &who, what, grace_s);
 
     if (TLMPI_UNLIKELY(e != 0)) {
 #ifdef HAVE_CUDA

@@ -1,8 +1,9 @@
 /*
  * tier: where a device-buffer call runs, behind one interface. Vocabulary:
- *   tier       where a call runs (self, nccl, staging, mpi; next: tlmpi's own kernels)
+ *   tier       where a call runs (self, node: tlmpi's own kernels, nccl, staging, mpi)
  *   algorithm  how a tier runs it (each tier lists its algorithms; the plan picks one)
- *   transport  what the kernels talk through (cuda/transport: CUDA IPC, the NCCL Device API)
+ *   transport  what the kernels talk through (src/transport/ipc.c + cuda/transport_ipc.cuh: CUDA
+ *              IPC; next: the NCCL Device API)
  *
  * Each tier is one table entry (tlmpi_tiers[], tier.c), implemented in its own file:
  *   local_caps  this rank's capability bits for the tier on a comm (before the ranks agree)
@@ -28,6 +29,7 @@
  * (tlmpi_path_t) are separate: each tier names its label. */
 typedef enum {
     TLMPI_TIER_SELF = 0,
+    TLMPI_TIER_NODE,
     TLMPI_TIER_NCCL,
     TLMPI_TIER_MPI,
     TLMPI_TIER_STAGING,
@@ -36,7 +38,7 @@ typedef enum {
 } tlmpi_tier_id_t;
 
 /* Capabilities of a communicator, agreed by all its ranks at plan build (AND over ranks, except
- * SHARED_GPU: OR). */
+ * SHARED_GPU and NODE_SLOW: OR). */
 enum {
     TLMPI_CAP_GPU = 1u << 0,            /* every rank has a GPU (tlmpi's device paths can run) */
     TLMPI_CAP_STREAM = 1u << 1,         /* the comm's own streams exist on every rank */
@@ -44,7 +46,10 @@ enum {
     TLMPI_CAP_NCCL = 1u << 3,           /* the flat NCCL communicator exists */
     TLMPI_CAP_MPI_CUDA_AWARE = 1u << 4, /* the MPI accepts device pointers */
     TLMPI_CAP_SELF = 1u << 5,           /* one-rank communicator */
-    TLMPI_CAP_SHARED_GPU = 1u << 6      /* (OR) two ranks of a node share one GPU */
+    TLMPI_CAP_SHARED_GPU = 1u << 6,     /* (OR) two ranks of a node share one GPU */
+    TLMPI_CAP_NODE = 1u << 7,           /* the node tier's transport exists on every rank */
+    TLMPI_CAP_NODE_SLOW = 1u << 8       /* (OR, agreed by the node tier's setup) its barriers cost
+                                           milliseconds: ranks time-slice a GPU without MPS */
 };
 
 /* What a tier sees of a communicator (embedded in comm.c's state). */
@@ -54,6 +59,7 @@ typedef struct tlmpi_tier_comm {
     int rank, size;
     int dev;                    /* this rank's CUDA device (-1: none) */
     int shared_gpu;             /* this rank shares its GPU with another rank of its node */
+    int nodes;                  /* nodes the comm spans (fake nodes of TLMPI_TOPO_RANKS_PER_NODE count) */
     unsigned caps;              /* TLMPI_CAP_*, agreed */
     tlmpi_gpu_ctx_t *ctx;       /* the comm's own streams/events (NULL: none; then legacy stream) */
     void *state[TLMPI_TIER_COUNT]; /* each tier's per-comm state */
@@ -65,6 +71,8 @@ typedef struct tlmpi_tier {
     const char *const *algos;   /* algorithm names (index 0 is the default) */
     int n_algos;
     unsigned cap;               /* the capability the tier needs on a comm (its setup keeps it) */
+    unsigned auto_unless;       /* agreed capabilities that take the tier out of the auto order */
+    unsigned setup_caps;        /* capabilities its setup may add to the comm's (agreed by the setup) */
     /* this rank's capability bits; *want_p gets the bits it tried to have (a want without the
      * have, on any rank, is warned about once per rank), why the reason */
     unsigned (*local_caps)(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len);
@@ -75,9 +83,14 @@ typedef struct tlmpi_tier {
     tlmpi_status_t (*run)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p);
     void (*cleanup)(tlmpi_tier_comm_t *tc);                                /* NULL: none */
     void (*finalize)(void);                                                /* NULL: none */
+    /* pure: what algorithm `algo` is for coll in words, e.g. "auto(oneshot<=262144,twoshot)" for a
+     * tier that resolves it per call (NULL: its name) */
+    void (*describe_algo)(tlmpi_coll_t coll, int algo, char *buf, size_t len);
+    /* what the tier uses on a comm it was set up on, in words ("" when nothing; NULL: none) */
+    void (*describe)(const tlmpi_tier_comm_t *tc, char *buf, size_t len);
 } tlmpi_tier_t;
 
-extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_nccl, tlmpi_tier_mpi, tlmpi_tier_staging;
+extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_node, tlmpi_tier_nccl, tlmpi_tier_mpi, tlmpi_tier_staging;
 extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
 
 /* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */
@@ -95,6 +108,10 @@ static inline tlmpi_wait_who_t tlmpi_tier_who(const tlmpi_tier_comm_t *tc, const
 /* Wait (bounded) for the work a tier enqueued on the comm's stream; a failure is logged once, here,
  * and returned as TLMPI_ERR_CUDA. what names the work for the diagnostics ("the NCCL collective"). */
 tlmpi_status_t tlmpi_tier_wait(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what);
+/* The same, bounded by TLMPI_TIMEOUT + grace_s (work whose own device waits are bounded by
+ * TLMPI_TIMEOUT and report first). */
+tlmpi_status_t tlmpi_tier_wait_grace(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what,
+                                     long grace_s);
 
 /* Per-comm teardown of every tier (comm.c) and process teardown (init.c). */
 void tlmpi_tier_comm_cleanup(tlmpi_tier_comm_t *tc);

@@ -1,24 +1,38 @@
 /* CPU stand-ins for the CUDA runtime calls tlmpi makes, for counting tlmpi's own host work
  * (bench/devpath-callgrind.sh) and for tests that need "a GPU" on a machine without one
- * (tests/mpi/mpi_host_classify, mpi_fake_device, mpi_threads). "Device" memory = anything allocated
- * with cudaMalloc here (host memory, so plain loads and stores work); copies are memmove and happen
- * inside the call, so every stream is always idle. No kernels: cudaLaunchKernel returns
- * cudaErrorNotSupported.
+ * (tests/mpi/mpi_host_classify, mpi_fake_device, mpi_threads, mpi_fault). "Device" memory = anything
+ * allocated with cudaMalloc here (host memory, so plain loads and stores work); copies are memmove
+ * and happen inside the call, so every stream is always idle. No kernels: cudaLaunchKernel returns
+ * cudaErrorNotSupported (the occupancy queries answer, so launchers get as far as the launch).
+ *
+ * CUDA IPC works between processes: allocations of 64 KiB and more live in a memfd mapped
+ * MAP_SHARED (the fd stays open while the allocation lives); a handle carries the owner's pid, that
+ * fd and the size, and cudaIpcOpenMemHandle maps /proc/<pid>/fd/<fd> (same user, so allowed), which
+ * registers as device memory of the opener's current device until cudaIpcCloseMemHandle.
+ * Multicast: fake_cuda_multicast_requests counts every lookup of a cuMulticast* driver entry point
+ * (how the runtime API reaches multicast objects); FAKE_CUDA_MULTICAST=1 makes devices report
+ * multicast support (attribute 132), default 0.
  *
  * Thread-safe: the current device and the last error are per thread (as in CUDA); the allocation
  * registry is changed under a mutex and read under a sequence counter (a seqlock: lookups, which
  * tlmpi makes on every device-buffer call, take no lock, so the instruction counts of
  * devpath-callgrind.sh stay close to what they were). */
+#define _GNU_SOURCE
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define FK_MAX_ALLOCS 8192
-static struct { uintptr_t b, e; unsigned long long id; int dev; } R[FK_MAX_ALLOCS];
+#define FK_SHARE_MIN ((size_t)64 << 10) /* from this size on, allocations can be shared (IPC) */
+enum { FK_MALLOC = 0, FK_MEMFD, FK_IPC }; /* how an allocation's memory was made */
+static struct { uintptr_t b, e; unsigned long long id; int dev; int kind, fd; size_t maplen; } R[FK_MAX_ALLOCS];
 static int nr;                          /* high-water mark of R */
 static unsigned long long nid = 1;
 static unsigned reg_seq;                /* odd while the registry changes */
@@ -34,6 +48,8 @@ int fake_stream_error;
 #define FK_STREAM_ERR() (__atomic_load_n(&fake_stream_error, __ATOMIC_RELAXED) ? cudaErrorLaunchFailure : cudaSuccess)
 /* how many pointer queries tlmpi made (tests/mpi/mpi_host_classify reads it) */
 unsigned long fake_cuda_ptr_queries;
+/* how many multicast objects someone asked for (tests/mpi/mpi_fault reads it) */
+unsigned long fake_cuda_multicast_requests;
 
 /* registry entry holding address a (-1: not device memory), under a consistent view */
 typedef struct { uintptr_t b, e; unsigned long long id; int dev; } fk_alloc_t;
@@ -84,6 +100,9 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d)
     case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
     case cudaDevAttrWarpSize: *v = 32; break;
     case cudaDevAttrCanMapHostMemory: case cudaDevAttrUnifiedAddressing: *v = 1; break;
+    case 132: /* CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED */
+        *v = getenv("FAKE_CUDA_MULTICAST") && atoi(getenv("FAKE_CUDA_MULTICAST")) == 1;
+        break;
     default: *v = 0; break;
     }
     return cudaSuccess;
@@ -122,46 +141,188 @@ cudaError_t cudaLaunchKernel(const void *fn, dim3 g, dim3 b, void **args, size_t
     (void)fn; (void)g; (void)b; (void)args; (void)sh; (void)s;
     return last_err = cudaErrorNotSupported;
 }
-cudaError_t cudaMalloc(void **p, size_t n)
+/* a registry entry for [p, p + n) (under reg_begin); -1 when the registry is full */
+static int reg_add(void *p, size_t n, int kind, int fd, size_t maplen)
 {
     int i;
 
-    *p = malloc(n ? n : 1);
-    if (!*p) return last_err = cudaErrorMemoryAllocation;
-    reg_begin();
     for (i = 0; i < nr && R[i].e; i++) {
     }
     if (i == FK_MAX_ALLOCS) {
-        reg_end();
         fprintf(stderr, "fakecudart: more than %d live cudaMalloc allocations\n", FK_MAX_ALLOCS);
-        free(*p);
-        *p = NULL;
-        return last_err = cudaErrorMemoryAllocation;
+        return -1;
     }
-    __atomic_store_n(&R[i].b, (uintptr_t)*p, __ATOMIC_RELAXED);
-    __atomic_store_n(&R[i].e, (uintptr_t)*p + (n ? n : 1), __ATOMIC_RELAXED);
+    R[i].kind = kind;
+    R[i].fd = fd;
+    R[i].maplen = maplen;
+    __atomic_store_n(&R[i].b, (uintptr_t)p, __ATOMIC_RELAXED);
+    __atomic_store_n(&R[i].e, (uintptr_t)p + (n ? n : 1), __ATOMIC_RELAXED);
     __atomic_store_n(&R[i].id, nid++, __ATOMIC_RELAXED);
     __atomic_store_n(&R[i].dev, cur_dev, __ATOMIC_RELAXED);
     if (i == nr) __atomic_store_n(&nr, nr + 1, __ATOMIC_RELAXED);
+    return i;
+}
+static void reg_clear(int i)
+{
+    __atomic_store_n(&R[i].b, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&R[i].e, 0, __ATOMIC_RELAXED);
+}
+static size_t page_round(size_t n) { size_t pg = (size_t)sysconf(_SC_PAGESIZE); return (n + pg - 1) / pg * pg; }
+
+cudaError_t cudaMalloc(void **p, size_t n)
+{
+    int fd = -1, kind = FK_MALLOC;
+    size_t maplen = 0;
+
+    if (n >= FK_SHARE_MIN) {
+        maplen = page_round(n);
+        fd = memfd_create("fakecudart", MFD_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, (off_t)maplen) != 0 ||
+            (*p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+            if (fd >= 0) close(fd);
+            *p = NULL;
+            return last_err = cudaErrorMemoryAllocation;
+        }
+        kind = FK_MEMFD;
+    } else {
+        *p = malloc(n ? n : 1);
+        if (!*p) return last_err = cudaErrorMemoryAllocation;
+    }
+    reg_begin();
+    if (reg_add(*p, n, kind, fd, maplen) < 0) {
+        reg_end();
+        if (kind == FK_MEMFD) { munmap(*p, maplen); close(fd); } else free(*p);
+        *p = NULL;
+        return last_err = cudaErrorMemoryAllocation;
+    }
     reg_end();
     return cudaSuccess;
 }
 cudaError_t cudaFree(void *p)
 {
     fk_alloc_t a;
-    int i;
+    int i, kind = FK_MALLOC, fd = -1;
+    size_t maplen = 0;
 
     if (!p) return cudaSuccess;
     reg_begin();
     i = scan((uintptr_t)p, &a); /* under the lock: no concurrent change */
     if (i >= 0) {
-        __atomic_store_n(&R[i].b, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&R[i].e, 0, __ATOMIC_RELAXED);
+        kind = R[i].kind;
+        if (kind == FK_IPC) { reg_end(); return last_err = cudaErrorInvalidValue; } /* cudaIpcCloseMemHandle's */
+        fd = R[i].fd;
+        maplen = R[i].maplen;
+        reg_clear(i);
     }
     reg_end();
-    free(p);
+    if (kind == FK_MEMFD) {
+        munmap(p, maplen);
+        close(fd);
+    } else {
+        free(p);
+    }
     return cudaSuccess;
 }
+/* IPC: the handle names the owner's memfd (see the top of the file) */
+typedef struct { uint32_t magic; int32_t pid, fd; uint64_t size, maplen; } fk_ipc_t;
+#define FK_IPC_MAGIC 0x66697063u
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
+{
+    fk_alloc_t a;
+    fk_ipc_t k;
+    int i;
+
+    _Static_assert(sizeof(fk_ipc_t) <= sizeof(h->reserved), "handle size");
+    reg_begin();
+    i = scan((uintptr_t)p, &a);
+    if (i < 0 || R[i].kind != FK_MEMFD || a.b != (uintptr_t)p) {
+        reg_end();
+        return last_err = cudaErrorInvalidValue; /* not the base of a shareable allocation */
+    }
+    k.magic = FK_IPC_MAGIC;
+    k.pid = (int32_t)getpid();
+    k.fd = R[i].fd;
+    k.size = a.e - a.b;
+    k.maplen = R[i].maplen;
+    reg_end();
+    memset(h, 0, sizeof(*h));
+    memcpy(h->reserved, &k, sizeof(k));
+    return cudaSuccess;
+}
+cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
+{
+    fk_ipc_t k;
+    char path[64];
+    int fd;
+
+    (void)flags;
+    memcpy(&k, h.reserved, sizeof(k));
+    if (k.magic != FK_IPC_MAGIC || k.pid == (int32_t)getpid()) {
+        return last_err = cudaErrorInvalidResourceHandle; /* as CUDA: not in the exporting process */
+    }
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)k.pid, (int)k.fd);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "fakecudart: cudaIpcOpenMemHandle: %s: %m\n", path);
+        return last_err = cudaErrorMapBufferObjectFailed;
+    }
+    *p = mmap(NULL, (size_t)k.maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (*p == MAP_FAILED) {
+        *p = NULL;
+        return last_err = cudaErrorMapBufferObjectFailed;
+    }
+    reg_begin();
+    if (reg_add(*p, (size_t)k.size, FK_IPC, -1, (size_t)k.maplen) < 0) {
+        reg_end();
+        munmap(*p, (size_t)k.maplen);
+        *p = NULL;
+        return last_err = cudaErrorMemoryAllocation;
+    }
+    reg_end();
+    return cudaSuccess;
+}
+cudaError_t cudaIpcCloseMemHandle(void *p)
+{
+    fk_alloc_t a;
+    size_t maplen;
+    int i;
+
+    reg_begin();
+    i = scan((uintptr_t)p, &a);
+    if (i < 0 || R[i].kind != FK_IPC || a.b != (uintptr_t)p) {
+        reg_end();
+        return last_err = cudaErrorInvalidValue;
+    }
+    maplen = R[i].maplen;
+    reg_clear(i);
+    reg_end();
+    munmap(p, maplen);
+    return cudaSuccess;
+}
+/* occupancy: FAKE_CUDA_BLOCKS_PER_SM (default 2) CTAs of any kernel per SM */
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *f, int bs, size_t sm, unsigned fl)
+{
+    const char *e = getenv("FAKE_CUDA_BLOCKS_PER_SM");
+
+    (void)f; (void)sm; (void)fl;
+    if (!n || bs <= 0 || bs > 1024) return last_err = cudaErrorInvalidValue;
+    *n = e ? atoi(e) : 2;
+    return cudaSuccess;
+}
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *f, int bs, size_t sm)
+{
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, f, bs, sm, 0);
+}
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *a, const void *f)
+{
+    (void)f;
+    memset(a, 0, sizeof(*a));
+    a->maxThreadsPerBlock = 1024;
+    a->numRegs = 32;
+    return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void *f, enum cudaFuncAttribute at, int v) { (void)f; (void)at; (void)v; return cudaSuccess; }
 cudaError_t cudaMallocHost(void **p, size_t n) { *p = malloc(n); return cudaSuccess; }
 cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) { (void)k; (void)st; memmove(d, s, n); return cudaSuccess; }
@@ -181,7 +342,9 @@ static CUresult fk_range(CUdeviceptr *b, size_t *s, CUdeviceptr p) { fk_alloc_t 
 static CUresult fk_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f) { (void)s; (void)f; if (!FK_STREAM_ERR()) __atomic_store_n((cuuint32_t *)a, v, __ATOMIC_RELEASE); return CUDA_SUCCESS; }
 static CUresult fk_attr(void *d, CUpointer_attribute at, CUdeviceptr p) { fk_alloc_t r; (void)at; if (find((void *)p, &r) < 0) return CUDA_ERROR_INVALID_VALUE; *(unsigned long long *)d = r.id; return CUDA_SUCCESS; }
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned v, unsigned long long f, enum cudaDriverEntryPointQueryResult *q) {
-    (void)v; (void)f; *fn = !strcmp(sym, "cuMemGetAddressRange") ? (void *)fk_range : !strcmp(sym, "cuPointerGetAttribute") ? (void *)fk_attr :
+    (void)v; (void)f;
+    if (!strncmp(sym, "cuMulticast", 11)) __atomic_fetch_add(&fake_cuda_multicast_requests, 1, __ATOMIC_RELAXED);
+    *fn = !strcmp(sym, "cuMemGetAddressRange") ? (void *)fk_range : !strcmp(sym, "cuPointerGetAttribute") ? (void *)fk_attr :
                            !strcmp(sym, "cuStreamWriteValue32") ? (void *)fk_write : NULL;
     if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess; }

@@ -184,11 +184,19 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
     return ncclSuccess;
 }
 
+/* Requests for multicast objects (tests/mpi/mpi_fault reads it through dlsym): a real NCCL creates
+ * NVLS multicast for a communicator of several ranks at init unless NCCL_NVLS_ENABLE=0, so an init
+ * with it unset or not 0 counts as one. */
+unsigned long fake_nccl_multicast_requests;
+
 ncclResult_t ncclCommInitRank(ncclComm_t *cp, int n, ncclUniqueId id, int r)
 {
+    const char *nvls = getenv("NCCL_NVLS_ENABLE");
     fk_comm_t *c;
     uint32_t magic, slot = FK_DEFAULT_SLOT;
     int fd, i;
+
+    if (n > 1 && (!nvls || strcmp(nvls, "0"))) __atomic_fetch_add(&fake_nccl_multicast_requests, 1, __ATOMIC_RELAXED);
 
     if (!cp || n < 1 || r < 0 || r >= n) return ncclInvalidArgument;
     c = calloc(1, sizeof(*c));

@@ -11,9 +11,13 @@
  * output must keep its poison), checked exactly against a host reference.
  * Then the paths (tlmpi_get_stats, counted from before the first call): every call of a collective
  * must have taken one path, the same for the three collectives, the same on every rank (per-rank
- * paths gathered with PMPI_Allgather), and the one FAULT_EXPECT_PATH names (nccl|staging|self)
- * when that is set. Each rank prints "mpi_fault: rank R path P"; rank 0 the harness's verdict.
- * TLMPI_TEST_ROUNDS (default 3) rounds.
+ * paths gathered with PMPI_Allgather), and the one FAULT_EXPECT_PATH names (nccl|staging|self|node)
+ * when that is set. Each rank prints "mpi_fault: rank R path P", then "mpi_fault: rank R multicast
+ * requests N" (what the fake CUDA runtime and the fake NCCL counted as requests for multicast
+ * objects; fault.sh checks it), then the plan of the dup in words (tlmpi_comm_describe) as
+ * "mpi_fault: rank R plan ..."; rank 0 the harness's verdict. TLMPI_TEST_ROUNDS (default 3) rounds.
+ * Each rank uses device rank % (number of devices): FAKE_CUDA_DEVICES=4 gives every rank its own
+ * fake GPU (then no two ranks share one).
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -21,6 +25,7 @@
 #include <cuda_runtime_api.h>
 #include "harness.h"
 
+#include <dlfcn.h>
 #include <libgen.h>
 #include <unistd.h>
 
@@ -149,9 +154,28 @@ static const struct {
     const char *name;
 } paths[] = {
     { TLMPI_PATH_NCCL, "nccl" }, { TLMPI_PATH_STAGING, "staging" }, { TLMPI_PATH_SELF, "self" },
-    { TLMPI_PATH_PASSTHROUGH, "passthrough" }, { TLMPI_PATH_HOSTOP, "hostop" },
+    { TLMPI_PATH_PASSTHROUGH, "passthrough" }, { TLMPI_PATH_HOSTOP, "hostop" }, { TLMPI_PATH_NODE, "node" },
 };
 #define NPATHS ((int)(sizeof(paths) / sizeof(paths[0])))
+
+/* the fakes' counters of multicast requests (tests/fakes): the CUDA runtime is linked in; the NCCL,
+ * if tlmpi loaded it, is found through the same dlopen name */
+extern unsigned long fake_cuda_multicast_requests;
+
+static unsigned long multicast_requests(void)
+{
+    unsigned long n = __atomic_load_n(&fake_cuda_multicast_requests, __ATOMIC_RELAXED);
+    const char *lib = getenv("TLMPI_NCCL_LIBRARY");
+    void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+
+    if (h) {
+        unsigned long *c = (unsigned long *)dlsym(h, "fake_nccl_multicast_requests");
+
+        if (c) n += __atomic_load_n(c, __ATOMIC_RELAXED);
+        dlclose(h);
+    }
+    return n;
+}
 
 static uint64_t calls_on(tlmpi_coll_t c, tlmpi_path_t p)
 {
@@ -183,6 +207,12 @@ int main(int argc, char **argv)
         return tst_skip("written for at most 16 ranks");
     }
     rounds = rounds_env && *rounds_env ? atoi(rounds_env) : 3;
+    {
+        int ndev = 1;
+
+        TST_CUDA(cudaGetDeviceCount(&ndev));
+        TST_CUDA(cudaSetDevice(tst_rank % (ndev > 0 ? ndev : 1)));
+    }
     cap = ((size_t)(tst_size + 1) * MAXC + GUARD) * sizeof(double);
     TST_CUDA(cudaMalloc(&ds, cap));
     TST_CUDA(cudaMalloc(&dr, cap));
@@ -231,6 +261,14 @@ int main(int argc, char **argv)
         if (mine[c] != rpath) rpath = -1;
     }
     printf("mpi_fault: rank %d path %s\n", tst_rank, rpath >= 0 ? paths[rpath].name : "mixed");
+    {
+        char plan[2048];
+
+        printf("mpi_fault: rank %d multicast requests %lu\n", tst_rank, multicast_requests());
+        if (tlmpi_comm_describe(g_comm, plan, sizeof(plan)) == TLMPI_OK) {
+            printf("mpi_fault: rank %d plan %s\n", tst_rank, plan);
+        }
+    }
     fflush(stdout);
     all = tst_malloc(sizeof(int) * NCOLL * (size_t)tst_size);
     PMPI_Allgather(mine, NCOLL, MPI_INT, all, NCOLL, MPI_INT, MPI_COMM_WORLD);

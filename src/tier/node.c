@@ -1,0 +1,529 @@
+/*
+ * node: the node tier, tlmpi's own kernels (cuda/node*.cu) for a communicator whose 2..8 ranks are
+ * all on one node. Algorithms (the plan's names; "auto" picks by message size, per call, from
+ * rank-uniform settings):
+ *   allgather             push (own block into every peer's pool; auto up to TLMPI_NODE_AG_PUSH_MAX)
+ *                         or pull (every rank loads the others' blocks from their pools)
+ *   reduce_scatter_block  pull (load-reduce the own block from every pool), whatever is asked
+ *   allreduce             oneshot (auto up to TLMPI_NODE_ONESHOT_MAX) or twoshot
+ * An algorithm that does not apply to the collective means auto.
+ *
+ * Transport: ipc (src/transport/ipc.c), created at plan build (tier setup) and agreed by all ranks;
+ * TLMPI_NODE_TRANSPORT=devcomm asks for the NCCL Device API transport, which is not built yet (the
+ * tier is then off, one warning per rank). Where ranks share a GPU, setup times 10 node barriers
+ * (after one warm-up; each waited for): it is the kernels' smoke test (a failure anywhere fails the
+ * setup everywhere) and the MPS detection: a median above TLMPI_NODE_SLOW_US on any rank means a
+ * time-sliced GPU, and TLMPI_CAP_NODE_SLOW (agreed) takes the tier out of the auto order.
+ *
+ * run: one kernel launch on the comm's stream (the per-comm barrier epoch advanced by the launcher),
+ * a bounded wait (TLMPI_TIMEOUT + 10 s: the kernels' own device waits give up after TLMPI_TIMEOUT
+ * and report first through the host-mapped error record, which run turns into one diagnostic line
+ * and MPI_Abort). A launch error happens before any data moved: TLMPI_ERR_UNSUPPORTED (staging then
+ * serves the call). Buffers on another device than the comm's go through scratch memory on the
+ * comm's device (this rank cannot decline: its peers already launched). Teardown: one last node
+ * barrier, so that no peer still reads or writes this rank's pool when it is freed.
+ */
+#include "config.h"
+#include "tier.h"
+#include "global.h"
+#include "env.h"
+#include "stats.h"
+#include "cudawrap.h"
+#include "stream.h"
+#include "log.h"
+#include "checks.h"
+#include "ipc.h"
+#include "kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { A_AUTO = 0, A_PUSH, A_PULL, A_ONESHOT, A_TWOSHOT, A_COUNT };
+static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "oneshot", "twoshot" };
+
+#define NODE_CAPS (TLMPI_CAP_NODE | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)
+#define NODE_GRACE_S 10         /* the host wait's bound beyond TLMPI_TIMEOUT (the device's) */
+#define NODE_TIMED_BARRIERS 10
+/* CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (the runtime's cudaDevAttrReserved132) */
+#define NODE_DEV_ATTR_MULTICAST 132
+
+/* The algorithm a call runs (never A_AUTO), from rank-uniform inputs only. */
+static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
+{
+    switch (coll) {
+    case TLMPI_COLL_ALLGATHER:
+        if (algo == A_PUSH || algo == A_PULL) {
+            return algo;
+        }
+        return bytes <= (size_t)TLMPI_ENV_I(NODE_AG_PUSH_MAX) ? A_PUSH : A_PULL;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        return A_PULL;
+    default:
+        if (algo == A_ONESHOT || algo == A_TWOSHOT) {
+            return algo;
+        }
+        return bytes <= (size_t)TLMPI_ENV_I(NODE_ONESHOT_MAX) ? A_ONESHOT : A_TWOSHOT;
+    }
+}
+
+static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t len)
+{
+    int applies = coll == TLMPI_COLL_ALLGATHER ? algo == A_PUSH || algo == A_PULL :
+                  coll == TLMPI_COLL_ALLREDUCE ? algo == A_ONESHOT || algo == A_TWOSHOT : 1;
+
+    if (coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
+        snprintf(buf, len, "pull");
+    } else if (applies && algo != A_AUTO) {
+        snprintf(buf, len, "%s", node_algos[algo]);
+    } else if (coll == TLMPI_COLL_ALLGATHER) {
+        snprintf(buf, len, "auto(push<=%lld,pull)", (long long)TLMPI_ENV_I(NODE_AG_PUSH_MAX));
+    } else {
+        snprintf(buf, len, "auto(oneshot<=%lld,twoshot)", (long long)TLMPI_ENV_I(NODE_ONESHOT_MAX));
+    }
+}
+
+static int node_supports(const tlmpi_call_t *c, unsigned caps)
+{
+    if ((caps & NODE_CAPS) != NODE_CAPS || !c->contiguous || !tlmpi_call_all_device(c)) {
+        return 0;
+    }
+#ifdef HAVE_CUDA
+    if (c->coll == TLMPI_COLL_ALLGATHER) {
+        return 1; /* any contiguous datatype moves as bytes */
+    }
+    return tlmpi_cuda_node_supported((int)c->dt, (int)c->opc);
+#else
+    return 0;
+#endif
+}
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+struct tlmpi_node_comm {
+    tlmpi_ipc_t *ipc;
+    unsigned long long epoch;   /* barriers launched on this comm so far (the same on every rank) */
+    double barrier_us;          /* agreed median of the timed barriers (< 0: not timed) */
+    int slow;                   /* the timed barriers say: time-sliced GPU */
+    char mc_why[96];            /* why multicast is emulated */
+    void *scratch;              /* on the comm's device, for buffers on another one */
+    size_t scratch_bytes;
+    int ran;                    /* a collective kernel was launched (then on every rank: its barriers
+                                   completed only because every peer launched its own) */
+};
+
+static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
+{
+    static int devcomm_said;
+    long transport = (long)TLMPI_ENV_I(NODE_TRANSPORT); /* 0 auto, 1 ipc, 2 devcomm */
+    int devcomm_fault;
+
+    if (tlmpi_g.gpu_count <= 0 || tc->dev < 0 || !TLMPI_ENV_I(NODE) || tc->size < 2 ||
+        tc->size > TLMPI_NODE_MAX_RANKS || tc->nodes != 1) {
+        return 0;
+    }
+    devcomm_fault = tlmpi_fault_hit(DEVCOMM_INIT);
+    if (transport == 2) {
+        *want_p = TLMPI_CAP_NODE;
+        snprintf(why, len, devcomm_fault ? "the devcomm transport failed (injected: TLMPI_FAULT=devcomm_init)" :
+                 "the devcomm transport (NCCL Device API) is not built (TLMPI_NODE_TRANSPORT=devcomm)");
+        tlmpi_info(COMM, "node tier: %s", why);
+        return 0;
+    }
+    if (transport == 0 && !__atomic_exchange_n(&devcomm_said, 1, __ATOMIC_RELAXED)) {
+        tlmpi_info(COMM, "node tier: devcomm transport unavailable: %s; using ipc",
+                   devcomm_fault ? "injected (TLMPI_FAULT=devcomm_init)" : "not built");
+    }
+    *want_p = TLMPI_CAP_NODE;
+    return TLMPI_CAP_NODE;
+}
+
+/* Why the node kernels emulate multicast here (the ipc transport never creates any). */
+static void multicast_why(int dev, char *buf, size_t len)
+{
+    int mc = 0;
+
+    if (TLMPI_ENV_I(NVLS) == TLMPI_TRI_NO) {
+        snprintf(buf, len, "TLMPI_NVLS=0");
+    } else if (tlmpi_g.nccl_nvls_off) {
+        snprintf(buf, len, "NCCL_NVLS_ENABLE=0");
+    } else if (cudaDeviceGetAttribute(&mc, (enum cudaDeviceAttr)NODE_DEV_ATTR_MULTICAST, dev) != cudaSuccess || !mc) {
+        (void)cudaGetLastError();
+        snprintf(buf, len, "no multicast support on device %d", dev);
+    } else {
+        snprintf(buf, len, "the ipc transport creates no multicast object");
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + 1e-3 * (double)t.tv_nsec;
+}
+
+/* One barrier kernel on the comm's stream, waited for; 0 or -1 with the reason. The comm's device
+ * is current. */
+static int node_barrier(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_node_xport_t *x,
+                        const char *what, char *why, size_t len)
+{
+    tlmpi_wait_who_t who = { MPI_COMM_NULL, tc->id, TLMPI_COLL_ALLREDUCE, "node" };
+    tlmpi_node_args_t a;
+    int e;
+
+    memset(&a, 0, sizeof(a));
+    a.kind = TLMPI_NODE_BARRIER;
+    a.ctas = 1;
+    a.epoch = nc->epoch;
+    e = tlmpi_cuda_node_run(x, &a, tc->ctx->stream);
+    if (e != 0) {
+        snprintf(why, len, "%s: the node barrier kernel cannot be launched: %s", what, cudaGetErrorString((cudaError_t)e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    nc->epoch = a.epoch;
+    e = tlmpi_gpu_stream_wait_grace(tc->ctx, &who, what, NODE_GRACE_S);
+    if (e != 0) {
+        snprintf(why, len, "%s: the node barrier kernel failed: %s", what, cudaGetErrorString((cudaError_t)e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (nc->ipc->err->set) {
+        volatile tlmpi_node_err_t *r = nc->ipc->err;
+
+        snprintf(why, len, "%s: the node barrier timed out waiting for node rank %d (expected %llu, seen %llu)", what,
+                 r->peer, (unsigned long long)r->expected, (unsigned long long)r->seen);
+        return -1;
+    }
+    return 0;
+}
+
+/* The timed barriers (ranks share a GPU): the median in microseconds, or -1 with the reason. */
+static double time_barriers(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, char *why, size_t len)
+{
+    double t[NODE_TIMED_BARRIERS];
+    int i;
+
+    if (node_barrier(tc, nc, &nc->ipc->x, "the node tier's smoke test", why, len) != 0) {
+        return -1;
+    }
+    for (i = 0; i < NODE_TIMED_BARRIERS; i++) {
+        double t0 = now_us();
+
+        if (node_barrier(tc, nc, &nc->ipc->x, "the node tier's timed barriers", why, len) != 0) {
+            return -1;
+        }
+        t[i] = now_us() - t0;
+    }
+    qsort(t, NODE_TIMED_BARRIERS, sizeof(t[0]), cmp_double);
+    return 0.5 * (t[NODE_TIMED_BARRIERS / 2 - 1] + t[NODE_TIMED_BARRIERS / 2]);
+}
+
+static void node_free(struct tlmpi_node_comm *nc, int dev, int heap)
+{
+    int saved = -1;
+
+    tlmpi_ipc_destroy(nc->ipc);
+    if (nc->scratch && tlmpi_gpu_enter_device(dev, &saved) == 0) {
+        cudaFree(nc->scratch);
+        (void)cudaGetLastError();
+        tlmpi_gpu_restore_device(saved);
+    }
+    if (heap) {
+        free(nc);
+    }
+}
+
+/* Tier setup (collective over tc->comm): the transport, then where ranks share a GPU the smoke test
+ * and the MPS detection. Every rank reaches the same outcome. */
+static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
+{
+    struct tlmpi_node_comm *nc = calloc(1, sizeof(*nc)), spare;
+    size_t data = tlmpi_ipc_data_bytes((long long)TLMPI_ENV_I(NODE_POOL));
+    int saved = -1, have_nc = nc != NULL;
+
+    if (!have_nc) {
+        /* every collective below must still run here: fail at the end, agreed by the plan */
+        memset(&spare, 0, sizeof(spare));
+        nc = &spare;
+    }
+    nc->ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, data, tc->ctx->stream, why, len);
+    if (!nc->ipc) {
+        if (have_nc) {
+            free(nc);
+        }
+        return TLMPI_ERR_CUDA; /* on every rank alike */
+    }
+    nc->barrier_us = -1;
+    if (nc->ipc->shared) {
+        double v[2] = { 0, 0 }, med;
+        char lwhy[160] = "";
+
+        if (!have_nc) {
+            snprintf(lwhy, sizeof(lwhy), "out of host memory");
+            med = -1;
+        } else if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+            snprintf(lwhy, sizeof(lwhy), "cannot make device %d current", tc->dev);
+            med = -1;
+        } else {
+            med = time_barriers(tc, nc, lwhy, sizeof(lwhy));
+            tlmpi_gpu_restore_device(saved);
+        }
+        v[0] = med >= 0 ? med : 0;
+        v[1] = med < 0;
+        if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, tc->comm) != MPI_SUCCESS || v[1] != 0) {
+            snprintf(why, len, "%s", med < 0 ? lwhy : "the node tier's smoke test (a node barrier) failed on another rank");
+            node_free(nc, tc->dev, have_nc); /* no collective kernel ran: nobody uses the pools */
+            return TLMPI_ERR_CUDA;
+        }
+        nc->barrier_us = v[0];
+        nc->slow = TLMPI_ENV_I(NODE_SLOW_US) > 0 && v[0] > (double)TLMPI_ENV_I(NODE_SLOW_US);
+        if (nc->slow) {
+            tc->caps |= TLMPI_CAP_NODE_SLOW; /* agreed: the same v[0] everywhere */
+        }
+    }
+    if (!have_nc) {
+        /* this rank alone: the plan's agreement on setup failures takes the tier away everywhere */
+        snprintf(why, len, "out of host memory");
+        node_free(nc, tc->dev, 0);
+        return TLMPI_ERR_NO_MEMORY;
+    }
+    multicast_why(tc->dev, nc->mc_why, sizeof(nc->mc_why));
+    /* fault site: this rank's collective kernels never arrive (not the setup's or teardown's) */
+    nc->ipc->x.stuck = tlmpi_fault_hit(BARRIER_STUCK);
+    tc->state[TLMPI_TIER_NODE] = nc;
+    if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
+        char d[256];
+
+        tlmpi_tier_node.describe(tc, d, sizeof(d));
+        tlmpi_info(COMM, "communicator #%u node: %s", tc->id, d);
+    }
+    return TLMPI_OK;
+}
+
+static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
+{
+    const struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
+    size_t data, o;
+
+    buf[0] = '\0';
+    if (!nc) {
+        return;
+    }
+    data = nc->ipc->x.data_bytes;
+    o = (size_t)snprintf(buf, len, "transport ipc, %d ranks, pool %zu %s, %d CTAs max, multicast emulated (%s)",
+                         nc->ipc->x.nranks, data % ((size_t)1 << 20) ? data >> 10 : data >> 20,
+                         data % ((size_t)1 << 20) ? "KiB" : "MiB", nc->ipc->max_ctas, nc->mc_why);
+    if (o < len && nc->barrier_us >= 0) {
+        snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us (%s)", nc->ipc->ranks_on_gpu,
+                 nc->barrier_us, nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
+    }
+}
+
+static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
+{
+    switch (coll) {
+    case TLMPI_COLL_ALLGATHER:
+        return a == A_PUSH ? TLMPI_NODE_AG_PUSH : TLMPI_NODE_AG_PULL;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        return TLMPI_NODE_RSB_PULL;
+    default:
+        return a == A_ONESHOT ? TLMPI_NODE_AR_ONESHOT : TLMPI_NODE_AR_TWOSHOT;
+    }
+}
+
+/* A device wait of the kernel gave up (TLMPI_TIMEOUT): one line saying who waited for what, then
+ * MPI_Abort, as a host wait's timeout does. */
+static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
+                                                               int a, volatile tlmpi_node_err_t *r)
+{
+    tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u (%d ranks) in %s on tier node "
+                "(algorithm %s, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) at barrier %d of the "
+                "call, CTA slot %d, waiting for node rank %d: expected %llu, seen %llu; calling MPI_Abort",
+                tc->rank, tlmpi_g.world_rank, tc->id, tc->size, tlmpi_coll_name(c->coll), node_algos[a], c->msg_bytes,
+                (long)TLMPI_ENV_I(TIMEOUT), r->barrier, r->cta, r->peer, (unsigned long long)r->expected,
+                (unsigned long long)r->seen);
+    tlmpi_gpu_abort(tc->comm);
+}
+
+static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
+{
+    struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
+    tlmpi_status_t st = TLMPI_OK;
+    tlmpi_node_args_t args;
+    cudaStream_t s;
+    int a, ctas, e, saved = -1, other;
+    long forced = (long)TLMPI_ENV_I(NODE_CTAS);
+    char *tin = NULL, *tout = NULL;
+
+    (void)mpi_rc_p;
+    if (!nc) {
+        return TLMPI_ERR_UNSUPPORTED; /* not set up (cannot happen when supports() said yes) */
+    }
+    s = (cudaStream_t)tc->ctx->stream;
+    a = node_algo(c->coll, algo, c->msg_bytes);
+    args.kind = (int)node_kind(c->coll, a);
+    args.dtype = (int)c->dt;
+    args.op = (int)c->opc;
+    args.in = c->in;
+    args.out = c->rbuf;
+    args.count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
+    ctas = forced > 0 ? (int)(forced < nc->ipc->max_ctas ? forced : nc->ipc->max_ctas)
+                      : tlmpi_cuda_node_ctas_for(args.kind, c->msg_bytes, tc->size, nc->ipc->max_ctas);
+    args.ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
+    args.epoch = nc->epoch;
+    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+        return TLMPI_ERR_UNSUPPORTED; /* nothing moved */
+    }
+    if (TLMPI_UNLIKELY(tlmpi_gpu_ctx_begin(tc->ctx) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        tlmpi_gpu_restore_device(saved);
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    /* buffers on another device than the comm's: through scratch memory on the comm's device. This
+     * rank cannot decline once it is here (the peers launch), so failures are errors. */
+    other = (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
+            (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev);
+    if (TLMPI_UNLIKELY(other)) {
+        size_t in_al = (c->in_bytes + 255) & ~(size_t)255, need = in_al + c->out_bytes;
+
+        tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's node tier runs on device %d: "
+                        "copying through device %d (slower; keep a communicator's buffers on one GPU)",
+                        tlmpi_coll_name(c->coll), c->in_place ? c->rdev : c->sdev, c->rdev, tc->dev, tc->dev);
+        if (need > nc->scratch_bytes) {
+            if (nc->scratch) {
+                cudaFree(nc->scratch); /* earlier calls are complete: they waited */
+            }
+            nc->scratch = NULL;
+            nc->scratch_bytes = 0;
+            TLMPI_CUDA_CHECK_GOTO(cudaMalloc(&nc->scratch, need), st, out);
+            nc->scratch_bytes = need;
+        }
+        tin = nc->scratch;
+        tout = tin + in_al;
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(tin, c->in, c->in_bytes, cudaMemcpyDefault, s), st, wait);
+        args.in = tin;
+        args.out = tout;
+    }
+    e = tlmpi_cuda_node_run(&nc->ipc->x, &args, s);
+    if (TLMPI_UNLIKELY(e != 0)) {
+        (void)cudaGetLastError();
+        tlmpi_warn_once(COLL, "%s on tier node (algorithm %s): the kernel launch failed (%s); this call and any "
+                        "other whose launch fails are staged through the host", tlmpi_coll_name(c->coll),
+                        node_algos[a], cudaGetErrorString((cudaError_t)e));
+        if (!other) {
+            tlmpi_gpu_restore_device(saved);
+            return TLMPI_ERR_UNSUPPORTED; /* before any data moved */
+        }
+        st = TLMPI_ERR_CUDA; /* the input copy is queued: drain it below */
+        goto wait;
+    }
+    nc->epoch = args.epoch;
+    nc->ran = 1;
+    if (TLMPI_UNLIKELY(other)) {
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, wait);
+    }
+wait:
+    {
+        tlmpi_status_t ws = tlmpi_tier_wait_grace(tc, c, "node", "the node kernel", NODE_GRACE_S);
+
+        if (TLMPI_UNLIKELY(nc->ipc->err->set)) {
+            node_timed_out(tc, c, a, nc->ipc->err);
+        }
+        st = st != TLMPI_OK ? st : ws;
+    }
+out:
+    if (st == TLMPI_OK) {
+        tlmpi_stat_algo_add(c->coll, TLMPI_PATH_NODE, a, c->msg_bytes);
+    }
+    tlmpi_gpu_restore_device(saved);
+    return st;
+}
+
+static void node_cleanup(tlmpi_tier_comm_t *tc)
+{
+    struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
+    int saved = -1;
+
+    if (!nc) {
+        return;
+    }
+    tc->state[TLMPI_TIER_NODE] = NULL;
+    /* Every rank of the comm is here (MPI_Comm_free or MPI_Finalize): once collective kernels ran,
+     * one last barrier, after this rank's earlier kernels in stream order, so that no peer still
+     * reads or writes this rank's pool when it is freed. Not for the fault site, and bounded like
+     * every node wait. (Whether kernels ran is the same on every rank; a setup undone by the plan
+     * ran none.) */
+    if (nc->ran && tc->ctx && tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
+        tlmpi_node_xport_t x = nc->ipc->x;
+        char why[160];
+
+        x.stuck = 0;
+        if (node_barrier(tc, nc, &x, "the node tier's last barrier (teardown)", why, sizeof(why)) != 0) {
+            tlmpi_debug(COMM, "communicator #%u: %s", tc->id, why);
+        }
+        tlmpi_gpu_restore_device(saved);
+    }
+    node_free(nc, tc->dev, 1);
+}
+
+#else /* !HAVE_CUDA: the tier does not exist */
+
+static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
+{
+    (void)tc, (void)want_p, (void)why, (void)len;
+    return 0;
+}
+
+static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
+{
+    (void)tc;
+    snprintf(why, len, "built without CUDA");
+    return TLMPI_ERR_NOT_FOUND;
+}
+
+static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
+{
+    (void)tc, (void)c, (void)algo, (void)mpi_rc_p;
+    return TLMPI_ERR_UNSUPPORTED;
+}
+
+static void node_cleanup(tlmpi_tier_comm_t *tc)
+{
+    (void)tc;
+}
+
+static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
+{
+    (void)tc;
+    if (len) {
+        buf[0] = '\0';
+    }
+}
+#endif
+
+const tlmpi_tier_t tlmpi_tier_node = {
+    .name = "node",
+    .label = TLMPI_PATH_NODE,
+    .algos = node_algos,
+    .n_algos = A_COUNT,
+    .cap = NODE_CAPS,
+    .auto_unless = TLMPI_CAP_NODE_SLOW,
+    .setup_caps = TLMPI_CAP_NODE_SLOW,
+    .local_caps = node_local_caps,
+    .setup = node_setup,
+    .supports = node_supports,
+    .run = node_run,
+    .cleanup = node_cleanup,
+    .describe_algo = node_describe_algo,
+    .describe = node_describe,
+};
