@@ -132,13 +132,17 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
 }
 
 // ---------------------------------------------------------------------------------------------
-// Partition: a range of `len` bytes (a multiple of 16 except at the message's end) split among the
-// CTAs in 16-byte-aligned pieces; every rank computes the same pieces.
+// Partition: the step's range of a slot (`full` bytes, the same in every step of the call) split
+// among the CTAs in 16-byte-aligned pieces (a call of one step: its length), then clipped to the step's actual length `len` (shorter
+// in the last step). Every rank computes the same pieces, and CTA b covers the same slot offsets in
+// every step: the per-CTA barriers order exactly the accesses that touch the same bytes (a piece
+// computed from `len` would move in the last step, and its writes would meet other CTAs' reads of
+// two steps before, which no barrier of this CTA orders).
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ void cta_piece(size_t len, size_t *lo, size_t *hi)
+__device__ __forceinline__ void cta_piece(size_t full, size_t len, size_t *lo, size_t *hi)
 {
     const size_t g = gridDim.x;
-    size_t per = (len + g - 1) / g;
+    size_t per = (full + g - 1) / g;
     per = (per + 15) & ~(size_t)15;
     size_t a = per * blockIdx.x;
     if (a > len) a = len;
@@ -219,8 +223,20 @@ template <int E> __device__ __forceinline__ void st_user_e(char *p, Vec<E> v, in
     for (int i = 0; i < E; i++) reinterpret_cast<unsigned char *>(p)[i] = s[i];
 }
 
-// Copy [lo, hi) of a piece: user/pool src at alignment ua_s to dst at ua_d (pool: 16); the tail
-// (< 16 bytes, only at the message's end) byte by byte.
+// Loads of pool memory (any rank's) bypass L1 (ld.global.cg): the same pool addresses carry new data
+// every other step, written by other SMs or GPUs, and L1 is not coherent with them.
+template <int VB> __device__ __forceinline__ Vec<VB> load_pool(const char *p)
+{
+    if constexpr (VB == 16) return __ldcg(reinterpret_cast<const uint4 *>(p));
+    else if constexpr (VB == 8) return __ldcg(reinterpret_cast<const uint2 *>(p));
+    else if constexpr (VB == 4) return __ldcg(reinterpret_cast<const unsigned *>(p));
+    else if constexpr (VB == 2) return __ldcg(reinterpret_cast<const unsigned short *>(p));
+    else return __ldcg(reinterpret_cast<const unsigned char *>(p));
+}
+
+// Copy [lo, hi) of a piece: src at alignment ua_s to dst at ua_d (a pool: 16; src a pool when
+// FROM_POOL); the tail (< 16 bytes, only at the message's end) byte by byte.
+template <bool FROM_POOL = false>
 __device__ __forceinline__ void copy_piece(char *dst, int ua_d, const char *src, int ua_s, size_t lo, size_t hi)
 {
     constexpr int U = 4;
@@ -230,13 +246,15 @@ __device__ __forceinline__ void copy_piece(char *dst, int ua_d, const char *src,
     for (; i + (U - 1) * bd < nvec; i += U * bd) {
         uint4 v[U];
 #pragma unroll
-        for (int u = 0; u < U; u++) v[u] = ld_user(src + lo + (i + u * bd) * 16, ua_s);
+        for (int u = 0; u < U; u++)
+            v[u] = FROM_POOL ? load_pool<16>(src + lo + (i + u * bd) * 16) : ld_user(src + lo + (i + u * bd) * 16, ua_s);
 #pragma unroll
         for (int u = 0; u < U; u++) st_user(dst + lo + (i + u * bd) * 16, v[u], ua_d);
     }
-    for (; i < nvec; i += bd) st_user(dst + lo + i * 16, ld_user(src + lo + i * 16, ua_s), ua_d);
+    for (; i < nvec; i += bd)
+        st_user(dst + lo + i * 16, FROM_POOL ? load_pool<16>(src + lo + i * 16) : ld_user(src + lo + i * 16, ua_s), ua_d);
     const size_t t0 = lo + nvec * 16;
-    if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = src[t0 + threadIdx.x];
+    if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = FROM_POOL ? (char)load_pool<1>(src + t0 + threadIdx.x) : src[t0 + threadIdx.x];
 }
 
 }  // namespace node

@@ -41,7 +41,7 @@ template <class X> __device__ __forceinline__ void ag_push(const Params &p, cons
         const size_t h = half_off(p.x, p.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
-        cta_piece(L, &lo, &hi);
+        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         const char *src = p.in + off;
         char *own = p.out + (size_t)r * B + off;
         const int ua_s = ua_of(src), ua_o = ua_of(own);
@@ -65,7 +65,7 @@ template <class X> __device__ __forceinline__ void ag_push(const Params &p, cons
             int q = r + j;
             if (q >= n) q -= n;
             char *dst = p.out + (size_t)q * B + off;
-            copy_piece(dst, ua_of(dst), t.data(r) + h + (size_t)q * S, 16, lo, hi);
+            copy_piece<true>(dst, ua_of(dst), t.data(r) + h + (size_t)q * S, 16, lo, hi);
         }
     }
 }
@@ -80,7 +80,7 @@ template <class X> __device__ __forceinline__ void ag_pull(const Params &p, cons
         const size_t h = half_off(p.x, p.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
-        cta_piece(L, &lo, &hi);
+        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         const char *src = p.in + off;
         char *own = p.out + (size_t)r * B + off;
         char *pool = t.data(r) + h;
@@ -104,7 +104,7 @@ template <class X> __device__ __forceinline__ void ag_pull(const Params &p, cons
             int q = r + j;
             if (q >= n) q -= n;
             char *dst = p.out + (size_t)q * B + off;
-            copy_piece(dst, ua_of(dst), t.data(q) + h, 16, lo, hi);
+            copy_piece<true>(dst, ua_of(dst), t.data(q) + h, 16, lo, hi);
         }
     }
 }

@@ -33,7 +33,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar1(cons
         const size_t h = half_off(p.x, p.epoch + k);
         const size_t off = (size_t)s * S, L = M - off < S ? M - off : S;
         size_t lo, hi;
-        cta_piece(L, &lo, &hi);
+        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         const char *src = p.in + off;
         if (t.nranks() > 1) copy_piece(t.data(r) + h, 16, src, ua_of(src), lo, hi);
         if (!t.barrier(k)) return;

@@ -45,7 +45,9 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
         const int k1 = 2 * (int)s + 1, k2 = k1 + 1;
         const size_t ha = half_off(p.x, p.epoch + k1), hb = half_off(p.x, p.epoch + k2);
         const size_t off = (size_t)s * S, L = M - off < S ? M - off : S;
-        size_t ls = (L + n - 1) / n;
+        // slices from the chunk size, the same in every step (the last step's short piece leaves
+        // the last slices short or empty); a one-step call splits its own length
+        size_t ls = ((p.nsteps == 1 ? L : S) + n - 1) / n;
         ls = (ls + 15) & ~(size_t)15;
         const char *src = p.in + off;
         char *dst = p.out + off;
@@ -56,7 +58,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
             if (so >= L) continue;
             const size_t len = L - so < ls ? L - so : ls;
             size_t lo, hi;
-            cta_piece(len, &lo, &hi);
+            cta_piece(ls, len, &lo, &hi);
             copy_piece(t.data(r) + ha + so, 16, src + so, ua_of(src + so), lo, hi);
         }
         if (!t.barrier(k1)) return;
@@ -65,7 +67,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
             if (so < L) {
                 const size_t len = L - so < ls ? L - so : ls;
                 size_t lo, hi;
-                cta_piece(len, &lo, &hi);
+                cta_piece(ls, len, &lo, &hi);
                 const StoreOthers<X> st{ t, hb - ha };
                 reduce_piece<DT, Op>(t, src + so, dst + so, ha + so, lo, hi, st);
             }
@@ -78,8 +80,8 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
             if (so >= L) continue;
             const size_t len = L - so < ls ? L - so : ls;
             size_t lo, hi;
-            cta_piece(len, &lo, &hi);
-            copy_piece(dst + so, ua_of(dst + so), t.data(r) + hb + so, 16, lo, hi);
+            cta_piece(ls, len, &lo, &hi);
+            copy_piece<true>(dst + so, ua_of(dst + so), t.data(r) + hb + so, 16, lo, hi);
         }
     }
 }

@@ -34,7 +34,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void rsb(cons
         const size_t h = half_off(p.x, p.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
-        cta_piece(L, &lo, &hi);
+        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         for (int j = 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;

@@ -35,8 +35,8 @@ struct IpcTransport {
         Acc a;
         const int n = x.nranks, r = x.rank;
         if (r == 0) a.init(self_v);
-        else a.init(load<16>(data(0) + off));
-        for (int q = 1; q < n; q++) a.add(q == r ? self_v : load<16>(data(q) + off));
+        else a.init(load_pool<16>(data(0) + off));
+        for (int q = 1; q < n; q++) a.add(q == r ? self_v : load_pool<16>(data(q) + off));
         return a.get();
     }
     // the same for one element of E bytes (tails)
@@ -46,8 +46,8 @@ struct IpcTransport {
         Acc a;
         const int n = x.nranks, r = x.rank;
         if (r == 0) a.init(self_v);
-        else a.init(load<E>(data(0) + off));
-        for (int q = 1; q < n; q++) a.add(q == r ? self_v : load<E>(data(q) + off));
+        else a.init(load_pool<E>(data(0) + off));
+        for (int q = 1; q < n; q++) a.add(q == r ? self_v : load_pool<E>(data(q) + off));
         return a.get();
     }
     // v into every rank's pool at off except this rank's (the caller writes its own copy where it

@@ -64,14 +64,26 @@ if HAVE_CUDA
 # the copy/reduce kernels of cuda/local.cu against a host reference (77 without a GPU)
 check_PROGRAMS += tests/gpu/gpu_reduce
 TESTS += tests/gpu/gpu_reduce
-tests_gpu_gpu_reduce_SOURCES = tests/gpu/gpu_reduce.c
+tests_gpu_gpu_reduce_SOURCES = tests/gpu/gpu_reduce.c tests/gpu/elemref.h
 tests_gpu_gpu_reduce_LDADD = libtlmpi_core.la $(CUDA_LIBS)
 tests_gpu_gpu_reduce_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+check_PROGRAMS += tests/gpu/gpu_node_kernels
+TESTS += tests/gpu/gpu_node_kernels
+tests_gpu_gpu_node_kernels_SOURCES = tests/gpu/gpu_node_kernels.c tests/gpu/elemref.h
+tests_gpu_gpu_node_kernels_LDADD = libtlmpi_core.la $(CUDA_LIBS)
+tests_gpu_gpu_node_kernels_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 check_PROGRAMS += tests/gpu/gpu_coll
-tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c tests/harness.h
+tests_gpu_gpu_coll_SOURCES = tests/gpu/gpu_coll.c tests/gpu/gpu_values.h tests/harness.h
 tests_gpu_gpu_coll_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_coll_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_coll_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# the node tier (tlmpi's own kernels) with every algorithm forced, through MPI: tests/gpu/node.sh
+# runs it with 2, 3, 4, 8 ranks on one GPU under MPS; check_gpu.sh runs its quick subset
+check_PROGRAMS += tests/gpu/gpu_node
+tests_gpu_gpu_node_SOURCES = tests/gpu/gpu_node.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_node_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_node_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
+tests_gpu_gpu_node_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # the PMPI guard: preloaded, aborts on a device pointer reaching PMPI_* (-rpath: build a shared lib)
 check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
 tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
@@ -129,6 +141,8 @@ endif
 # THREADS_REPEAT=N repeats its whole matrix. tests/gpu/threads.sh: the same on a GPU host.
 TESTS += tests/mpi/threads.sh
 EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
+# tests/gpu/node.sh NPS BUILD_DIR [quick]: gpu_node on a GPU host (device-run.sh part node)
+EXTRA_DIST += tests/gpu/node.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);
 # skips (77) where mpi_fault is not built
 TESTS += tests/mpi/fault.sh

@@ -1,0 +1,352 @@
+/*
+ * gpu_node_kernels: the node kernels (cuda/node_*.cu through kernels.h's tlmpi_cuda_node_run) with
+ * n "ranks" in one process: n pools in this process's device memory, n descriptors that all map
+ * them, one stream per rank, each call launched on all n streams at once (so all the ranks' CTAs run
+ * concurrently, as with n processes under MPS; the CTA counts come from tlmpi_cuda_node_max_ctas
+ * for n ranks on the GPU). No MPI: this tests the kernels' data movement, step and slot
+ * arithmetic, barriers and parity halves; the MPI tests (gpu_coll, gpu_node) test the tier.
+ *
+ *  - every algorithm (allgather push/pull, reduce_scatter_block, allreduce one-shot/two-shot) x
+ *    every element type x {sum, prod, min, max}, n = 2, 3, 4, 8, sizes 1, 7, 4097 elements and
+ *    sizes of several pool steps (data area 64 KiB and 1 MiB), in place and not, user pointers
+ *    offset by 0..15 bytes (any alignment), 1..max CTAs;
+ *  - a burst of 300 back-to-back calls of alternating kinds and sizes with no host
+ *    synchronisation between them, then every result checked (cross-call slot races);
+ *  - a stuck rank (descriptor stuck = 1): every rank's wait times out within the bound and its
+ *    error record names the stuck rank and the expected epoch;
+ *  - results bitwise against the host reference (elemref.h), outputs poisoned first, the poison
+ *    around every output intact afterwards.
+ * Fresh random data each run (seed printed; TLMPI_TEST_SEED=N repeats). Exit 77 without a GPU.
+ */
+#include "config.h"
+#include "kernels.h"
+#include "elemref.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#define MAXR TLMPI_NODE_MAX_RANKS
+#define GUARD 64
+#define POISON 0xA5
+
+static int failures, cases;
+static int nr;                          /* ranks of the current run */
+static void *pool[MAXR];
+static tlmpi_node_xport_t xp[MAXR];
+static tlmpi_node_err_t *err_h[MAXR];
+static cudaStream_t st[MAXR];
+static unsigned long long epoch[MAXR];
+static int max_ctas;
+
+static const char *kind_names[] = { "ag_push", "ag_pull", "rsb", "ar_oneshot", "ar_twoshot", "barrier" };
+
+static void setup(int n, size_t data_bytes, double timeout_s)
+{
+    int i, j;
+    nr = n;
+    for (i = 0; i < n; i++) {
+        CK(cudaMalloc(&pool[i], TLMPI_NODE_HDR_BYTES + data_bytes));
+        CK(cudaMemset(pool[i], 0, TLMPI_NODE_HDR_BYTES + data_bytes));
+        CK(cudaHostAlloc((void **)&err_h[i], sizeof(tlmpi_node_err_t), cudaHostAllocMapped));
+        memset(err_h[i], 0, sizeof(tlmpi_node_err_t));
+        CK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
+        epoch[i] = 0;
+    }
+    for (i = 0; i < n; i++) {
+        memset(&xp[i], 0, sizeof(xp[i]));
+        for (j = 0; j < n; j++) xp[i].base[j] = pool[j];
+        xp[i].rank = i;
+        xp[i].nranks = n;
+        xp[i].data_bytes = data_bytes;
+        xp[i].timeout_ns = (unsigned long long)(timeout_s * 1e9);
+        CK(cudaHostGetDevicePointer(&xp[i].err, err_h[i], 0));
+    }
+    max_ctas = tlmpi_cuda_node_max_ctas(0, n);
+    if (max_ctas < 1) {
+        printf("FAIL: tlmpi_cuda_node_max_ctas(0, %d) = %d\n", n, max_ctas);
+        exit(1);
+    }
+}
+
+static void teardown(void)
+{
+    int i;
+    CK(cudaDeviceSynchronize());
+    for (i = 0; i < nr; i++) {
+        CK(cudaFree(pool[i]));
+        CK(cudaFreeHost(err_h[i]));
+        CK(cudaStreamDestroy(st[i]));
+    }
+}
+
+/* one call's buffers: per rank a host input, a device in/out with guards, the offset */
+typedef struct {
+    int kind, dt, op, in_place, ctas;
+    size_t count, esz, in_bytes, out_bytes;
+    size_t off_in[MAXR], off_out[MAXR];
+    char *d_in[MAXR], *d_out[MAXR];     /* allocations (guards included) */
+    char *h_in[MAXR];
+} call_t;
+
+static int is_ag(int k) { return k == TLMPI_NODE_AG_PUSH || k == TLMPI_NODE_AG_PULL; }
+
+static void call_prepare(call_t *c)
+{
+    int r;
+    size_t i, n_in;
+    c->esz = is_ag(c->kind) ? 1 : elem_size[c->dt];
+    c->in_bytes = c->count * c->esz * (c->kind == TLMPI_NODE_RSB_PULL ? (size_t)nr : 1);
+    c->out_bytes = c->count * c->esz * (is_ag(c->kind) ? (size_t)nr : 1);
+    n_in = c->in_bytes / c->esz;
+    for (r = 0; r < nr; r++) {
+        size_t obytes = c->in_place ? (c->out_bytes > c->in_bytes ? c->out_bytes : c->in_bytes) : c->out_bytes;
+        c->off_in[r] = is_ag(c->kind) || rnd(3) ? rnd(16) : rnd(16) / c->esz * c->esz;
+        c->off_out[r] = c->in_place ? c->off_in[r] : rnd(16);
+        c->h_in[r] = malloc(c->in_bytes + 1);
+        for (i = 0; i < n_in; i++) put_bits(is_ag(c->kind) ? TLMPI_DT_U8 : c->dt, c->h_in[r], i,
+                                            is_ag(c->kind) ? rnd64() : random_elem(c->dt, c->op));
+        CK(cudaMalloc((void **)&c->d_out[r], obytes + 2 * GUARD + 16));
+        CK(cudaMemset(c->d_out[r], POISON, obytes + 2 * GUARD + 16));
+        if (c->in_place) {
+            /* allgather: own block at rank's slot of out; reductions: the whole input in out */
+            size_t at = is_ag(c->kind) ? (size_t)r * c->count : 0;
+            c->d_in[r] = NULL;
+            CK(cudaMemcpy(c->d_out[r] + GUARD + c->off_out[r] + at, c->h_in[r], c->in_bytes, cudaMemcpyHostToDevice));
+        } else {
+            CK(cudaMalloc((void **)&c->d_in[r], c->in_bytes + 2 * GUARD + 16));
+            CK(cudaMemcpy(c->d_in[r] + GUARD + c->off_in[r], c->h_in[r], c->in_bytes, cudaMemcpyHostToDevice));
+        }
+    }
+}
+
+static void call_launch(call_t *c)
+{
+    int r;
+    for (r = 0; r < nr; r++) {
+        tlmpi_node_args_t a;
+        char *out = c->d_out[r] + GUARD + c->off_out[r];
+        memset(&a, 0, sizeof(a));
+        a.kind = c->kind;
+        a.dtype = c->dt;
+        a.op = c->op;
+        a.out = out;
+        a.in = c->in_place ? (is_ag(c->kind) ? out + (size_t)r * c->count : out) : c->d_in[r] + GUARD + c->off_in[r];
+        a.count = c->count;
+        a.ctas = c->ctas;
+        a.epoch = epoch[r];
+        int e = tlmpi_cuda_node_run(&xp[r], &a, st[r]);
+        if (e) {
+            printf("FAIL: launch %s: %s\n", kind_names[c->kind], cudaGetErrorString((cudaError_t)e));
+            exit(1);
+        }
+        epoch[r] = a.epoch;
+    }
+}
+
+/* check rank r's output of call c (after synchronisation) against the reference */
+static int call_check(call_t *c, const char *what)
+{
+    int r, bad = 0;
+    size_t i;
+    for (r = 0; r < nr && !bad; r++) {
+        size_t win = (c->in_place && c->in_bytes > c->out_bytes ? c->in_bytes : c->out_bytes) + 2 * GUARD + 16;
+        char *h = malloc(win);
+        const char *o = h + GUARD + c->off_out[r];
+        CK(cudaMemcpy(h, c->d_out[r], win, cudaMemcpyDeviceToHost));
+        for (i = 0; i < GUARD + c->off_out[r] && !bad; i++) bad = (unsigned char)h[i] != POISON;
+        if (bad) printf("FAIL: %s: rank %d: poison before the output overwritten\n", what, r);
+        if (!bad && !c->in_place) {
+            for (i = GUARD + c->off_out[r] + c->out_bytes; i < win && !bad; i++) bad = (unsigned char)h[i] != POISON;
+            if (bad) printf("FAIL: %s: rank %d: poison after the output overwritten\n", what, r);
+        }
+        if (!bad && is_ag(c->kind)) {
+            int q;
+            for (q = 0; q < nr && !bad; q++) {
+                if (memcmp(o + (size_t)q * c->count, c->h_in[q], c->count)) {
+                    for (i = 0; i < c->count && o[q * c->count + i] == c->h_in[q][i]; i++) {
+                    }
+                    printf("FAIL: %s: rank %d: block %d differs at byte %zu\n", what, r, q, i);
+                    bad = 1;
+                }
+            }
+        } else if (!bad) {
+            size_t base = c->kind == TLMPI_NODE_RSB_PULL ? (size_t)r * c->count : 0;
+            void *srcs[MAXR];
+            int q;
+            for (q = 0; q < nr; q++) srcs[q] = c->h_in[q] + base * c->esz;
+            for (i = 0; i < c->count && !bad; i++) {
+                uint64_t want = ref_elem(c->dt, c->op, srcs, nr, i), got = get_bits(c->dt, o, i);
+                if (!same_value(c->dt, c->op, got, want)) {
+                    printf("FAIL: %s: rank %d: element %zu of %zu: got 0x%llx want 0x%llx\n", what, r, i, c->count,
+                           (unsigned long long)got, (unsigned long long)want);
+                    bad = 1;
+                }
+            }
+        }
+        free(h);
+    }
+    return bad;
+}
+
+static void call_free(call_t *c)
+{
+    int r;
+    for (r = 0; r < nr; r++) {
+        free(c->h_in[r]);
+        CK(cudaFree(c->d_out[r]));
+        if (c->d_in[r]) CK(cudaFree(c->d_in[r]));
+    }
+}
+
+static int sync_all(const char *what)
+{
+    int r, bad = 0;
+    for (r = 0; r < nr; r++) {
+        cudaError_t e = cudaStreamSynchronize(st[r]);
+        if (e != cudaSuccess) {
+            printf("FAIL: %s: rank %d: %s\n", what, r, cudaGetErrorString(e));
+            exit(1);
+        }
+        if (err_h[r]->set) {
+            printf("FAIL: %s: rank %d: device wait timed out (barrier %d, CTA %d, peer %d, expected %llu, seen %llu)\n", what, r,
+                   err_h[r]->barrier, err_h[r]->cta, err_h[r]->peer, err_h[r]->expected, err_h[r]->seen);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+static void one_case(int kind, int dt, int op, size_t count, int in_place, int ctas)
+{
+    call_t c;
+    char what[160];
+    memset(&c, 0, sizeof(c));
+    c.kind = kind;
+    c.dt = dt;
+    c.op = op;
+    c.count = count;
+    c.in_place = in_place;
+    c.ctas = ctas;
+    snprintf(what, sizeof(what), "n=%d %s %s %s count=%zu%s ctas=%d", nr, kind_names[kind], is_ag(kind) ? "bytes" : dt_names[dt],
+             is_ag(kind) ? "" : op_names[op], count, in_place ? " in-place" : "", ctas);
+    call_prepare(&c);
+    call_launch(&c);
+    cases++;
+    if (sync_all(what) || call_check(&c, what)) failures++;
+    call_free(&c);
+}
+
+static int pick_ctas(void) { return 1 + (int)rnd((unsigned)max_ctas); }
+
+static void sweep(size_t data_bytes)
+{
+    int kind, dt, op;
+    const size_t small[] = { 1, 7, 4097 };
+    for (kind = 0; kind < TLMPI_NODE_BARRIER; kind++) {
+        for (dt = 0; dt < TLMPI_DT_NUM_ARITH; dt++) {
+            for (op = 0; op < TLMPI_OP_NUM_ARITH; op++) {
+                size_t k;
+                if (is_ag(kind) && (dt > 0 || op > 0)) continue;
+                for (k = 0; k < 3; k++) one_case(kind, dt, op, small[k], (int)rnd(2), pick_ctas());
+                /* several steps: 2.5 .. 4.5 data halves of elements */
+                one_case(kind, dt, op, (data_bytes / 2 * 5 / 2 + rnd((unsigned)data_bytes)) / (is_ag(kind) ? 1 : elem_size[dt]) + rnd(5),
+                         (int)rnd(2), pick_ctas());
+            }
+        }
+    }
+}
+
+static void burst(int ncalls)
+{
+    call_t *c = calloc((size_t)ncalls, sizeof(call_t));
+    int i, bad = 0;
+    for (i = 0; i < ncalls; i++) {
+        c[i].kind = (int)rnd(TLMPI_NODE_BARRIER);
+        c[i].dt = (int)rnd(TLMPI_DT_NUM_ARITH);
+        c[i].op = (int)rnd(TLMPI_OP_NUM_ARITH);
+        c[i].count = rnd(3) ? 1 + rnd(3000) : 20000 + rnd(60000);
+        c[i].in_place = (int)rnd(2);
+        c[i].ctas = pick_ctas();
+        call_prepare(&c[i]);
+    }
+    CK(cudaDeviceSynchronize());
+    for (i = 0; i < ncalls; i++) call_launch(&c[i]);
+    cases++;
+    if (sync_all("burst")) bad = 1;
+    for (i = 0; i < ncalls && !bad; i++) {
+        char what[64];
+        snprintf(what, sizeof(what), "burst call %d (%s, count %zu)", i, kind_names[c[i].kind], c[i].count);
+        bad = call_check(&c[i], what);
+    }
+    for (i = 0; i < ncalls; i++) call_free(&c[i]);
+    free(c);
+    failures += bad;
+}
+
+static void stuck_rank(void)
+{
+    int r, bad = 0;
+    struct timespec a, b;
+    double s;
+    setup(4, 65536, 0.2);
+    xp[1].stuck = 1;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (r = 0; r < nr; r++) {
+        tlmpi_node_args_t g;
+        memset(&g, 0, sizeof(g));
+        g.kind = TLMPI_NODE_BARRIER;
+        g.ctas = 2;
+        g.epoch = epoch[r];
+        CK((cudaError_t)tlmpi_cuda_node_run(&xp[r], &g, st[r]));
+    }
+    for (r = 0; r < nr; r++) CK(cudaStreamSynchronize(st[r]));
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    for (r = 0; r < nr; r++) {
+        /* every rank waits for rank 1, which never arrives (not even at its own flag) */
+        if (!err_h[r]->set || err_h[r]->peer != 1 || err_h[r]->expected != 1 || err_h[r]->rank != r ||
+            err_h[r]->kind != TLMPI_NODE_BARRIER || err_h[r]->barrier != 1) {
+            printf("FAIL: stuck rank 1: rank %d record set=%u peer=%d expected=%llu seen=%llu rank=%d\n", r, err_h[r]->set,
+                   err_h[r]->peer, err_h[r]->expected, err_h[r]->seen, err_h[r]->rank);
+            bad = 1;
+        }
+    }
+    if (s > 5.0) {
+        printf("FAIL: stuck rank: the waits took %.2f s for a 0.2 s bound\n", s);
+        bad = 1;
+    }
+    printf("stuck rank 1 of 4: the other ranks' waits ended after %.2f s (bound 0.2 s) with their records set\n", s);
+    cases++;
+    failures += bad;
+    teardown();
+}
+
+int main(int argc, char **argv)
+{
+    int n, dev_count = 0, ns[] = { 2, 3, 4, 8 }, i, quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const char *seed_env = getenv("TLMPI_TEST_SEED");
+    unsigned long long seed = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
+    if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count < 1) {
+        printf("gpu_node_kernels: SKIP (no CUDA device)\n");
+        return 77;
+    }
+    rng_state = seed ? seed : 1;
+    printf("gpu_node_kernels: seed %llu (TLMPI_TEST_SEED)\n", seed);
+    for (i = 0; i < 4; i++) {
+        n = ns[i];
+        setup(n, 65536, 10.0);
+        printf("n=%d: max CTAs %d, data area 64 KiB\n", n, max_ctas);
+        sweep(65536);
+        burst(quick ? 100 : 300);
+        teardown();
+        if (!quick || n == 4) {
+            setup(n, 1 << 20, 10.0);
+            sweep(1 << 20);
+            teardown();
+        }
+        printf("n=%d: %d cases so far, %d failures\n", n, cases, failures);
+    }
+    stuck_rank();
+    printf("gpu_node_kernels: %s (%d cases, %d failures)\n", failures ? "FAIL" : "PASS", cases, failures);
+    return failures ? 1 : 0;
+}
