@@ -410,7 +410,8 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
         if (!(failed & (1u << t)) && tlmpi_tiers[t]->cleanup) {
             tlmpi_tiers[t]->cleanup(tc); /* it worked here: undo it */
         }
-        p->caps &= ~tlmpi_tiers[t]->cap;
+        /* the tier's own capability only: the comm's GPU and streams stay for the other tiers */
+        p->caps &= ~(tlmpi_tiers[t]->cap & ~(TLMPI_CAP_GPU | TLMPI_CAP_STREAM));
         tc->caps = p->caps;
         tlmpi_warn(COMM, "communicator #%u: setting up tier %s failed on some rank (here: %s); every rank uses "
                    "the next tier for its calls", tc->id, tlmpi_tiers[t]->name, why[t][0] ? why[t] : "it succeeded");

@@ -14,10 +14,29 @@
 #              table is ignored, TLMPI_TIER decides), exactly one warning per rank saying it is invalid
 #   nonuniform TLMPI_ALLREDUCE_TIERS=staging on rank 1 only, TLMPI_TIER=nccl: the ranks' settings
 #              differ, so every rank takes the automatic plan (staging: the ranks share the fake GPU)
-#              with exactly one warning per rank saying so
+#              with exactly one warning per rank saying so (TLMPI_NODE=0: the node tier's setup, which
+#              auto would try, cannot launch its smoke test on the CPU; node_shared checks that)
 #   timeout    TLMPI_FAULT=wait_stuck:1 TLMPI_TIMEOUT=2, TLMPI_TIER=nccl: the job ends within 60 s
 #              with a non-zero exit and rank 1's log has the TLMPI_TIMEOUT: diagnostic naming the
 #              collective (allreduce, the first call) and the tier (nccl)
+# The node tier (tlmpi's own kernels; FAKE_CUDA_DEVICES=4 gives each rank its own fake GPU, so no
+# timed barrier runs at setup and the setup succeeds on the CPU; kernel launches fail there, before
+# any data moved, so the calls are staged):
+#   node       TLMPI_TIER=node: the ipc transport is set up on every rank (the plan says "node:
+#              transport ipc, 4 ranks"), every call staged, one warning per rank (the failed launch)
+#   ipc_open   TLMPI_FAULT=ipc_open:1, TLMPI_TIER=node: every rank on staging, one warning per rank
+#              (setting up tier node failed)
+#   ipc_open_auto the same with TLMPI_TIER=auto: every rank on nccl (the next tier of the auto order)
+#   node_pool  TLMPI_FAULT=node_pool:2, TLMPI_TIER=node: the same
+#   devcomm    TLMPI_FAULT=devcomm_init:3 TLMPI_NODE_TRANSPORT=devcomm, TLMPI_TIER=node: the
+#              devcomm transport is not built anywhere and fails on rank 3: staging, one warning per
+#              rank (the node tier is missing)
+#   node_shared TLMPI_TIER=node, one fake GPU for all ranks: the setup's smoke test (a node barrier)
+#              cannot launch: staging, one warning per rank (setting up tier node failed)
+#   nvls0      TLMPI_NVLS=0, auto: the plan says multicast is emulated (TLMPI_NVLS=0) on every rank
+#              and neither fake counted a multicast request; nccl_nvls0 the same with
+#              NCCL_NVLS_ENABLE=0; nvls_on (the control: neither set): the fake NCCL counts requests
+#              (a real one would create NVLS at init), and multicast is emulated (no multicast support)
 # One line per case: "fault <case>: PASS|FAIL (...)"; exit 1 on any failure, 77 where mpi_fault is
 # not built (no CUDA or NCCL headers at configure time). A rank without its own log file (%r not
 # expanded to the rank) is a failure; its lines are then taken from the case's log files by their
@@ -88,9 +107,11 @@ report() { # name verdict(0 pass) detail
     fi
 }
 
-# check_run name expect_path warnings(0|1) pattern: the verdict of a case that must complete
+# check_run name expect_path warnings(0|1) pattern [plan_pattern [multicast]]: the verdict of a case
+# that must complete; plan_pattern (grep -E) must be in every rank's "mpi_fault: rank R plan" line,
+# multicast is 0 (no rank counted a multicast request) or + (every rank counted some)
 check_run() {
-    name=$1 expect=$2 nwarn=$3 pat=$4
+    name=$1 expect=$2 nwarn=$3 pat=$4 plan_pat=${5:-} mc=${6:-}
     bad=
     if [ $rc = 124 ] || [ $rc = 137 ]; then
         bad="timed out after $limit s"
@@ -108,6 +129,15 @@ check_run() {
         [ "$n" = "$nwarn" ] || bad="${bad:+$bad; }rank $r: $n WARN lines, expected $nwarn"
         if [ "$nwarn" != 0 ] && [ -n "$pat" ] && [ "$n" != 0 ] && ! grep ' TLMPI WARN ' "$dir/rank$r.lines" | grep -qiE "$pat"; then
             bad="${bad:+$bad; }rank $r: the warning does not mention /$pat/"
+        fi
+        if [ -n "$plan_pat" ] && ! grep "^mpi_fault: rank $r plan " "$out" | grep -qE "$plan_pat"; then
+            bad="${bad:+$bad; }rank $r: the plan does not say /$plan_pat/"
+        fi
+        if [ -n "$mc" ]; then
+            m=$(sed -n "s/^mpi_fault: rank $r multicast requests \([0-9]*\)$/\1/p" "$out" | head -1)
+            if [ -z "$m" ] || { [ "$mc" = 0 ] && [ "$m" != 0 ]; } || { [ "$mc" = + ] && [ "$m" = 0 ]; }; then
+                bad="${bad:+$bad; }rank $r: ${m:-no} multicast requests counted, expected $mc"
+            fi
         fi
     done
     if [ -z "$bad" ]; then
@@ -139,9 +169,39 @@ r=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-}}
 exec "$@"
 EOS
 runprog="sh $work/rank1-env.sh $prog"
-run_case nonuniform staging --env TLMPI_TIER=nccl
+run_case nonuniform staging --env TLMPI_TIER=nccl --env TLMPI_NODE=0
 runprog=
 check_run nonuniform staging 1 'differ between its ranks'
+
+# the node tier (see the top)
+ndev="--env FAKE_CUDA_DEVICES=4"
+run_case node staging --env TLMPI_TIER=node $ndev
+check_run node staging 1 'tier node.*launch failed' 'node: transport ipc, 4 ranks, pool 32 MiB'
+
+run_case ipc_open staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=ipc_open:1
+check_run ipc_open staging 1 'setting up tier node failed'
+
+# auto: the failed node tier leaves the comm's streams to the next tier (nccl: separate fake GPUs)
+run_case ipc_open_auto nccl $ndev --env TLMPI_FAULT=ipc_open:1
+check_run ipc_open_auto nccl 1 'setting up tier node failed'
+
+run_case node_pool staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=node_pool:2
+check_run node_pool staging 1 'setting up tier node failed'
+
+run_case devcomm staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=devcomm_init:3 --env TLMPI_NODE_TRANSPORT=devcomm
+check_run devcomm staging 1 'node tier'
+
+run_case node_shared staging --env TLMPI_TIER=node
+check_run node_shared staging 1 'setting up tier node failed.*smoke test'
+
+run_case nvls0 staging --env TLMPI_NVLS=0 $ndev
+check_run nvls0 staging 1 'launch failed' 'multicast emulated \(TLMPI_NVLS=0\)' 0
+
+run_case nccl_nvls0 staging --env NCCL_NVLS_ENABLE=0 $ndev
+check_run nccl_nvls0 staging 1 'launch failed' 'multicast emulated \(NCCL_NVLS_ENABLE=0\)' 0
+
+run_case nvls_on staging $ndev
+check_run nvls_on staging 1 'launch failed' 'multicast emulated \(no multicast support' +
 
 # a stuck wait on rank 1: TLMPI_TIMEOUT aborts the job
 run_case timeout - --env TLMPI_TIER=nccl --env TLMPI_FAULT=wait_stuck:1 --env TLMPI_TIMEOUT=2

@@ -13,7 +13,7 @@
  *
  * The path check reads the environment to know what tlmpi was told (tlmpi_get_stats, summed over
  * the threads): TLMPI_TIER=nccl: every call on the NCCL path; staging: every call staged; auto (and
- * anything else): every call accelerated (NCCL or staging). With a threshold table
+ * anything else): every call accelerated (NCCL, node or staging). With a threshold table
  * (TLMPI_ALLREDUCE_TIERS / _ALLGATHER_ / _REDUCE_SCATTER_BLOCK_TIERS set) each collective whose
  * table is set must have used both NCCL and staging; where this tlmpi does not know the table
  * variables (tlmpi_config_set says so), that is only a note.
@@ -317,7 +317,7 @@ int main(int argc, char **argv)
             delta[c][k] = stat_calls(coll_id[c], (tlmpi_path_t)k) - before[c][k];
             all += delta[c][k];
         }
-        accel = delta[c][TLMPI_PATH_NCCL] + delta[c][TLMPI_PATH_STAGING];
+        accel = delta[c][TLMPI_PATH_NCCL] + delta[c][TLMPI_PATH_STAGING] + delta[c][TLMPI_PATH_NODE];
         TST_CHECK(all == made, "%s: tlmpi counted %lld calls, the threads made %lld", coll_name[c], all, made);
         if (table[c]) {
             int both = delta[c][TLMPI_PATH_NCCL] > 0 && delta[c][TLMPI_PATH_STAGING] > 0;
@@ -337,8 +337,9 @@ int main(int argc, char **argv)
             TST_CHECK(delta[c][TLMPI_PATH_STAGING] == made, "%s with TLMPI_TIER=staging: %lld of %lld calls staged",
                       coll_name[c], delta[c][TLMPI_PATH_STAGING], made);
         } else {
-            TST_CHECK(accel == made, "%s with TLMPI_TIER=%s: nccl %lld + staging %lld of %lld calls", coll_name[c],
-                      tier, delta[c][TLMPI_PATH_NCCL], delta[c][TLMPI_PATH_STAGING], made);
+            TST_CHECK(accel == made, "%s with TLMPI_TIER=%s: nccl %lld + node %lld + staging %lld of %lld calls",
+                      coll_name[c], tier, delta[c][TLMPI_PATH_NCCL], delta[c][TLMPI_PATH_NODE],
+                      delta[c][TLMPI_PATH_STAGING], made);
         }
     }
     if (tst_rank == 0) {
@@ -349,7 +350,8 @@ int main(int argc, char **argv)
         }
         printf("mpi_threads: rank 0 paths:");
         for (c = 0; c < NCOLL; c++) {
-            printf(" %s nccl=%lld staging=%lld", coll_name[c], delta[c][TLMPI_PATH_NCCL], delta[c][TLMPI_PATH_STAGING]);
+            printf(" %s nccl=%lld node=%lld staging=%lld", coll_name[c], delta[c][TLMPI_PATH_NCCL],
+                   delta[c][TLMPI_PATH_NODE], delta[c][TLMPI_PATH_STAGING]);
         }
         printf("; %.2f s\n", t0);
         fflush(stdout);

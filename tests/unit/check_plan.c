@@ -26,6 +26,8 @@
 #define SELF TLMPI_CAP_SELF
 #define SHARED TLMPI_CAP_SHARED_GPU
 #define POOL TLMPI_CAP_STAGING_POOL
+#define NODE TLMPI_CAP_NODE
+#define SLOW TLMPI_CAP_NODE_SLOW
 #define DEV3 (GPU | STREAM | POOL)
 
 /* memory kinds of a call: send / receive (in place: the receive buffer only) */
@@ -110,6 +112,18 @@ static int ref_supports(int tier, tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_
         return (caps & AWARE) && (coll == AG || !(half && arith_op));
     case TLMPI_TIER_STAGING:
         return 1;
+    case TLMPI_TIER_NODE:
+        /* tlmpi's kernels: any contiguous allgather; reductions of every arithmetic type with
+         * sum/prod/min/max (16-bit integers too); no alignment condition; SLOW does not matter here
+         * (it only takes the tier out of the auto order) */
+#ifdef HAVE_CUDA
+        if (!(caps & NODE) || !(caps & STREAM) || !(caps & GPU) || !contig || !ref_all_device(mk)) {
+            return 0;
+        }
+        return coll == AG || (dt < TLMPI_DT_NUM_ARITH && arith_op);
+#else
+        return 0;
+#endif
     }
     return -1;
 }
@@ -117,6 +131,8 @@ static int ref_supports(int tier, tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_
 static const unsigned cap_sets[] = {
     0, GPU, DEV3, DEV3 | NCCL, DEV3 | NCCL | AWARE, DEV3 | SELF, DEV3 | SELF | NCCL, GPU | NCCL | POOL,
     DEV3 | AWARE, AWARE, DEV3 | NCCL | SHARED, GPU | SELF | NCCL,
+    DEV3 | NODE, DEV3 | NODE | NCCL, DEV3 | NODE | SHARED | SLOW, GPU | NODE | POOL, STREAM | NODE, GPU | NODE,
+    DEV3 | NODE | NCCL | AWARE | SHARED,
 };
 #define N_CAPS ((int)(sizeof(cap_sets) / sizeof(cap_sets[0])))
 
@@ -162,7 +178,7 @@ typedef struct {
     int contig;
     mk_t mk;
     unsigned caps;
-    long tier_env; /* TLMPI_TIER enum index: 0 auto 1 nccl 2 staging 3 mpi 4 self */
+    long tier_env; /* TLMPI_TIER enum index: 0 auto 1 nccl 2 staging 3 mpi 4 self 5 node */
     int want;
 } select_case_t;
 
@@ -170,6 +186,7 @@ typedef struct {
 #define T_NCCL TLMPI_TIER_NCCL
 #define T_MPI TLMPI_TIER_MPI
 #define T_STG TLMPI_TIER_STAGING
+#define T_NODE TLMPI_TIER_NODE
 
 static const select_case_t cases[] = {
     { "f32 sum -> nccl", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 0, T_NCCL },
@@ -199,6 +216,25 @@ static const select_case_t cases[] = {
     { "one rank no stream -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, GPU | SELF | NCCL, 0, T_STG },
     { "no stream -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, GPU | NCCL | POOL, 1, T_STG },
     { "forced self on two ranks -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 4, T_STG },
+#ifdef HAVE_CUDA
+    /* the node tier: before nccl in the auto order, not where its barriers were timed slow */
+    { "node f32 sum -> node", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NODE | NCCL, 0, T_NODE },
+    { "node i16 prod (not nccl) -> node", AR, TLMPI_DT_I16, TLMPI_OP_PROD, 1, MK_DEV_DEV, DEV3 | NODE | NCCL, 0, T_NODE },
+    { "node u16 max rsb in place -> node", RSB, TLMPI_DT_U16, TLMPI_OP_MAX, 1, MK_INPLACE_DEV, DEV3 | NODE, 0, T_NODE },
+    { "node allgather bytes -> node", AG, TLMPI_DT_BYTES, TLMPI_OP_OTHER, 1, MK_DEV_DEV, DEV3 | NODE | NCCL, 0, T_NODE },
+    { "node shared gpu (MPS) -> node", AR, TLMPI_DT_BF16, TLMPI_OP_SUM, 1, MK_MANAGED, DEV3 | NODE | SHARED, 0, T_NODE },
+    { "node slow auto -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NODE | NCCL | SHARED | SLOW, 0, T_STG },
+    { "node slow auto, separate gpus -> nccl", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NODE | NCCL | SLOW, 0, T_NCCL },
+    { "node slow forced -> node", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NODE | SHARED | SLOW, 5, T_NODE },
+    { "node user op -> staging", AR, TLMPI_DT_F32, TLMPI_OP_USER, 1, MK_DEV_DEV, DEV3 | NODE, 0, T_STG },
+    { "node lor -> staging", AR, TLMPI_DT_I32, TLMPI_OP_OTHER, 1, MK_DEV_DEV, DEV3 | NODE, 5, T_STG },
+    { "node derived allgather -> staging", AG, TLMPI_DT_DERIVED, TLMPI_OP_OTHER, 0, MK_DEV_DEV, DEV3 | NODE, 5, T_STG },
+    { "node mixed -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_HOST_DEV, DEV3 | NODE | NCCL, 0, T_STG },
+    { "forced node mixed -> staging", AG, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_HOST, DEV3 | NODE | AWARE, 5, T_STG },
+    { "node no stream -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, GPU | NODE | POOL, 5, T_STG },
+    { "forced node without it -> staging", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | NCCL, 5, T_STG },
+    { "one rank, node cap -> self", AR, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, DEV3 | SELF | NODE, 0, T_SELF },
+#endif
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -248,6 +284,12 @@ static const parse_case_t parse_cases[] = {
     { "nccl/ring:64k,staging", 0, 0, 0, 0 },   /* unknown algorithm */
     { "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,staging", 0, 0, 0, 0 },
     { "self:1,nccl:2,mpi:3,staging:4,self:5,nccl:6,mpi:7,staging:8,auto", 0, 0, 0, 0 }, /* 9 entries */
+    { "node", 1, 1, T_NODE, SIZE_MAX },
+    { "node/oneshot:64k,node/twoshot", 1, 2, T_NODE, 65536 },
+    { "node/push:1m,node/pull:16m,staging", 1, 3, T_NODE, 1 << 20 },
+    { "node/auto:4k,nccl", 1, 2, T_NODE, 4096 },
+    { "node/ring:64k,staging", 0, 0, 0, 0 },   /* unknown algorithm of node */
+    { "nccl/oneshot:64k,staging", 0, 0, 0, 0 },/* node's algorithm on another tier */
 };
 #define N_PARSE ((int)(sizeof(parse_cases) / sizeof(parse_cases[0])))
 
@@ -333,6 +375,65 @@ START_TEST(test_fill_invalid_and_forced)
     for (int i = 0; i < p.n_auto; i++) {
         ck_assert_int_ne(p.auto_order[i], T_NCCL);
     }
+    /* ... and the node tier where its barriers were timed slow (a time-sliced GPU) */
+    tlmpi_plan_fill(&p, DEV3 | NODE | SLOW, 0, NULL, errs);
+    ck_assert_int_eq(p.n_auto, TLMPI_TIER_COUNT - 1);
+    for (int i = 0; i < p.n_auto; i++) {
+        ck_assert_int_ne(p.auto_order[i], T_NODE);
+    }
+    tlmpi_plan_fill(&p, DEV3 | NODE | SLOW | SHARED, 0, NULL, errs);
+    ck_assert_int_eq(p.n_auto, TLMPI_TIER_COUNT - 2);
+    tlmpi_plan_fill(&p, DEV3 | NODE, 5, NULL, errs);
+    ck_assert_int_eq(p.table[AR].e[0].tier, T_NODE);
+    tlmpi_plan_fill(&p, DEV3 | NODE, 0, NULL, errs);
+    ck_assert_int_eq(p.auto_order[1], T_NODE); /* right after self, before nccl */
+}
+END_TEST
+
+/* node tables: the entry's algorithm reaches the tier (its run resolves auto by size) */
+START_TEST(test_node_tables)
+{
+    const char *specs[TLMPI_COLL_COUNT] = { "node/pull:4k,node/push", "node/oneshot", "node/oneshot:64k,node/twoshot:1m,staging" };
+    char errs[TLMPI_COLL_COUNT][160], d[1024];
+    tlmpi_plan_t p;
+    tlmpi_call_t c;
+    int algo, i;
+    static const struct { tlmpi_coll_t coll; size_t bytes; int want, algo; } q[] = {
+        { AG, 8, T_NODE, 2 }, { AG, 4096, T_NODE, 2 }, { AG, 4097, T_NODE, 1 }, { RSB, 8, T_NODE, 3 },
+        { AR, 8, T_NODE, 3 }, { AR, 65536, T_NODE, 3 }, { AR, 65540, T_NODE, 4 }, { AR, (1 << 20) + 4, T_STG, 0 },
+    };
+
+    memset(&p, 0, sizeof(p));
+    ck_assert_uint_eq(tlmpi_plan_fill(&p, DEV3 | NODE | SHARED | SLOW, 0, specs, errs), 0);
+    for (i = 0; i < (int)(sizeof(q) / sizeof(q[0])); i++) {
+        int t;
+
+        c = mkcall(q[i].coll, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, q[i].bytes);
+        algo = -1;
+        t = tlmpi_plan_select(&p, &c, &algo);
+#ifdef HAVE_CUDA
+        ck_assert_msg(t == q[i].want && algo == q[i].algo, "coll %d %zu bytes: tier %d algo %d", q[i].coll,
+                      q[i].bytes, t, algo);
+#else
+        ck_assert_int_eq(t, T_STG);
+#endif
+    }
+    /* the node tier needs setup where a table names it, and (not slow) where auto can pick it */
+    ck_assert(tlmpi_plan_tiers_used(&p) & (1u << T_NODE));
+    tlmpi_plan_fill(&p, DEV3 | NODE, 0, NULL, errs);
+    ck_assert(tlmpi_plan_tiers_used(&p) & (1u << T_NODE));
+    /* the description names the algorithms and auto's tiers */
+    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL, 0, specs, errs);
+    tlmpi_plan_describe(&p, d, sizeof(d));
+    ck_assert_msg(strstr(d, "node/pull<=4096") && strstr(d, "node/oneshot<=65536") && strstr(d, "node/twoshot<=1048576"),
+                  "%s", d);
+    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL, 0, NULL, errs);
+    tlmpi_plan_describe(&p, d, sizeof(d));
+    ck_assert_msg(strstr(d, "auto{node/auto(oneshot<=") && strstr(d, ">nccl>staging}") && !strstr(d, "self"), "%s", d);
+    /* a short buffer is cut, never overrun */
+    memset(d, 'x', sizeof(d));
+    tlmpi_plan_describe(&p, d, 40);
+    ck_assert_int_eq((int)strlen(d), 39);
 }
 END_TEST
 
@@ -378,6 +479,12 @@ START_TEST(test_names)
     ck_assert_int_eq(tlmpi_tier_by_name("auto", 4), TLMPI_TIER_AUTO);
     ck_assert_int_eq(tlmpi_tier_algo_by_name(T_STG, "pipeline", 8), 0);
     ck_assert_int_eq(tlmpi_tier_algo_by_name(T_STG, "ring", 4), -1);
+    ck_assert_int_eq(tlmpi_tier_by_name("node", 4), T_NODE);
+    ck_assert_int_eq(tlmpi_tier_algo_by_name(T_NODE, "auto", 4), 0);
+    ck_assert_int_eq(tlmpi_tier_algo_by_name(T_NODE, "oneshot", 7), 3);
+    ck_assert_int_eq(tlmpi_tier_algo_by_name(T_NODE, "twoshot", 7), 4);
+    ck_assert_int_eq(tlmpi_tier_algo_by_name(T_NODE, "push", 4), 1);
+    ck_assert_int_eq(tlmpi_tier_algo_by_name(T_NODE, "pull", 4), 2);
     for (int t = 0; t < TLMPI_TIER_COUNT; t++) {
         ck_assert_int_eq(tlmpi_tier_by_name(tlmpi_tiers[t]->name, strlen(tlmpi_tiers[t]->name)), t);
         ck_assert(tlmpi_tiers[t]->n_algos >= 1 && tlmpi_tiers[t]->supports && tlmpi_tiers[t]->run);
@@ -398,6 +505,7 @@ int main(void)
     tcase_add_loop_test(tc, test_parse, 0, N_PARSE);
     tcase_add_test(tc, test_thresholds);
     tcase_add_test(tc, test_fill_invalid_and_forced);
+    tcase_add_test(tc, test_node_tables);
     tcase_add_test(tc, test_agreement);
     tcase_add_test(tc, test_names);
     suite_add_tcase(s, tc);
