@@ -2,7 +2,8 @@
  * tlmpi_info: what this build of tlmpi has and what it can see at run time.
  *   tlmpi_info                 version, build features, runtime capabilities, every TLMPI_* variable
  *   tlmpi_info --env-markdown  the Markdown of docs/ENV.md (no MPI needed)
- *   mpiexec -n N tlmpi_info --topo   tlmpi's view of MPI_COMM_WORLD per rank (nodes, rails, GPU)
+ *   mpiexec -n N tlmpi_info --topo   tlmpi's view of MPI_COMM_WORLD per rank (nodes, rails, GPU) and
+ *                              its plan (tiers, algorithms, the node tier's transport)
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -20,11 +21,15 @@ static int print_topo(int *argc, char ***argv)
     tlmpi_comm_info_t info;
     int rank, size, r;
     tlmpi_status_t st;
+    char plan[2048] = "";
 
     MPI_Init(argc, argv);
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     st = tlmpi_comm_query(MPI_COMM_WORLD, &info);
+    if (st == TLMPI_OK && tlmpi_comm_describe(MPI_COMM_WORLD, plan, sizeof(plan)) != TLMPI_OK) {
+        plan[0] = '\0';
+    }
     for (r = 0; r < size; r++) {
         PMPI_Barrier(MPI_COMM_WORLD);
         if (r != rank) {
@@ -40,6 +45,9 @@ static int print_topo(int *argc, char ***argv)
                    rank, size, info.node_index, info.node_count, info.local_rank, info.local_size,
                    info.rail_rank, info.rail_size, info.regular, info.gpu_device, info.rail_id,
                    info.eligible, info.eligible ? "" : ": ", info.reason);
+            if (plan[0]) {
+                printf("rank %d/%d: plan %s\n", rank, size, plan);
+            }
         }
         fflush(stdout);
     }
