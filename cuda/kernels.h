@@ -91,6 +91,8 @@ typedef struct {
     unsigned long long timeout_ns;      /* bound of each device wait; 0: none */
     void *err;                          /* device address of a host-mapped tlmpi_node_err_t */
     int stuck;                          /* fault injection: this rank never arrives at barriers */
+    void *mc_base;                      /* multicast address of the pools (NVLS), NULL: none (the
+                                           multicast operations are emulated over base[]) */
 } tlmpi_node_xport_t;
 
 /* What a timed-out device wait leaves for the host (first writer wins: set goes 0 -> 1 last). */
@@ -142,6 +144,23 @@ int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu);
 
 /* The CTA count for a node collective whose per-rank message is `bytes`, at most max_ctas. */
 int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas);
+
+/* ---- devcomm transport (NCCL Device API): the device-side half (cuda/devcomm.cu) ----
+ * NCCL_VERSION_CODE of the NCCL headers the kernels were compiled against (the runtime library must
+ * be that version: the Device API's structures change in every release), 0 if built without the
+ * NCCL Device API. */
+int tlmpi_cuda_devcomm_version(void);
+/* sizeof(ncclDevComm) (return) and sizeof(ncclDevCommRequirements) of those headers, 0 without. */
+size_t tlmpi_cuda_devcomm_sizes(size_t *reqs_size);
+/* Fill reqs (sizeof(ncclDevCommRequirements) bytes) for the node kernels: no GIN, no NCCL barriers,
+ * lsaMultimem = want_mc (request it only when multicast is allowed). */
+void tlmpi_cuda_devcomm_requirements(void *reqs, int want_mc);
+/* lsaRank / lsaSize of a devcomm (host copy of the ncclDevComm ncclDevCommCreate filled). */
+void tlmpi_cuda_devcomm_lsa(const void *devcomm, int *rank_p, int *size_p);
+/* x->base[0..lsa_size) = the LSA addresses of window win (an ncclWindow_t) at offset 0, and
+ * x->mc_base = its multicast address if want_mc (the devcomm must have lsaMultimem), else NULL.
+ * Runs one one-thread kernel on the legacy stream and waits for it. 0 or a cudaError_t. */
+int tlmpi_cuda_devcomm_pointers(const void *devcomm, void *win, int lsa_size, int want_mc, tlmpi_node_xport_t *x);
 
 #ifdef __cplusplus
 }

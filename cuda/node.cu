@@ -31,14 +31,14 @@ size_t chunk_for(int kind, const tlmpi_node_xport_t &x)
     return c & ~(size_t)15;
 }
 
-const void *kernel_for(int kind, int dtype, int op)
+const void *kernel_for(int kind, int dtype, int op, bool nvls)
 {
     switch (kind) {
     case TLMPI_NODE_AG_PUSH:
-    case TLMPI_NODE_AG_PULL: return allgather_fn(kind);
-    case TLMPI_NODE_RSB_PULL: return reduce_scatter_fn(dtype, op);
-    case TLMPI_NODE_AR_ONESHOT: return allreduce_oneshot_fn(dtype, op);
-    case TLMPI_NODE_AR_TWOSHOT: return allreduce_twoshot_fn(dtype, op);
+    case TLMPI_NODE_AG_PULL: return allgather_fn(kind, nvls);
+    case TLMPI_NODE_RSB_PULL: return reduce_scatter_fn(dtype, op, nvls);
+    case TLMPI_NODE_AR_ONESHOT: return allreduce_oneshot_fn(dtype, op, nvls);
+    case TLMPI_NODE_AR_TWOSHOT: return allreduce_twoshot_fn(dtype, op, nvls);
     case TLMPI_NODE_BARRIER: return barrier_fn();
     }
     return nullptr;
@@ -89,7 +89,7 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
         p.nsteps = (unsigned)steps;
         barriers = p.nsteps * (a->kind == TLMPI_NODE_AR_TWOSHOT ? 2u : 1u);
     }
-    const void *fn = kernel_for(a->kind, a->dtype, a->op);
+    const void *fn = kernel_for(a->kind, a->dtype, a->op, x->mc_base != nullptr);
     if (!fn) return (int)cudaErrorInvalidValue;
     void *args[1] = { &p };
     const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
@@ -104,9 +104,10 @@ extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
     const int sms = tlmpi_cuda_sm_count(dev);
     if (sms <= 0) return 0;
     // the heaviest kernels (float accumulation of f16, 64-bit products) bound the occupancy
-    const void *fns[] = { allgather_fn(TLMPI_NODE_AG_PUSH), allgather_fn(TLMPI_NODE_AG_PULL),
-                          reduce_scatter_fn(TLMPI_DT_F16, TLMPI_OP_SUM), allreduce_oneshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM),
-                          allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM), allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD),
+    const void *fns[] = { allgather_fn(TLMPI_NODE_AG_PUSH, false), allgather_fn(TLMPI_NODE_AG_PULL, false),
+                          reduce_scatter_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false), allreduce_oneshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false),
+                          allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false),
+                          allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD, false), allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, true),
                           barrier_fn() };
     int per_sm = 1 << 30;
     int saved = -1;

@@ -24,7 +24,7 @@
 // e + 1 (node.cuh), which makes back-to-back calls race-free without any host synchronisation.
 // A timed-out wait fills the error record and ends the CTA.
 #include "node_kernels.cuh"
-#include "transport_ipc.cuh"
+#include "transport_nvls.cuh"
 
 using namespace tlmpi;
 using namespace tlmpi::node;
@@ -115,6 +115,12 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_ipc(const __
     ag_push(p, t);
 }
 
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_nvls(const __grid_constant__ Params p)
+{
+    NvlsTransport<TLMPI_DT_U8, Sum> t{ { p.x, p.epoch, p.kind } };
+    ag_push(p, t);
+}
+
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __grid_constant__ Params p)
 {
     IpcTransport t{ p.x, p.epoch, p.kind };
@@ -126,9 +132,10 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __
 namespace tlmpi {
 namespace node {
 
-const void *allgather_fn(int kind)
+const void *allgather_fn(int kind, bool nvls)
 {
-    return kind == TLMPI_NODE_AG_PUSH ? (const void *)ag_push_ipc : kind == TLMPI_NODE_AG_PULL ? (const void *)ag_pull_ipc : nullptr;
+    if (kind == TLMPI_NODE_AG_PUSH) return nvls ? (const void *)ag_push_nvls : (const void *)ag_push_ipc;
+    return kind == TLMPI_NODE_AG_PULL ? (const void *)ag_pull_ipc : nullptr;
 }
 
 }  // namespace node

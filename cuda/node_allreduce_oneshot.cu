@@ -17,7 +17,7 @@
 // Sync protocol. One barrier per step (per CTA index, target epoch + s + 1), data halves by
 // barrier parity (node.cuh). A timed-out wait fills the error record and ends the CTA.
 #include "node_kernels.cuh"
-#include "transport_ipc.cuh"
+#include "transport_nvls.cuh"
 
 using namespace tlmpi;
 using namespace tlmpi::node;
@@ -48,8 +48,21 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_ipc(const __grid
     ar1<DT, Op>(p, t);
 }
 
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_nvls(const __grid_constant__ Params p)
+{
+    NvlsTransport<DT, Op> t{ { p.x, p.epoch, p.kind } };
+    ar1<DT, Op>(p, t);
+}
+
 template <int DT, typename Op> struct Ar1K {
-    static const void *fn() { return (const void *)ar1_ipc<DT, Op>; }
+    static const void *fn(bool nvls)
+    {
+        if constexpr (nvls_has(DT, op_id<Op>())) {
+            if (nvls) return (const void *)ar1_nvls<DT, Op>;
+        }
+        return (const void *)ar1_ipc<DT, Op>;
+    }
 };
 
 }  // namespace
@@ -57,9 +70,9 @@ template <int DT, typename Op> struct Ar1K {
 namespace tlmpi {
 namespace node {
 
-const void *allreduce_oneshot_fn(int dtype, int op)
+const void *allreduce_oneshot_fn(int dtype, int op, bool nvls)
 {
-    return lookup_dt_op<Ar1K>(dtype, op);
+    return lookup_dt_op<Ar1K>(dtype, op, nvls);
 }
 
 }  // namespace node

@@ -21,7 +21,7 @@
 // is the parity of the first, half B of the second (node.cuh's rule). A timed-out wait fills the
 // error record and ends the CTA.
 #include "node_kernels.cuh"
-#include "transport_ipc.cuh"
+#include "transport_nvls.cuh"
 
 using namespace tlmpi;
 using namespace tlmpi::node;
@@ -51,7 +51,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
         ls = (ls + 15) & ~(size_t)15;
         const char *src = p.in + off;
         char *dst = p.out + off;
-        for (int j = 1; j < n; j++) {
+        for (int j = X::kStageOwn ? 0 : 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;
             const size_t so = (size_t)q * ls;
@@ -93,8 +93,21 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_ipc(const __grid
     ar2<DT, Op>(p, t);
 }
 
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_nvls(const __grid_constant__ Params p)
+{
+    NvlsTransport<DT, Op> t{ { p.x, p.epoch, p.kind } };
+    ar2<DT, Op>(p, t);
+}
+
 template <int DT, typename Op> struct Ar2K {
-    static const void *fn() { return (const void *)ar2_ipc<DT, Op>; }
+    static const void *fn(bool nvls)
+    {
+        if constexpr (nvls_has(DT, op_id<Op>())) {
+            if (nvls) return (const void *)ar2_nvls<DT, Op>;
+        }
+        return (const void *)ar2_ipc<DT, Op>;
+    }
 };
 
 }  // namespace
@@ -102,9 +115,9 @@ template <int DT, typename Op> struct Ar2K {
 namespace tlmpi {
 namespace node {
 
-const void *allreduce_twoshot_fn(int dtype, int op)
+const void *allreduce_twoshot_fn(int dtype, int op, bool nvls)
 {
-    return lookup_dt_op<Ar2K>(dtype, op);
+    return lookup_dt_op<Ar2K>(dtype, op, nvls);
 }
 
 }  // namespace node

@@ -12,21 +12,29 @@ namespace node {
 // CTAs per SM the registers must allow (__launch_bounds__): 2 x 512 threads.
 constexpr int kMinBlocks = 2;
 
-const void *allgather_fn(int kind);                 // node_allgather.cu: push, pull
-const void *reduce_scatter_fn(int dtype, int op);   // node_reduce_scatter.cu
-const void *allreduce_oneshot_fn(int dtype, int op); // node_allreduce_oneshot.cu
-const void *allreduce_twoshot_fn(int dtype, int op); // node_allreduce_twoshot.cu
-const void *barrier_fn();                           // node.cu
+// nvls: the kernel over the NVLS transport (transport_nvls.cuh) where one exists for the pair
+// (nvls_has; allgather: push), else the IPC-transport kernel
+const void *allgather_fn(int kind, bool nvls);                  // node_allgather.cu: push, pull
+const void *reduce_scatter_fn(int dtype, int op, bool nvls);    // node_reduce_scatter.cu
+const void *allreduce_oneshot_fn(int dtype, int op, bool nvls); // node_allreduce_oneshot.cu
+const void *allreduce_twoshot_fn(int dtype, int op, bool nvls); // node_allreduce_twoshot.cu
+const void *barrier_fn();                                       // node.cu
 
-// Kernel lookup over every dtype x op: K<DT, Op>::fn() gives the kernel.
-template <template <int, typename> class K> const void *lookup_dt_op(int dt, int op)
+template <typename Op> constexpr int op_id();
+template <> constexpr int op_id<Sum>() { return TLMPI_OP_SUM; }
+template <> constexpr int op_id<Prod>() { return TLMPI_OP_PROD; }
+template <> constexpr int op_id<Min>() { return TLMPI_OP_MIN; }
+template <> constexpr int op_id<Max>() { return TLMPI_OP_MAX; }
+
+// Kernel lookup over every dtype x op: K<DT, Op>::fn(nvls) gives the kernel.
+template <template <int, typename> class K> const void *lookup_dt_op(int dt, int op, bool nvls)
 {
 #define TLMPI_NODE_OPS(DT)                                                                       \
     switch (op) {                                                                                \
-    case TLMPI_OP_SUM: return K<DT, Sum>::fn();                                                  \
-    case TLMPI_OP_PROD: return K<DT, Prod>::fn();                                                \
-    case TLMPI_OP_MIN: return K<DT, Min>::fn();                                                  \
-    case TLMPI_OP_MAX: return K<DT, Max>::fn();                                                  \
+    case TLMPI_OP_SUM: return K<DT, Sum>::fn(nvls);                                              \
+    case TLMPI_OP_PROD: return K<DT, Prod>::fn(nvls);                                            \
+    case TLMPI_OP_MIN: return K<DT, Min>::fn(nvls);                                              \
+    case TLMPI_OP_MAX: return K<DT, Max>::fn(nvls);                                              \
     }                                                                                            \
     return nullptr;
     switch (dt) {

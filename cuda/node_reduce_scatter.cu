@@ -18,7 +18,7 @@
 // Sync protocol. One barrier per step (per CTA index, target epoch + s + 1), data halves by
 // barrier parity (node.cuh). A timed-out wait fills the error record and ends the CTA.
 #include "node_kernels.cuh"
-#include "transport_ipc.cuh"
+#include "transport_nvls.cuh"
 
 using namespace tlmpi;
 using namespace tlmpi::node;
@@ -35,7 +35,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void rsb(cons
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
         cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
-        for (int j = 1; j < n; j++) {
+        for (int j = X::kStageOwn ? 0 : 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;
             const char *src = p.in + (size_t)q * B + off;
@@ -53,8 +53,21 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_ipc(const __grid
     rsb<DT, Op>(p, t);
 }
 
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_nvls(const __grid_constant__ Params p)
+{
+    NvlsTransport<DT, Op> t{ { p.x, p.epoch, p.kind } };
+    rsb<DT, Op>(p, t);
+}
+
 template <int DT, typename Op> struct RsbK {
-    static const void *fn() { return (const void *)rsb_ipc<DT, Op>; }
+    static const void *fn(bool nvls)
+    {
+        if constexpr (nvls_has(DT, op_id<Op>())) {
+            if (nvls) return (const void *)rsb_nvls<DT, Op>;
+        }
+        return (const void *)rsb_ipc<DT, Op>;
+    }
 };
 
 }  // namespace
@@ -62,9 +75,9 @@ template <int DT, typename Op> struct RsbK {
 namespace tlmpi {
 namespace node {
 
-const void *reduce_scatter_fn(int dtype, int op)
+const void *reduce_scatter_fn(int dtype, int op, bool nvls)
 {
-    return lookup_dt_op<RsbK>(dtype, op);
+    return lookup_dt_op<RsbK>(dtype, op, nvls);
 }
 
 }  // namespace node

@@ -18,6 +18,7 @@ namespace tlmpi {
 namespace node {
 
 struct IpcTransport {
+    static constexpr bool kStageOwn = false;  // the own term is read from the user's buffer
     const tlmpi_node_xport_t &x;
     unsigned long long epoch;
     int kind;
