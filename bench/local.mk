@@ -38,3 +38,15 @@ bench_kernel_bench_LDADD = libtlmpi_cuda.la $(CUDA_LIBS) -lm
 bench_kernel_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
 EXTRA_DIST += tests/fakes/fakecudart.c tests/fakes/fakenccl.c tests/fakes/dev_loop.c
+
+# node_bench: the node tier in one run per rank count (bench/node-bench.sh: 2, 4, 8 ranks on one
+# GPU under MPS): the floor (a node barrier kernel over CUDA IPC, launched with the kernels.h API),
+# 8-byte latency node vs staging vs raw NCCL on one rank, a size sweep node vs staging, and the
+# large-message HBM efficiency of every node algorithm against cudaMemcpyAsync.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/node_bench
+bench_node_bench_SOURCES = bench/node_bench.c bench/bench_stats.h
+bench_node_bench_LDADD = libtlmpi.la libtlmpi_cuda.la $(CUDA_LIBS) -ldl -lm
+bench_node_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
+endif
+dist_noinst_SCRIPTS += bench/node-bench.sh

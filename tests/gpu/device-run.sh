@@ -8,6 +8,13 @@
 #   kernels   bench/kernel_bench (copy/reduce kernels vs cudaMemcpyAsync) -> kernels.md
 #   overhead  bench/overhead-gpu.sh (paired NCCL tier vs raw NCCL; CONFIGS, REPS) -> overhead.tar.gz
 #   bench     bench/run-gpu.sh                                   -> bench-*.{csv,md,txt}
+#   node      the node tier's suite (tests/gpu/node.sh, tests/gpu/gpu_node): NODE_NPS (default
+#             "2 3 4 8") ranks on the GPU under an MPS daemon of the job at level NODE_LEVEL (full),
+#             then NODE_NOMPS_NPS (2) ranks without MPS at level quick; NODE_DEVCOMM=1 adds the
+#             1-rank devcomm runs    -> node-summary.md, node-logs.tar.gz
+#   nodebench the node tier's benchmark (bench/node-bench.sh: floor, 8 B latency, sweep node vs
+#             staging, HBM efficiency) under MPS, NODEBENCH_NPS (2 4 8) -> nodebench.md,
+#             nodebench.csv, nodebench-logs.tar.gz
 # The device tool returns at most 8 files from $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0
@@ -63,6 +70,66 @@ if want overhead; then
     cp /tmp/tlmpi-overhead-out.log /tmp/tlmpi-overhead-out/ 2>/dev/null
     tar czf "$final/overhead.tar.gz" -C /tmp tlmpi-overhead-out 2>/dev/null
     cat /tmp/tlmpi-overhead-out/paired-*.md 2>/dev/null | head -60
+fi
+host_facts() { # markdown lines: date, host, GPU, driver, CUDA, MPI, NCCL, tarball
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- host: $(uname -srm), $(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME"), $(nproc) cores"
+    echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,compute_mode --format=csv,noheader 2>/dev/null | head -1)"
+    echo "- CUDA (nvcc): $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1); MPI: $(${MPIEXEC:-mpiexec} --version 2>&1 | head -1)"
+    echo "- NCCL: $(ls -l /lib/x86_64-linux-gnu/libnccl.so.2 2>/dev/null | sed 's/.*-> //'); tarball: $(basename "$tarball") ($(sha256sum "$tarball" 2>/dev/null | cut -c1-16))"
+}
+if want node; then
+    b=$(build_dir)
+    nout=/tmp/tlmpi-node-out
+    rm -rf "$nout"
+    mkdir -p "$nout"
+    s0=$(date +%s)
+    {
+        echo "# tlmpi node tier: GPU tests (tests/gpu/node.sh)"
+        echo
+        host_facts
+        echo
+        echo "## under MPS: np ${NODE_NPS:-2 3 4 8}, level ${NODE_LEVEL:-full}"
+        echo
+        echo '```'
+    } >"$nout/summary.md"
+    # under MPS; the daemon's control log (one "New client" line per rank that attached) is kept
+    OUT=$nout/mps NOUT=$nout sh "$here/mps.sh" sh -c '
+        sh "$0" "$1" "$2" "$3"; rc=$?
+        [ -n "${CUDA_MPS_LOG_DIRECTORY:-}" ] && cp "$CUDA_MPS_LOG_DIRECTORY/control.log" "$NOUT/mps-control.log" 2>/dev/null
+        exit $rc' "$here/node.sh" "${NODE_NPS:-2 3 4 8}" "$b" "${NODE_LEVEL:-full}" >>"$nout/summary.md" 2>&1 || rc=1
+    {
+        echo '```'
+        echo
+        echo "MPS: $(grep -c 'New client' "$nout/mps-control.log" 2>/dev/null || echo 0) client connections in the daemon's control log"
+        echo
+        echo "## without MPS: np ${NODE_NOMPS_NPS:-2}, level quick"
+        echo
+        echo '```'
+    } >>"$nout/summary.md"
+    OUT=$nout/nomps sh "$here/node.sh" "${NODE_NOMPS_NPS:-2}" "$b" quick >>"$nout/summary.md" 2>&1 || rc=1
+    {
+        echo '```'
+        echo
+        echo "node part: $(( $(date +%s) - s0 )) s"
+    } >>"$nout/summary.md"
+    cp "$nout/summary.md" "$final/node-summary.md"
+    tar czf "$final/node-logs.tar.gz" -C /tmp tlmpi-node-out 2>/dev/null
+    grep -E '^node|^MPS|^node part|FAIL' "$nout/summary.md" | head -40
+fi
+if want nodebench; then
+    b=$(build_dir)
+    bout=/tmp/tlmpi-nodebench-out
+    rm -rf "$bout"
+    mkdir -p "$bout"
+    { host_facts; echo; } >"$bout/facts.md"
+    OUT=$bout NPS="${NODEBENCH_NPS:-2 4 8}" sh "$here/mps.sh" bash "$root/bench/node-bench.sh" "$b" \
+        >"$bout/log.txt" 2>&1 || rc=1
+    cat "$bout/facts.md" "$bout/summary.md" >"$final/nodebench.md" 2>/dev/null
+    cp "$bout/results.csv" "$final/nodebench.csv" 2>/dev/null
+    tar czf "$final/nodebench-logs.tar.gz" -C /tmp tlmpi-nodebench-out 2>/dev/null
+    tail -5 "$bout/log.txt"
+    cat "$final/nodebench.md" 2>/dev/null | head -80
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
     b=$(build_dir)

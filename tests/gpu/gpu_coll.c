@@ -13,7 +13,8 @@
  *   gpu_coll [--quick]        the suite (--quick: no 1 MiB / 256 MiB sizes, 200 back-to-back calls)
  *
  * Failures are reported and summed over ranks by the tests' harness (tests/harness.h); the case
- * values derive from its seed (TLMPI_TEST_SEED repeats a run).
+ * values derive from its seed (TLMPI_TEST_SEED repeats a run). Values and the host reference:
+ * tests/gpu/gpu_values.h (shared with gpu_node.c).
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -31,16 +32,8 @@
 #define TST_MAX_PRINT 30 /* failure lines printed per rank */
 #include "harness.h"
 
-enum { K_INT, K_UINT, K_FLOAT, K_F16, K_BF16 };
-typedef struct {
-    const char *name;
-    MPI_Datatype dt;
-    int kind, size;
-    int nccl;       /* NCCL has this type */
-} dtinfo_t;
+#include "gpu_values.h"
 
-enum { OP_SUM, OP_PROD, OP_MIN, OP_MAX, OP_N };
-static const char *op_names[OP_N] = { "sum", "prod", "min", "max" };
 enum { C_AR, C_RSB, C_AG, C_N };
 static const char *coll_names[C_N] = { "allreduce", "reduce_scatter_block", "allgather" };
 static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_REDUCE_SCATTER_BLOCK, TLMPI_COLL_ALLGATHER };
@@ -53,157 +46,6 @@ static int g_pool;                  /* device send buffer carved from the receiv
 static char *d_s, *d_r;             /* device scratch */
 static size_t d_bytes;
 static char *h_in, *h_out, *h_exp;  /* host scratch */
-
-static MPI_Op ops_of(int op)
-{
-    return op == OP_SUM ? MPI_SUM : op == OP_PROD ? MPI_PROD : op == OP_MIN ? MPI_MIN : MPI_MAX;
-}
-
-/* ---- values ---- */
-static inline uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* input value of rank r, element i, for the current case; exactly representable in every type */
-static double val(const dtinfo_t *t, unsigned long long cs, int r, size_t i)
-{
-    uint64_t h = mix(cs * 0x100000001b3ull ^ mix(((uint64_t)r << 40) ^ i));
-
-    switch (t->kind) {
-    case K_INT:   return (double)((int)(h % 7) - 3);
-    case K_UINT:  return (double)(h % 4);
-    case K_FLOAT: return ((double)(h % 4001) - 2000.0) / 1024.0;      /* f32-exact */
-    default:      return ((double)(h % 257) - 128.0) / 64.0;           /* f16/bf16-exact */
-    }
-}
-
-static uint16_t to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-static float from_bf16(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-static uint16_t to_f16(float f) /* exact values only (normal range or zero) */
-{
-    uint32_t x, sign, man;
-    int e;
-    memcpy(&x, &f, 4);
-    sign = (x >> 16) & 0x8000;
-    if ((x & 0x7fffffff) == 0) return (uint16_t)sign;
-    e = (int)((x >> 23) & 0xff) - 127 + 15;
-    man = (x >> 13) & 0x3ff;
-    return (uint16_t)(sign | ((uint32_t)e << 10) | man);
-}
-static float from_f16(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, man = h & 0x3ff, x;
-    float f;
-    if (e == 0) {
-        f = ldexpf((float)man, -24);
-        return sign ? -f : f;
-    }
-    if (e == 31) x = sign | 0x7f800000u | (man << 13);
-    else x = sign | ((e + 127 - 15) << 23) | (man << 13);
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static void put(const dtinfo_t *t, void *buf, size_t i, double v)
-{
-    char *p = (char *)buf + i * (size_t)t->size;
-    switch (t->kind) {
-    case K_INT:
-        switch (t->size) {
-        case 1: *(int8_t *)p = (int8_t)v; break;
-        case 2: *(int16_t *)p = (int16_t)v; break;
-        case 4: *(int32_t *)p = (int32_t)v; break;
-        default: *(int64_t *)p = (int64_t)v; break;
-        }
-        break;
-    case K_UINT:
-        switch (t->size) {
-        case 1: *(uint8_t *)p = (uint8_t)v; break;
-        case 2: *(uint16_t *)p = (uint16_t)v; break;
-        case 4: *(uint32_t *)p = (uint32_t)v; break;
-        default: *(uint64_t *)p = (uint64_t)v; break;
-        }
-        break;
-    case K_FLOAT:
-        if (t->size == 4) *(float *)p = (float)v;
-        else *(double *)p = v;
-        break;
-    case K_F16: *(uint16_t *)p = to_f16((float)v); break;
-    default: *(uint16_t *)p = to_bf16((float)v); break;
-    }
-}
-
-static double get(const dtinfo_t *t, const void *buf, size_t i)
-{
-    const char *p = (const char *)buf + i * (size_t)t->size;
-    switch (t->kind) {
-    case K_INT:
-        switch (t->size) {
-        case 1: return *(const int8_t *)p;
-        case 2: return *(const int16_t *)p;
-        case 4: return *(const int32_t *)p;
-        default: return (double)*(const int64_t *)p;
-        }
-    case K_UINT:
-        switch (t->size) {
-        case 1: return *(const uint8_t *)p;
-        case 2: return *(const uint16_t *)p;
-        case 4: return *(const uint32_t *)p;
-        default: return (double)*(const uint64_t *)p;
-        }
-    case K_FLOAT: return t->size == 4 ? *(const float *)p : *(const double *)p;
-    case K_F16: return from_f16(*(const uint16_t *)p);
-    default: return from_bf16(*(const uint16_t *)p);
-    }
-}
-
-static double unit_roundoff(const dtinfo_t *t)
-{
-    switch (t->kind) {
-    case K_FLOAT: return t->size == 4 ? 6e-8 : 1.2e-16;
-    case K_F16: return 1.0 / 2048;
-    case K_BF16: return 1.0 / 256;
-    default: return 0;
-    }
-}
-
-/* reference of element i over ranks; *tol_p the allowed error */
-static double ref(const dtinfo_t *t, unsigned long long cs, int op, int p, size_t i, double *tol_p)
-{
-    double acc = val(t, cs, 0, i), mag = fabs(acc), u = unit_roundoff(t);
-    int r;
-
-    for (r = 1; r < p; r++) {
-        double x = val(t, cs, r, i);
-        switch (op) {
-        case OP_SUM: acc += x; mag += fabs(x); break;
-        case OP_PROD: acc *= x; break;
-        case OP_MIN: acc = x < acc ? x : acc; break;
-        default: acc = x > acc ? x : acc; break;
-        }
-    }
-    if (op == OP_PROD) mag = fabs(acc);
-    /* every pairwise step may round once (p-1 steps, plus the final rounding) */
-    *tol_p = (op == OP_MIN || op == OP_MAX) ? 0 : u * (double)p * mag;
-    if (t->kind == K_F16 && op == OP_PROD) *tol_p += (double)p * ldexp(1.0, -24); /* subnormal steps */
-    return acc;
-}
 
 static long long stat_calls(tlmpi_coll_t c, tlmpi_path_t p)
 {

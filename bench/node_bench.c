@@ -1,0 +1,896 @@
+/*
+ * node_bench: tlmpi's node tier (its own kernels among the ranks of one node) in one run per rank
+ * count; bench/node-bench.sh runs it with 2, 4 and 8 ranks on one GPU under MPS.
+ *
+ *  1. Floor and 8-byte latency (section "lat"). Interleaved in every repetition (order reversed on
+ *     odd ones), each item `iters` back-to-back blocking calls after a barrier, per-call mean:
+ *       floor      the least any one-shot node collective can cost: one TLMPI_NODE_BARRIER kernel
+ *                  (1 CTA) over the same transport (a cudaMalloc pool of TLMPI_NODE_HDR_BYTES + 64
+ *                  KiB per rank, zeroed, shared with cudaIpcGetMemHandle / PMPI_Allgather /
+ *                  cudaIpcOpenMemHandle), launched with tlmpi_cuda_node_run on a non-blocking stream
+ *                  and waited for by polling cudaStreamQuery (tlmpi spins too);
+ *       empty      the same kernel with a one-rank descriptor (its own pool): an empty kernel plus a
+ *                  barrier with itself, i.e. launch + wait alone;
+ *       nccl-1     raw NCCL (dlopen'ed like tlmpi does) on a one-rank communicator of its own per
+ *                  rank (all ranks at once), ncclAllReduce of 8 bytes + the same polling wait;
+ *       node/staging  MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block of an 8-byte message
+ *                  (2 floats: allreduce count, allgather sendcount, reduce_scatter recvcount)
+ *                  through tlmpi with TLMPI_TIER=node, and with TLMPI_TIER=staging.
+ *     Reported: median over the repetitions of the mean over ranks (and of the slowest rank), and
+ *     for every node row the median paired difference to the floor of the same repetition (95% CI).
+ *  2. Sweep (section "sweep"): the three collectives at every size of -s (bytes = the per-rank
+ *     message as above: OSU's and tlmpi's counters' convention), TLMPI_TIER=node (its own choice
+ *     of algorithm) against TLMPI_TIER=staging, round robin per repetition; the path and node
+ *     algorithm that served (tlmpi's counters); validated (fresh small integers, poisoned output,
+ *     exact host reference) up to -V bytes.
+ *  3. Large-message efficiency (section "eff"): at every size of -e, each node algorithm forced
+ *     by a table (allgather push / pull, reduce_scatter_block, allreduce one-shot / two-shot). The
+ *     HBM bytes each algorithm must move per rank (from the kernels' headers, cuda/node_*.cu; B =
+ *     the per-rank message, n ranks, out of place):
+ *        allgather push      read nB        write (2n-1)B   = (3n-1)B
+ *        allgather pull      read nB        write (n+1)B    = (2n+1)B
+ *        reduce_scatter      read (2n-1)B   write nB        = (3n-1)B   (B: the result block)
+ *        allreduce one-shot  read (n+1)B    write 2B        = (n+3)B    (B: the whole vector)
+ *        allreduce two-shot  read B+2(n-1)B/n write the same = 2B + 4(n-1)B/n
+ *     times n (all ranks share the GPU's HBM), divided by the median time, as a fraction of the
+ *     device-to-device cudaMemcpyAsync rate measured in the same run (bytes read + written), both
+ *     with rank 0 copying alone and with every rank copying at once; the ratio uses the higher.
+ * Rank 0 prints Markdown tables; -o FILE appends CSV rows (header when the file is empty):
+ *   section,nranks,coll,mode,algo,path,bytes,iters,reps,median_us,slowest_us,paired_us,paired_lo_us,
+ *   paired_hi_us,hbm_bytes,gbps,ratio,valid
+ * Bookkeeping collectives use PMPI_*, so they neither go through tlmpi nor count in its counters.
+ * Exit 77 (--as-test) or 0 without a GPU.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#ifdef HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include "bench_stats.h"
+#include "kernels.h"
+#include "tlmpi.h"
+
+#define MAX_SIZES 32
+#define MAX_REPS 256
+
+enum { C_AR, C_AG, C_RSB, C_N };
+static const char *const coll_names[C_N] = { "allreduce", "allgather", "reduce_scatter_block" };
+static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER, TLMPI_COLL_REDUCE_SCATTER_BLOCK };
+static const char *const table_vars[C_N] = { "ALLREDUCE_TIERS", "ALLGATHER_TIERS", "REDUCE_SCATTER_BLOCK_TIERS" };
+
+static int g_rank, g_size;
+static MPI_Comm g_comm;
+static cudaStream_t g_stream;
+static FILE *g_csv;
+static char *g_s, *g_r; /* device send / receive buffers (max size x n each) */
+static float *g_h;      /* host scratch */
+static size_t g_maxb;
+
+static struct {
+    size_t sizes[MAX_SIZES], eff[MAX_SIZES];
+    int nsizes, neff, lat_reps, lat_iters, stg_iters, reps, eff_reps, as_test, do_lat, do_sweep, do_eff;
+    double target_s;
+    size_t validate_max, large;
+    const char *csv;
+} o;
+
+typedef tlmpi_status_t (*algo_stats_fn)(tlmpi_coll_t, tlmpi_path_t, const char *, tlmpi_stat_t *);
+typedef tlmpi_status_t (*describe_fn)(MPI_Comm, char *, size_t);
+static algo_stats_fn g_algo_stats;
+static describe_fn g_describe;
+static int P_NODE = -1, g_npaths;
+static const char *const node_algos[] = { "push", "pull", "oneshot", "twoshot" }; /* src/tier/node.c's names */
+
+#define CK(_call)                                                                                     \
+    do {                                                                                              \
+        cudaError_t e_ = (cudaError_t)(_call);                                                        \
+        if (e_ != cudaSuccess) {                                                                      \
+            fprintf(stderr, "node_bench[%d]: %s: %s (%s:%d)\n", g_rank, #_call, cudaGetErrorString(e_),  \
+                    __FILE__, __LINE__);                                                              \
+            PMPI_Abort(MPI_COMM_WORLD, 2);                                                            \
+        }                                                                                             \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double median(const double *v, int n)
+{
+    double t[MAX_REPS];
+    memcpy(t, v, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, bench_cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* median and 95% CI of v (n values) */
+static void median_ci(const double *v, int n, double *med, double *lo, double *hi)
+{
+    double t[MAX_REPS];
+    memcpy(t, v, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, bench_cmp_double);
+    *med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    bench_median_ci(t, n, lo, hi);
+}
+
+/* the device wait tlmpi uses in spirit: spin on the stream */
+static void spin_wait(void)
+{
+    cudaError_t e;
+    while ((e = cudaStreamQuery(g_stream)) == cudaErrorNotReady) {
+    }
+    CK(e);
+}
+
+static void csv_row(const char *sec, const char *coll, const char *mode, const char *algo, const char *path,
+                    size_t bytes, int iters, int reps, double med, double slow, int have_p, double p, double plo,
+                    double phi, double hbm, double gbps, double ratio, const char *valid)
+{
+    if (!g_csv) return;
+    fprintf(g_csv, "%s,%d,%s,%s,%s,%s,%zu,%d,%d,%.3f,%.3f,", sec, g_size, coll, mode, algo, path, bytes, iters, reps,
+            med, slow);
+    if (have_p) fprintf(g_csv, "%.3f,%.3f,%.3f,", p, plo, phi);
+    else fprintf(g_csv, ",,,");
+    if (hbm > 0) fprintf(g_csv, "%.0f,%.2f,%.4f,", hbm, gbps, ratio);
+    else fprintf(g_csv, ",,,");
+    fprintf(g_csv, "%s\n", valid);
+    fflush(g_csv);
+}
+
+/* ---------------------------------------------------------------- settings and counters */
+
+static char g_cfg[4][128];
+
+static int set1(int k, const char *name, const char *v)
+{
+    tlmpi_status_t s;
+    if (!strcmp(g_cfg[k], v)) return 1;
+    s = tlmpi_config_set(name, v);
+    if (s != TLMPI_OK) {
+        if (g_rank == 0) fprintf(stderr, "node_bench: tlmpi_config_set(%s, %s): %s\n", name, v, tlmpi_status_string(s));
+        g_cfg[k][0] = 0;
+        return 0;
+    }
+    snprintf(g_cfg[k], sizeof g_cfg[k], "%s", v);
+    return 1;
+}
+
+/* TLMPI_TIER = tier; coll's table = table (others cleared) */
+static int set_cfg(const char *tier, int coll, const char *table)
+{
+    int c, ok = set1(3, "TIER", tier);
+    for (c = 0; c < C_N; c++) ok &= set1(c, table_vars[c], c == coll && table ? table : "");
+    return ok;
+}
+
+static void snap(int coll, unsigned long long *calls)
+{
+    int k;
+    for (k = 0; k < g_npaths; k++) {
+        tlmpi_stat_t s;
+        calls[k] = tlmpi_get_stats(coll_ids[coll], (tlmpi_path_t)k, &s) == TLMPI_OK ? s.calls : 0;
+    }
+}
+
+static void snap_algos(int coll, unsigned long long *calls)
+{
+    int a;
+    for (a = 0; a < (int)(sizeof node_algos / sizeof node_algos[0]); a++) {
+        tlmpi_stat_t s;
+        calls[a] = g_algo_stats && P_NODE >= 0 &&
+                           g_algo_stats(coll_ids[coll], (tlmpi_path_t)P_NODE, node_algos[a], &s) == TLMPI_OK
+                       ? s.calls
+                       : 0;
+    }
+}
+
+/* "path" or "path1+path2" of the counters that moved, agreed over ranks ("ranks-differ:..." if not) */
+static void served(const unsigned long long *b, const unsigned long long *a, const unsigned long long *ab,
+                   const unsigned long long *aa, char *out, size_t len)
+{
+    unsigned m = 0, mo = 0, ma = 0, am = 0, amo = 0;
+    int k;
+    out[0] = 0;
+    for (k = 0; k < g_npaths; k++) if (a[k] != b[k]) m |= 1u << k;
+    for (k = 0; k < (int)(sizeof node_algos / sizeof node_algos[0]); k++) if (aa[k] != ab[k]) am |= 1u << k;
+    PMPI_Allreduce(&m, &mo, 1, MPI_UNSIGNED, MPI_BOR, g_comm);
+    PMPI_Allreduce(&m, &ma, 1, MPI_UNSIGNED, MPI_BAND, g_comm);
+    PMPI_Allreduce(&am, &amo, 1, MPI_UNSIGNED, MPI_BOR, g_comm);
+    if (mo != ma) snprintf(out, len, "ranks-differ:");
+    for (k = 0; k < g_npaths; k++) {
+        if (mo & (1u << k)) {
+            size_t l = strlen(out);
+            snprintf(out + l, len - l, "%s%s", l && out[l - 1] != ':' ? "+" : "", tlmpi_path_name((tlmpi_path_t)k));
+        }
+    }
+    for (k = 0; k < (int)(sizeof node_algos / sizeof node_algos[0]); k++) {
+        if (amo & (1u << k)) {
+            size_t l = strlen(out);
+            snprintf(out + l, len - l, "/%s", node_algos[k]);
+        }
+    }
+    if (!out[0]) snprintf(out, len, "none");
+}
+
+/* ---------------------------------------------------------------- one call */
+
+static void mpi_call(int coll, size_t bytes)
+{
+    int n = (int)(bytes / 4), rc;
+    switch (coll) {
+    case C_AR: rc = MPI_Allreduce(g_s, g_r, n, MPI_FLOAT, MPI_SUM, g_comm); break;
+    case C_AG: rc = MPI_Allgather(g_s, n, MPI_FLOAT, g_r, n, MPI_FLOAT, g_comm); break;
+    default: rc = MPI_Reduce_scatter_block(g_s, g_r, n, MPI_FLOAT, MPI_SUM, g_comm); break;
+    }
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "node_bench[%d]: %s of %zu bytes: rc %d\n", g_rank, coll_names[coll], bytes, rc);
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+static int gen_val(uint64_t seed, int r, size_t i)
+{
+    uint64_t x = seed ^ ((uint64_t)r * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)i * 0xD6E8FEB86659FD93ull);
+    x ^= x >> 32;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 32;
+    return (int)(x % 9) - 4;
+}
+
+/* one checked call on fresh data: 1 = right on every rank */
+static int validate(int coll, size_t bytes, uint64_t seed)
+{
+    size_t n = bytes / 4, in_n = coll == C_RSB ? n * (size_t)g_size : n, out_n = coll == C_AG ? n * (size_t)g_size : n, i;
+    long long bad = 0, all = 0;
+    int r;
+    for (i = 0; i < in_n; i++) g_h[i] = (float)gen_val(seed, g_rank, i);
+    CK(cudaMemcpy(g_s, g_h, in_n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(g_r, 0x7f, out_n * 4));
+    mpi_call(coll, bytes);
+    CK(cudaMemcpy(g_h, g_r, out_n * 4, cudaMemcpyDeviceToHost));
+    for (i = 0; i < out_n; i++) {
+        float e = 0;
+        if (coll == C_AG) e = (float)gen_val(seed, (int)(i / n), i % n);
+        else for (r = 0; r < g_size; r++) e += (float)gen_val(seed, r, coll == C_RSB ? (size_t)g_rank * n + i : i);
+        if (g_h[i] != e) bad++;
+    }
+    PMPI_Allreduce(&bad, &all, 1, MPI_LONG_LONG, MPI_SUM, g_comm);
+    return all == 0;
+}
+
+/* per-call seconds on this rank of iters calls of coll after a barrier */
+static double time_mpi(int coll, size_t bytes, int iters)
+{
+    double t0;
+    int i;
+    PMPI_Barrier(g_comm);
+    t0 = now();
+    for (i = 0; i < iters; i++) mpi_call(coll, bytes);
+    return (now() - t0) / iters;
+}
+
+/* ---------------------------------------------------------------- the floor */
+
+static tlmpi_node_xport_t g_x, g_x1;
+static tlmpi_node_args_t g_a, g_a1;
+static tlmpi_node_err_t *g_err;
+static void *g_pool, *g_pool1;
+
+static void floor_setup(void)
+{
+    const size_t data = 65536, bytes = TLMPI_NODE_HDR_BYTES + data;
+    cudaIpcMemHandle_t h, *all = calloc((size_t)g_size, sizeof h);
+    void *err_dev = NULL;
+    int p;
+
+    CK(cudaMalloc(&g_pool, bytes));
+    CK(cudaMemset(g_pool, 0, bytes));
+    CK(cudaMalloc(&g_pool1, bytes));
+    CK(cudaMemset(g_pool1, 0, bytes));
+    CK(cudaDeviceSynchronize());
+    CK(cudaHostAlloc((void **)&g_err, sizeof *g_err, cudaHostAllocMapped));
+    memset(g_err, 0, sizeof *g_err);
+    CK(cudaHostGetDevicePointer(&err_dev, g_err, 0));
+    CK(cudaIpcGetMemHandle(&h, g_pool));
+    PMPI_Allgather(&h, (int)sizeof h, MPI_BYTE, all, (int)sizeof h, MPI_BYTE, g_comm);
+    memset(&g_x, 0, sizeof g_x);
+    for (p = 0; p < g_size; p++) {
+        if (p == g_rank) g_x.base[p] = g_pool;
+        else CK(cudaIpcOpenMemHandle(&g_x.base[p], all[p], cudaIpcMemLazyEnablePeerAccess));
+    }
+    g_x.rank = g_rank;
+    g_x.nranks = g_size;
+    g_x.data_bytes = data;
+    g_x.timeout_ns = 30ull * 1000000000ull;
+    g_x.err = err_dev;
+    g_x1 = g_x;
+    memset(g_x1.base, 0, sizeof g_x1.base);
+    g_x1.base[0] = g_pool1;
+    g_x1.rank = 0;
+    g_x1.nranks = 1;
+    memset(&g_a, 0, sizeof g_a);
+    g_a.kind = TLMPI_NODE_BARRIER;
+    g_a.ctas = 1;
+    g_a1 = g_a;
+    free(all);
+    PMPI_Barrier(g_comm); /* every pool zeroed before any kernel arrives at its flags */
+}
+
+static void floor_teardown(void)
+{
+    int p;
+    for (p = 0; p < g_size; p++) if (p != g_rank) cudaIpcCloseMemHandle(g_x.base[p]);
+    cudaFree(g_pool);
+    cudaFree(g_pool1);
+    cudaFreeHost(g_err);
+}
+
+static void barrier_once(tlmpi_node_xport_t *x, tlmpi_node_args_t *a)
+{
+    int e = tlmpi_cuda_node_run(x, a, g_stream);
+    if (e) {
+        fprintf(stderr, "node_bench[%d]: tlmpi_cuda_node_run(BARRIER): %s\n", g_rank, cudaGetErrorString((cudaError_t)e));
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    spin_wait();
+    if (__atomic_load_n(&g_err->set, __ATOMIC_ACQUIRE)) {
+        fprintf(stderr, "node_bench[%d]: barrier wait timed out: rank %d cta %d peer %d barrier %d expected %llu seen %llu\n",
+                g_rank, g_err->rank, g_err->cta, g_err->peer, g_err->barrier, g_err->expected, g_err->seen);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+/* ---------------------------------------------------------------- raw NCCL, one rank */
+
+#ifdef HAVE_NCCL
+static struct {
+    int ok;
+    ncclComm_t comm;
+    int version;
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+} g_nccl;
+
+static void nccl_setup(void)
+{
+    const char *lib = getenv("TLMPI_NCCL_LIBRARY");
+    void *h = dlopen(lib && *lib ? lib : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+    ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+    ncclResult_t (*GetVersion)(int *);
+    ncclUniqueId id;
+    int ok = 0, all = 0;
+
+    if (h) {
+        *(void **)&GetUniqueId = dlsym(h, "ncclGetUniqueId");
+        *(void **)&CommInitRank = dlsym(h, "ncclCommInitRank");
+        *(void **)&GetVersion = dlsym(h, "ncclGetVersion");
+        *(void **)&g_nccl.AllReduce = dlsym(h, "ncclAllReduce");
+        if (GetUniqueId && CommInitRank && GetVersion && g_nccl.AllReduce && GetUniqueId(&id) == ncclSuccess &&
+            CommInitRank(&g_nccl.comm, 1, id, 0) == ncclSuccess) {
+            ok = 1;
+            GetVersion(&g_nccl.version);
+        }
+    }
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, g_comm);
+    g_nccl.ok = all;
+    if (!all && g_rank == 0) fprintf(stderr, "node_bench: raw NCCL (1 rank) not available: row skipped\n");
+}
+
+static void nccl_once(void)
+{
+    if (g_nccl.AllReduce(g_s, g_r, 2, ncclFloat32, ncclSum, g_nccl.comm, g_stream) != ncclSuccess) {
+        fprintf(stderr, "node_bench[%d]: ncclAllReduce failed\n", g_rank);
+        PMPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    spin_wait();
+}
+#endif
+
+/* ---------------------------------------------------------------- 1. latency */
+
+enum { L_FLOOR, L_EMPTY, L_NCCL, L_NODE_AR, L_NODE_AG, L_NODE_RSB, L_STG_AR, L_STG_AG, L_STG_RSB, L_N };
+static const char *const lat_names[L_N] = { "floor: node barrier kernel (1 CTA), n ranks", "empty kernel + self barrier (one-rank descriptor)",
+                                            "raw NCCL allreduce 8 B, 1-rank communicator per rank", "tlmpi node MPI_Allreduce 8 B",
+                                            "tlmpi node MPI_Allgather 8 B", "tlmpi node MPI_Reduce_scatter_block 8 B",
+                                            "tlmpi staging MPI_Allreduce 8 B", "tlmpi staging MPI_Allgather 8 B",
+                                            "tlmpi staging MPI_Reduce_scatter_block 8 B" };
+
+static double lat_item(int k, int iters)
+{
+    double t0;
+    int i, c = (k - L_NODE_AR) % 3;
+
+    if (k >= L_NODE_AR) {
+        if (!set_cfg(k >= L_STG_AR ? "staging" : "node", -1, NULL)) return NAN;
+        for (i = 0; i < 5; i++) mpi_call(c, 8);
+        return time_mpi(c, 8, iters);
+    }
+    for (i = 0; i < 5; i++) { /* warm-up */
+        if (k == L_FLOOR) barrier_once(&g_x, &g_a);
+        else if (k == L_EMPTY) barrier_once(&g_x1, &g_a1);
+#ifdef HAVE_NCCL
+        else nccl_once();
+#endif
+    }
+    PMPI_Barrier(g_comm);
+    t0 = now();
+    for (i = 0; i < iters; i++) {
+        if (k == L_FLOOR) barrier_once(&g_x, &g_a);
+        else if (k == L_EMPTY) barrier_once(&g_x1, &g_a1);
+#ifdef HAVE_NCCL
+        else nccl_once();
+#endif
+    }
+    return (now() - t0) / iters;
+}
+
+static void bench_latency(void)
+{
+    static double avg[L_N][MAX_REPS], slow[L_N][MAX_REPS];
+    int rep, kk, k, reps = o.lat_reps, have[L_N];
+    char path[L_N][64];
+
+    for (k = 0; k < L_N; k++) have[k] = 1;
+#ifdef HAVE_NCCL
+    nccl_setup();
+    have[L_NCCL] = g_nccl.ok;
+#else
+    have[L_NCCL] = 0;
+#endif
+    floor_setup();
+    for (rep = 0; rep < reps; rep++) {
+        for (kk = 0; kk < L_N; kk++) {
+            double t, sum = 0, mx = 0;
+            unsigned long long b[32], a[32], ab[4], aa[4];
+            k = rep & 1 ? L_N - 1 - kk : kk;
+            if (!have[k]) continue;
+            if (rep == 0 && k >= L_NODE_AR) {
+                snap((k - L_NODE_AR) % 3, b);
+                snap_algos((k - L_NODE_AR) % 3, ab);
+            }
+            t = lat_item(k, k >= L_STG_AR ? o.stg_iters : o.lat_iters);
+            if (rep == 0 && k >= L_NODE_AR) {
+                snap((k - L_NODE_AR) % 3, a);
+                snap_algos((k - L_NODE_AR) % 3, aa);
+                served(b, a, ab, aa, path[k], sizeof path[k]);
+            }
+            if (isnan(t)) { have[k] = 0; continue; }
+            PMPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, g_comm);
+            PMPI_Allreduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+            avg[k][rep] = sum / g_size * 1e6;
+            slow[k][rep] = mx * 1e6;
+        }
+    }
+    floor_teardown();
+    if (g_rank == 0) {
+        printf("\n## Floor and 8-byte latency, %d ranks (us per call: median of %d repetitions of the mean over ranks; "
+               "%d calls each, staging %d)\n\n", g_size, reps, o.lat_iters, o.stg_iters);
+        printf("| what | path | median us | slowest rank, median us | paired difference to the floor, median [95%% CI] us |\n");
+        printf("| --- | --- | ---: | ---: | --- |\n");
+    }
+    for (k = 0; k < L_N; k++) {
+        double med, sl, d[MAX_REPS], pm = 0, plo = 0, phi = 0;
+        int hp = 0;
+        const char *pth = k >= L_NODE_AR ? path[k] : k == L_NCCL ? "raw-nccl" : "kernel";
+        if (!have[k]) {
+            if (g_rank == 0) printf("| %s | - | n/a | n/a | |\n", lat_names[k]);
+            continue;
+        }
+        med = median(avg[k], reps);
+        sl = median(slow[k], reps);
+        if (k != L_FLOOR && k != L_EMPTY && have[L_FLOOR]) {
+            for (rep = 0; rep < reps; rep++) d[rep] = avg[k][rep] - avg[L_FLOOR][rep];
+            median_ci(d, reps, &pm, &plo, &phi);
+            hp = 1;
+        } else if (k == L_EMPTY) {
+            for (rep = 0; rep < reps; rep++) d[rep] = avg[k][rep] - avg[L_FLOOR][rep];
+            median_ci(d, reps, &pm, &plo, &phi);
+            hp = 1;
+        }
+        if (g_rank == 0) {
+            printf("| %s | %s | %.2f | %.2f | ", lat_names[k], pth, med, sl);
+            if (hp) printf("%+.2f [%+.2f, %+.2f]", pm, plo, phi);
+            printf(" |\n");
+        }
+        csv_row("lat", k >= L_NODE_AR ? coll_names[(k - L_NODE_AR) % 3] : k == L_NCCL ? "allreduce" : "barrier",
+                k >= L_STG_AR ? "staging" : k >= L_NODE_AR ? "node" : k == L_FLOOR ? "floor" : k == L_EMPTY ? "empty" : "raw-nccl-1",
+                "", pth, 8, k >= L_STG_AR ? o.stg_iters : o.lat_iters, reps, med, sl, hp, pm, plo, phi, 0, 0, 0, "-");
+    }
+#ifdef HAVE_NCCL
+    if (g_rank == 0 && have[L_NCCL]) printf("\nraw NCCL runtime version %d\n", g_nccl.version);
+#endif
+}
+
+/* ---------------------------------------------------------------- 2. sweep */
+
+static int iters_for(int coll, size_t bytes)
+{
+    double t, tmax = 0;
+    int i, n = bytes >= o.large ? 1 : bytes >= ((size_t)1 << 20) ? 3 : 10;
+    for (i = 0; i < (bytes >= o.large ? 1 : 3); i++) mpi_call(coll, bytes); /* warm-up (plan refill, setup) */
+    t = time_mpi(coll, bytes, n);
+    PMPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+    n = (int)(o.target_s / (tmax > 0 ? tmax : 1e-6));
+    return n < 1 ? 1 : n > 2000 ? 2000 : n;
+}
+
+static void bench_sweep(void)
+{
+    static const char *const tiers[2] = { "node", "staging" };
+    int c, si, m, rep;
+
+    if (g_rank == 0) {
+        printf("\n## Sweep: TLMPI_TIER=node against TLMPI_TIER=staging, %d ranks (bytes: the per-rank message; "
+               "us per call, median over repetitions of the mean over ranks)\n\n", g_size);
+        printf("| collective | bytes | node us | node path/algorithm | staging us | staging / node | valid |\n");
+        printf("| --- | ---: | ---: | --- | ---: | ---: | --- |\n");
+    }
+    for (c = 0; c < C_N; c++) {
+        for (si = 0; si < o.nsizes; si++) {
+            size_t b = o.sizes[si];
+            double avg[2][MAX_REPS], slow[2][MAX_REPS], med[2], sl[2];
+            int iters[2] = { 0, 0 }, ok[2] = { 1, 1 }, reps = b >= o.large ? 1 : o.reps, valid[2] = { -1, -1 };
+            char path[2][64];
+            if (b < 4 || b > g_maxb) continue;
+            for (rep = 0; rep < reps; rep++) {
+                for (int kk = 0; kk < 2; kk++) {
+                    double t, sum = 0, mx = 0;
+                    unsigned long long pb[32], pa[32], ab[4], aa[4];
+                    m = rep & 1 ? 1 - kk : kk;
+                    if (!ok[m]) continue;
+                    if (!set_cfg(tiers[m], -1, NULL)) { ok[m] = 0; continue; }
+                    if (rep == 0) {
+                        snap(c, pb);
+                        snap_algos(c, ab);
+                        if (b <= o.validate_max) valid[m] = validate(c, b, (uint64_t)time(NULL) ^ ((uint64_t)si << 20) ^ (uint64_t)c);
+                        iters[m] = iters_for(c, b);
+                    }
+                    t = time_mpi(c, b, iters[m]);
+                    if (rep == 0) {
+                        snap(c, pa);
+                        snap_algos(c, aa);
+                        served(pb, pa, ab, aa, path[m], sizeof path[m]);
+                    }
+                    PMPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, g_comm);
+                    PMPI_Allreduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+                    avg[m][rep] = sum / g_size * 1e6;
+                    slow[m][rep] = mx * 1e6;
+                }
+            }
+            for (m = 0; m < 2; m++) {
+                if (!ok[m]) continue;
+                med[m] = median(avg[m], reps);
+                sl[m] = median(slow[m], reps);
+                csv_row("sweep", coll_names[c], tiers[m], "", path[m], b, iters[m], reps, med[m], sl[m], 0, 0, 0, 0, 0,
+                        0, 0, valid[m] < 0 ? "-" : valid[m] ? "pass" : "FAIL");
+            }
+            if (g_rank == 0) {
+                printf("| %s | %zu | %.2f | %s | %.2f | %.2f | %s |\n", coll_names[c], b, ok[0] ? med[0] : NAN,
+                       ok[0] ? path[0] : "-", ok[1] ? med[1] : NAN, ok[0] && ok[1] ? med[1] / med[0] : NAN,
+                       valid[0] < 0 && valid[1] < 0 ? "-" : (valid[0] != 0 && valid[1] != 0) ? "pass" : "FAIL");
+                fflush(stdout);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- 3. efficiency */
+
+typedef struct {
+    const char *name;
+    int coll;
+    const char *table;
+} algo_t;
+static const algo_t g_algos[] = {
+    { "allgather push", C_AG, "node/push" },
+    { "allgather pull", C_AG, "node/pull" },
+    { "reduce_scatter_block", C_RSB, "node" },
+    { "allreduce one-shot", C_AR, "node/oneshot" },
+    { "allreduce two-shot", C_AR, "node/twoshot" },
+};
+
+/* HBM bytes per rank (read + written) of algorithm a for a per-rank message of B bytes */
+static double traffic(int a, double B, int n)
+{
+    switch (a) {
+    case 0: return (3.0 * n - 1) * B;           /* push: read nB, write (2n-1)B */
+    case 1: return (2.0 * n + 1) * B;           /* pull: read nB, write (n+1)B */
+    case 2: return (3.0 * n - 1) * B;           /* RSB: read (2n-1)B, write nB */
+    case 3: return n > 1 ? (n + 3.0) * B : 2 * B; /* one-shot: read (n+1)B, write 2B */
+    default: return n > 1 ? 2 * B + 4.0 * (n - 1) * B / n : 2 * B; /* two-shot */
+    }
+}
+
+/* D2D copy rate (bytes read + written per second): rank 0 alone, and every rank at once */
+static void copy_rates(size_t bytes, double *alone, double *together)
+{
+    cudaEvent_t e0, e1;
+    double v[MAX_REPS], t0, t, tmax = 0;
+    int r, reps = o.eff_reps < 3 ? 3 : o.eff_reps, i, it = 4;
+
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    PMPI_Barrier(g_comm);
+    if (g_rank == 0) {
+        for (r = -1; r < reps; r++) {
+            float ms;
+            CK(cudaEventRecord(e0, g_stream));
+            CK(cudaMemcpyAsync(g_r, g_s, bytes, cudaMemcpyDeviceToDevice, g_stream));
+            CK(cudaEventRecord(e1, g_stream));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            if (r >= 0) v[r] = 2.0 * bytes / (ms * 1e-3);
+        }
+        *alone = median(v, reps);
+    }
+    PMPI_Bcast(alone, 1, MPI_DOUBLE, 0, g_comm);
+    for (r = -1; r < reps; r++) {
+        PMPI_Barrier(g_comm);
+        t0 = now();
+        for (i = 0; i < it; i++) CK(cudaMemcpyAsync(g_r, g_s, bytes, cudaMemcpyDeviceToDevice, g_stream));
+        spin_wait();
+        t = now() - t0;
+        PMPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+        if (r >= 0) v[r] = 2.0 * bytes * it * g_size / tmax;
+    }
+    *together = median(v, reps);
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+}
+
+static void bench_eff(void)
+{
+    int si, a, rep;
+
+    for (si = 0; si < o.neff; si++) {
+        size_t b = o.eff[si];
+        double alone = 0, together = 0, base;
+        if (b > g_maxb) continue;
+        copy_rates(b, &alone, &together);
+        base = alone > together ? alone : together;
+        if (g_rank == 0) {
+            printf("\n## Large-message efficiency, %d ranks, %zu MiB per rank: HBM bytes (read + written, all ranks) / "
+                   "time, against cudaMemcpyAsync D2D (%.0f GB/s rank 0 alone, %.0f GB/s all ranks at once)\n\n",
+                   g_size, b >> 20, alone / 1e9, together / 1e9);
+            printf("| algorithm | path | us (median of %d) | HBM bytes per rank | GB/s | ratio to the copy rate | >= 0.80 |\n",
+                   o.eff_reps);
+            printf("| --- | --- | ---: | ---: | ---: | ---: | --- |\n");
+        }
+        csv_row("eff", "copy", "cudaMemcpyAsync", "alone", "d2d", b, 1, o.eff_reps, 0, 0, 0, 0, 0, 0, 2.0 * b,
+                alone / 1e9, 1.0, "-");
+        csv_row("eff", "copy", "cudaMemcpyAsync", "all-ranks", "d2d", b, 1, o.eff_reps, 0, 0, 0, 0, 0, 0,
+                2.0 * b * g_size, together / 1e9, together / base, "-");
+        for (a = 0; a < (int)(sizeof g_algos / sizeof g_algos[0]); a++) {
+            const algo_t *al = &g_algos[a];
+            double v[MAX_REPS], med, tr, gbps;
+            unsigned long long pb[32], pa[32], ab[4], aa[4];
+            char path[64];
+            int iters;
+            if (!set_cfg("staging", al->coll, al->table)) continue;
+            snap(al->coll, pb);
+            snap_algos(al->coll, ab);
+            iters = iters_for(al->coll, b);
+            if (iters > 20) iters = 20;
+            for (rep = 0; rep < o.eff_reps; rep++) {
+                double t = time_mpi(al->coll, b, iters), tmax = 0;
+                PMPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+                v[rep] = tmax;
+            }
+            snap(al->coll, pa);
+            snap_algos(al->coll, aa);
+            served(pb, pa, ab, aa, path, sizeof path);
+            med = median(v, o.eff_reps);
+            tr = traffic(a, (double)b, g_size);
+            gbps = tr * g_size / med;
+            if (g_rank == 0) {
+                printf("| %s | %s | %.1f | %.0f | %.0f | %.3f | %s |\n", al->name, path, med * 1e6, tr, gbps / 1e9,
+                       gbps / base, gbps / base >= 0.80 ? "met" : "MISS");
+                fflush(stdout);
+            }
+            csv_row("eff", coll_names[al->coll], "node", al->table, path, b, iters, o.eff_reps, med * 1e6, med * 1e6, 0, 0,
+                    0, 0, tr * g_size, gbps / 1e9, gbps / base, "-");
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || v < 0) return -1;
+    switch (tolower((unsigned char)*end)) {
+    case 'k': v *= 1024.0; end++; break;
+    case 'm': v *= 1048576.0; end++; break;
+    case 'g': v *= 1073741824.0; end++; break;
+    default: break;
+    }
+    if (*end) return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_sizes(const char *arg, size_t *out, int *n)
+{
+    char buf[1024], *tok, *save = NULL;
+    snprintf(buf, sizeof buf, "%s", arg);
+    *n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_SIZES || parse_size(tok, &out[*n])) return -1;
+        out[*n] = out[*n] / 4 * 4; /* whole floats */
+        (*n)++;
+    }
+    return 0;
+}
+
+static void usage(void)
+{
+    printf("usage: node_bench [options]\n"
+           "  -s LIST   sweep sizes, per-rank message bytes (default 8,64,512,4k,32k,256k,2m,16m,64m,256m)\n"
+           "  -e LIST   efficiency sizes (default 64m,256m)\n"
+           "  -S LIST   sections: lat,sweep,eff (default all)\n"
+           "  -r N      latency repetitions (default 21)   -i N  latency calls per repetition (default 200)\n"
+           "  -j N      staging latency calls (default 40)  -R N  sweep repetitions (default 3; 1 from -L)\n"
+           "  -E N      efficiency repetitions (default 5)  -L SIZE  'large' from this size (default 16m)\n"
+           "  -w SEC    target seconds per sweep measurement (default 0.05)\n"
+           "  -V SIZE   validate sweep sizes up to SIZE (default 2m; 0: none)\n"
+           "  -o FILE   append CSV rows    --as-test  exit 77 without a GPU\n");
+}
+
+int main(int argc, char **argv)
+{
+    int ndev = 0, i, min_dev = 0, local = 0, k;
+    MPI_Comm node;
+    size_t maxs = 0;
+    struct cudaDeviceProp prop;
+    char date[64];
+    time_t tn = time(NULL);
+
+    MPI_Init(&argc, &argv);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    parse_sizes("8,64,512,4k,32k,256k,2m,16m,64m,256m", o.sizes, &o.nsizes);
+    parse_sizes("64m,256m", o.eff, &o.neff);
+    o.lat_reps = 21;
+    o.lat_iters = 200;
+    o.stg_iters = 40;
+    o.reps = 3;
+    o.eff_reps = 5;
+    o.target_s = 0.05;
+    o.validate_max = (size_t)2 << 20;
+    o.large = (size_t)16 << 20;
+    o.do_lat = o.do_sweep = o.do_eff = 1;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--as-test")) { o.as_test = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            if (g_rank == 0) usage();
+            PMPI_Finalize();
+            return 0;
+        }
+        if (!v || a[0] != '-' || strlen(a) != 2) bad = 1;
+        else {
+            i++;
+            switch (a[1]) {
+            case 's': bad = parse_sizes(v, o.sizes, &o.nsizes); break;
+            case 'e': bad = parse_sizes(v, o.eff, &o.neff); break;
+            case 'S':
+                o.do_lat = strstr(v, "lat") != NULL;
+                o.do_sweep = strstr(v, "sweep") != NULL;
+                o.do_eff = strstr(v, "eff") != NULL;
+                break;
+            case 'r': o.lat_reps = atoi(v); break;
+            case 'i': o.lat_iters = atoi(v); break;
+            case 'j': o.stg_iters = atoi(v); break;
+            case 'R': o.reps = atoi(v); break;
+            case 'E': o.eff_reps = atoi(v); break;
+            case 'L': bad = parse_size(v, &o.large); break;
+            case 'w': o.target_s = atof(v); break;
+            case 'V': bad = parse_size(v, &o.validate_max); break;
+            case 'o': o.csv = v; break;
+            default: bad = 1;
+            }
+        }
+        if (bad || o.lat_reps < 1 || o.lat_reps > MAX_REPS || o.reps < 1 || o.reps > MAX_REPS || o.eff_reps < 1 ||
+            o.eff_reps > MAX_REPS || o.lat_iters < 1 || o.stg_iters < 1) {
+            if (g_rank == 0) {
+                fprintf(stderr, "node_bench: bad argument %s\n", a);
+                usage();
+            }
+            PMPI_Finalize();
+            return 2;
+        }
+    }
+    PMPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess) {
+        cudaGetLastError();
+        ndev = 0;
+    }
+    PMPI_Allreduce(&ndev, &min_dev, 1, MPI_INT, MPI_MIN, g_comm);
+    if (min_dev == 0) {
+        if (g_rank == 0) printf("node_bench: no GPU (on some rank): nothing to measure\n");
+        PMPI_Comm_free(&g_comm);
+        MPI_Finalize();
+        return o.as_test ? 77 : 0;
+    }
+    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    PMPI_Comm_rank(node, &local);
+    PMPI_Comm_size(node, &k);
+    PMPI_Comm_free(&node);
+    if (k != g_size) {
+        if (g_rank == 0) printf("node_bench: the ranks span several nodes; run it on one node\n");
+        PMPI_Comm_free(&g_comm);
+        MPI_Finalize();
+        return 1;
+    }
+    CK(cudaSetDevice(local % ndev));
+    CK(cudaGetDeviceProperties(&prop, local % ndev));
+    CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    for (k = 0; k < 32; k++) {
+        const char *n = tlmpi_path_name((tlmpi_path_t)k);
+        if (!n) break;
+        if (!strcmp(n, "node")) P_NODE = k;
+    }
+    g_npaths = k;
+    *(void **)&g_algo_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_algo_stats");
+    *(void **)&g_describe = dlsym(RTLD_DEFAULT, "tlmpi_comm_describe");
+    for (i = 0; o.do_sweep && i < o.nsizes; i++) maxs = o.sizes[i] > maxs ? o.sizes[i] : maxs;
+    for (i = 0; o.do_eff && i < o.neff; i++) maxs = o.eff[i] > maxs ? o.eff[i] : maxs;
+    if (maxs < 64) maxs = 64;
+    g_maxb = maxs;
+    CK(cudaMalloc((void **)&g_s, maxs * (size_t)g_size + 256));
+    CK(cudaMalloc((void **)&g_r, maxs * (size_t)g_size + 256));
+    CK(cudaMemset(g_s, 0, maxs * (size_t)g_size + 256));
+    g_h = malloc((o.validate_max > 64 ? o.validate_max : 64) * (size_t)g_size + 256);
+    if (o.csv && g_rank == 0) {
+        g_csv = fopen(o.csv, "a");
+        if (g_csv && ftell(g_csv) == 0)
+            fprintf(g_csv, "section,nranks,coll,mode,algo,path,bytes,iters,reps,median_us,slowest_us,paired_us,"
+                           "paired_lo_us,paired_hi_us,hbm_bytes,gbps,ratio,valid\n");
+    }
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&tn));
+    if (g_rank == 0) {
+        printf("# node_bench: tlmpi %s, %d ranks on %s (%d SMs), %s, MPS %s, node path label %s\n", tlmpi_version(),
+               g_size, prop.name, prop.multiProcessorCount, date, getenv("CUDA_MPS_PIPE_DIRECTORY") ? "on" : "off",
+               P_NODE >= 0 ? "found" : "MISSING (no node tier)");
+        fflush(stdout);
+    }
+    if (g_describe) {
+        char buf[4096];
+        set_cfg("node", -1, NULL);
+        mpi_call(C_AR, 8);
+        if (g_describe(g_comm, buf, sizeof buf) == TLMPI_OK && g_rank == 0) printf("\nplan (TLMPI_TIER=node):\n\n```\n%s\n```\n", buf);
+    }
+    if (o.do_lat) bench_latency();
+    if (o.do_sweep) bench_sweep();
+    if (o.do_eff) bench_eff();
+    set_cfg("auto", -1, NULL);
+    if (g_csv) fclose(g_csv);
+    CK(cudaStreamDestroy(g_stream));
+    cudaFree(g_s);
+    cudaFree(g_r);
+    free(g_h);
+    PMPI_Comm_free(&g_comm);
+    MPI_Finalize();
+    return 0;
+}
