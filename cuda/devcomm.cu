@@ -16,7 +16,11 @@
 
 #if __has_include(<nccl_device.h>)
 #include <nccl.h>
+// NCCL's device headers have unused parameters (host compiler -Wextra)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 #include <nccl_device.h>
+#pragma GCC diagnostic pop
 #define TLMPI_HAVE_NCCL_DEVICE 1
 #endif
 
