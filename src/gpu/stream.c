@@ -25,8 +25,19 @@
 
 void tlmpi_gpu_abort(MPI_Comm comm)
 {
+    static int aborting;
+
     if (comm == MPI_COMM_NULL) {
         comm = MPI_COMM_WORLD;
+    }
+    /* One thread aborts. Under MPI_THREAD_MULTIPLE several threads' waits can time out together, and
+     * Open MPI 4.1.6 was seen to crash in its show_help code when threads called MPI_Abort at once
+     * (H200, issue 7's thread matrix): the others wait here for the process to end (the alarm
+     * below ends it if the abort does not). */
+    if (__atomic_exchange_n(&aborting, 1, __ATOMIC_ACQ_REL)) {
+        for (;;) {
+            pause();
+        }
     }
     /* MPICH 4.0.2 (ch4:ucx) was seen to hang inside MPI_Abort on a dup'ed communicator while the
      * other ranks waited elsewhere: if the abort has not ended this process in 10 s, SIGALRM does
