@@ -9,6 +9,7 @@
  */
 #include "config.h"
 #include "plan.h"
+#include "stats.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -437,6 +438,50 @@ START_TEST(test_node_tables)
 }
 END_TEST
 
+/* per-algorithm counters: the node tier counts the algorithm it ran, by name */
+START_TEST(test_algo_stats)
+{
+    tlmpi_stat_t st;
+    char line[256];
+    FILE *f = tmpfile();
+    int found = 0;
+
+    ck_assert_ptr_nonnull(f);
+    tlmpi_reset_stats();
+    tlmpi_stats_name_algos(TLMPI_PATH_NODE, tlmpi_tier_node.algos, tlmpi_tier_node.n_algos);
+    tlmpi_stat_algo_add(AR, TLMPI_PATH_NODE, tlmpi_tier_algo_by_name(T_NODE, "oneshot", 7), 64);
+    tlmpi_stat_algo_add(AR, TLMPI_PATH_NODE, tlmpi_tier_algo_by_name(T_NODE, "oneshot", 7), 64);
+    tlmpi_stat_algo_add(AR, TLMPI_PATH_NODE, tlmpi_tier_algo_by_name(T_NODE, "twoshot", 7), 1 << 20);
+    tlmpi_stat_add(AR, TLMPI_PATH_NODE, 64);
+    tlmpi_stat_add(AR, TLMPI_PATH_NODE, 64);
+    tlmpi_stat_add(AR, TLMPI_PATH_NODE, 1 << 20);
+    ck_assert_int_eq(tlmpi_get_algo_stats(AR, TLMPI_PATH_NODE, "oneshot", &st), TLMPI_OK);
+    ck_assert(st.calls == 2 && st.bytes == 128);
+    ck_assert_int_eq(tlmpi_get_algo_stats(AR, TLMPI_PATH_NODE, "twoshot", &st), TLMPI_OK);
+    ck_assert(st.calls == 1 && st.bytes == 1 << 20);
+    ck_assert_int_eq(tlmpi_get_algo_stats(AG, TLMPI_PATH_NODE, "push", &st), TLMPI_OK);
+    ck_assert(st.calls == 0);
+    ck_assert_int_eq(tlmpi_get_algo_stats(AR, TLMPI_PATH_NODE, "ring", &st), TLMPI_OK);
+    ck_assert(st.calls == 0);
+    ck_assert_int_eq(tlmpi_get_algo_stats(AR, TLMPI_PATH_COUNT, "oneshot", &st), TLMPI_ERR_INVALID_ARG);
+    ck_assert_int_eq(tlmpi_get_stats(AR, TLMPI_PATH_NODE, &st), TLMPI_OK);
+    ck_assert(st.calls == 3);
+    ck_assert_str_eq(tlmpi_path_name(TLMPI_PATH_NODE), "node");
+    tlmpi_core_print_stats(f);
+    rewind(f);
+    while (fgets(line, sizeof(line), f)) {
+        found |= (strstr(line, "allreduce") && strstr(line, " node ") && strstr(line, "calls          3")) ? 1 : 0;
+        found |= (strstr(line, "allreduce") && strstr(line, "node/oneshot") && strstr(line, "calls          2")) ? 2 : 0;
+        found |= (strstr(line, "allreduce") && strstr(line, "node/twoshot") && strstr(line, "calls          1")) ? 4 : 0;
+    }
+    fclose(f);
+    ck_assert_int_eq(found, 7);
+    tlmpi_reset_stats();
+    ck_assert_int_eq(tlmpi_get_algo_stats(AR, TLMPI_PATH_NODE, "oneshot", &st), TLMPI_OK);
+    ck_assert(st.calls == 0);
+}
+END_TEST
+
 /* ---- agreement: ranks with different settings must all see the difference ---- */
 
 START_TEST(test_agreement)
@@ -506,6 +551,7 @@ int main(void)
     tcase_add_test(tc, test_thresholds);
     tcase_add_test(tc, test_fill_invalid_and_forced);
     tcase_add_test(tc, test_node_tables);
+    tcase_add_test(tc, test_algo_stats);
     tcase_add_test(tc, test_agreement);
     tcase_add_test(tc, test_names);
     suite_add_tcase(s, tc);
