@@ -104,7 +104,7 @@ static long g_cases;
 static unsigned long long g_seed; /* the same on every rank of a communicator (cases run in step) */
 static char *d_s, *d_r;           /* device scratch */
 static char *h_s, *h_r, *h_c;     /* host: send image, receive image, read-back */
-static size_t d_bytes;
+static size_t d_bytes, g_maxblock; /* scratch bytes; the largest per-rank block they hold */
 static const tmode_t *g_cur;      /* mode set now */
 
 #define GUARD 64 /* poisoned bytes either side of every output */
@@ -423,7 +423,7 @@ static void matrix(MPI_Comm comm, const tmode_t *m)
                     for (s = 0; s < 3; s++) {
                         run_case(comm, c, t, OP_SUM, ip, small[s]);
                         run_case(comm, c, t, OP_MAX, ip, small[s]);
-                        if (a < 2) run_case(comm, c, t, (ip ? OP_MIN : OP_PROD), ip, small[s]);
+                        if (a < 2 || a == 3) run_case(comm, c, t, (ip ? OP_MIN : OP_PROD), ip, small[s]);
                     }
                 }
             }
@@ -466,6 +466,11 @@ static void sub_cases(MPI_Comm comm)
             run_case(comm, C_AG, type_by_name("f32"), 0, 1, 7);
             if (!g_quick) run_case(comm, C_AG, type_by_name("f64"), 0, 0, 30000);
         }
+    }
+    if (!g_quick && set_mode(&g_modes[0])) {
+        /* large enough for the most CTAs on every comm at once (disjoint comms' kernels share the GPU) */
+        run_case(comm, C_AR, type_by_name("f32"), OP_SUM, 0, (size_t)g_size * g_maxblock / 8);
+        run_case(comm, C_AG, type_by_name("bf16"), 0, 0, g_maxblock / 4);
     }
     if (set_mode(&g_mixed)) {
         run_case(comm, C_AR, type_by_name("f32"), OP_SUM, 1, 100);
@@ -769,7 +774,6 @@ int main(int argc, char **argv)
     const char *expect_auto = NULL;
     MPI_Comm half, third, rev, dup;
     long totals[2], fails = 0;
-    size_t maxblock;
 
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         (void)cudaGetLastError();
@@ -820,9 +824,8 @@ int main(int argc, char **argv)
 #ifdef MPIX_C_FLOAT16
     add_type("mpix_f16", MPIX_C_FLOAT16, K_F16, 2);
 #endif
-    maxblock = g_overflow ? ((size_t)5 << 20) + 4096 : ((size_t)1 << 20) + 4096;
-    if (!g_quick && maxblock < 70000 * 8) maxblock = 70000 * 8;
-    d_bytes = (size_t)(g_size + 1) * maxblock + 4 * GUARD + 4096;
+    g_maxblock = g_overflow ? ((size_t)5 << 20) + 4096 : ((size_t)1 << 20) + 4096;
+    d_bytes = (size_t)(g_size + 1) * g_maxblock + 4 * GUARD + 4096;
     TST_CUDA(cudaMalloc((void **)&d_s, d_bytes));
     TST_CUDA(cudaMalloc((void **)&d_r, d_bytes));
     h_s = tst_malloc(d_bytes);

@@ -16,12 +16,15 @@
 # (per-path and per-algorithm counters at MPI_Finalize, in the logs).
 # Prints one line per run ("node np=N mps=yes main: PASS, 12 s: RESULT ..."), the failure lines of
 # a failed run, then "node: PASS k/k runs" or "node: FAIL ...". Exit 0 only if every run passed.
-# Logs: $OUT/node-npN-RUN.log (default OUT: BUILD_DIR/tests/gpu/work-node).
+# Logs: $OUT/node-npN-RUN.log (default OUT: BUILD_DIR/tests/gpu/work-node). The PMPI guard library
+# (tests/gpu/pmpi_guard.c) is preloaded into every rank where it was built.
+# To check this script on a machine without a GPU: NODE_PROG=gpu_node linked with the CPU fakes
+# (tests/fakes/fakecudart.c) and NODE_ARGS=--any-path (staging serves what the node tier cannot).
 nps=${1:?usage: node.sh NPS BUILD_DIR [full|quick]}
 build=$(cd "${2:-.}" && pwd)
 level=${3:-full}
 here=$(cd "$(dirname "$0")" && pwd)
-prog=$build/tests/gpu/gpu_node
+prog=${NODE_PROG:-$build/tests/gpu/gpu_node}
 if [ ! -x "$prog" ]; then
     echo "node: FAIL ($prog not built: make check TESTS= in a CUDA build)"
     exit 1
@@ -57,7 +60,7 @@ one() {
     (
         for kv in $envs; do export "$kv"; done
         echo "== node.sh: np=$np mps=$mps run=$name env:$envs args: $*"
-        exec timeout -k 10 "$limit" sh "$here/mpirun.sh" "$np" "$prog" "$@"
+        exec timeout -k 10 "$limit" sh "$here/mpirun.sh" "$np" "$prog" "$@" ${NODE_ARGS:-}
     ) >"$log" 2>&1
     rc=$?
     t=$(( $(date +%s) - s ))
