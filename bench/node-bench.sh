@@ -11,7 +11,8 @@
 # Writes to $OUT (default ./nodebench-out): results.csv (every row of every run), npN.md (the
 # tables of one run), summary.md (all runs, with the MPS state), log.txt.
 # Knobs: NPS="2 4 8", BENCH_ARGS (more node_bench options, e.g. "-s 8,64k,1m -S lat,sweep"),
-# QUICK=1 (-r 7 -R 1 -E 3 -w 0.02: about a third of the time), RUN_TIMEOUT=240 seconds per run.
+# QUICK=1 (-r 7 -R 1 -E 3 -w 0.02: about a third of the time), RUN_TIMEOUT=240 seconds per run
+# (cut to what DEADLINE_AT, seconds since the epoch, leaves; no run starts within 35 s of it).
 set -u
 build=$(cd "${1:?usage: node-bench.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,8 +43,18 @@ rm -f "$OUT/results.csv"
 status=0
 for np in ${NPS:-2 4 8}; do
     s=$SECONDS
+    limit=${RUN_TIMEOUT:-240}
+    if [ -n "${DEADLINE_AT:-}" ]; then
+        left=$((DEADLINE_AT - $(date +%s) - 5))
+        if [ "$left" -lt 30 ]; then
+            echo "== np=$np: not run (DEADLINE_AT reached)" | tee -a "$OUT/log.txt" >>"$OUT/summary.md"
+            status=1
+            continue
+        fi
+        [ "$left" -lt "$limit" ] && limit=$left
+    fi
     echo "== np=$np: node_bench ${args[*]:-}" | tee -a "$OUT/log.txt"
-    timeout -k 10 "${RUN_TIMEOUT:-240}" sh "$root/tests/gpu/mpirun.sh" "$np" "$bench" -o "$OUT/results.csv" "${args[@]}" \
+    timeout -k 10 "$limit" sh "$root/tests/gpu/mpirun.sh" "$np" "$bench" -o "$OUT/results.csv" "${args[@]}" \
         >"$OUT/np$np.md" 2>>"$OUT/log.txt"
     rc=$?
     echo "== np=$np: exit $rc after $((SECONDS - s)) s$([ $rc = 124 ] && echo ' (timed out)')" | tee -a "$OUT/log.txt"

@@ -16,8 +16,12 @@
 #             staging, HBM efficiency) under MPS, NODEBENCH_NPS (2 4 8) -> nodebench.md,
 #             nodebench.csv, nodebench-logs.tar.gz
 # The device tool returns at most 8 files from $OUT.
+# The parts node and nodebench stop starting runs near DEADLINE_AT (seconds since the epoch;
+# default: DEVICE_BUDGET_S, 560, after this script started), so that one device command (600 s at
+# most) still writes its summaries and tarballs when something hangs.
 set -u
 export NCCL_NVLS_ENABLE=0
+export DEADLINE_AT=${DEADLINE_AT:-$(( $(date +%s) + ${DEVICE_BUDGET_S:-560} ))}
 tarball=$1
 what=${2:-all}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -12,7 +12,8 @@
 # (the node path required on a one-rank communicator), once per NCCL library in NODE_NCCL_LIBS
 # (default: the system's libnccl.so.2 and PyTorch's wheel where it exists).
 # Every run has TLMPI_TIMEOUT=60 (device and host waits) and runs under `timeout` (NODE_TIMEOUT
-# seconds, default 150 full / 90 quick; 240 for 8 ranks full), so a hang is a failure; TLMPI_STATS=1
+# seconds, default 150 full / 90 quick; 240 for 8 ranks full, cut to what DEADLINE_AT, a time in
+# seconds since the epoch, leaves; none is started within 25 s of it), so a hang is a failure; TLMPI_STATS=1
 # (per-path and per-algorithm counters at MPI_Finalize, in the logs).
 # Prints one line per run ("node np=N mps=yes main: PASS, 12 s: RESULT ..."), the failure lines of
 # a failed run, then "node: PASS k/k runs" or "node: FAIL ...". Exit 0 only if every run passed.
@@ -56,6 +57,15 @@ one() {
     shift
     limit=${NODE_TIMEOUT:-$([ "$level" = quick ] && echo 90 || { [ "$np" -ge 8 ] && echo 240 || echo 150; })}
     log=$out/node-np$np-$name.log
+    if [ -n "${DEADLINE_AT:-}" ]; then
+        left=$((DEADLINE_AT - $(date +%s) - 5))
+        if [ "$left" -lt 20 ]; then
+            runs=$((runs + 1))
+            echo "node np=$np mps=$mps $name: FAIL (not run: DEADLINE_AT reached)"
+            return
+        fi
+        [ "$left" -lt "$limit" ] && limit=$left
+    fi
     s=$(date +%s)
     (
         for kv in $envs; do export "$kv"; done
