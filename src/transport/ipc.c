@@ -8,6 +8,7 @@
 #include "cudawrap.h"
 #include "env.h"
 #include "fault.h"
+#include "global.h"
 #include "log.h"
 #include "stream.h"
 
@@ -153,6 +154,27 @@ static void rank_list(unsigned bits, char *buf, size_t len)
     }
 }
 
+/* How many ranks may run node kernels on this rank's GPU at the same time: those of this comm that
+ * share it, or, when larger, this node's MPI processes per visible GPU (from the launcher's
+ * local-size variable: Open MPI, MPICH/Hydra, PMI, Slurm). Disjoint sub-communicators run at once
+ * (one half of the ranks on one, the other half on another), and every rank's CTAs must be resident
+ * together: counting only the comm's own ranks would let them overfill the GPU. */
+static int ipc_gpu_sharers(int in_comm)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
+                                        "SLURM_NTASKS_PER_NODE" };
+    int local = 0, gpus = tlmpi_g.gpu_count > 0 ? tlmpi_g.gpu_count : 1, per;
+    size_t i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && local <= 0; i++) {
+        const char *v = getenv(vars[i]);
+
+        local = v ? atoi(v) : 0;
+    }
+    per = local > 0 ? (local + gpus - 1) / gpus : 0;
+    return per > in_comm ? per : in_comm;
+}
+
 tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t data_bytes, void *stream,
                               char *why, size_t len)
 {
@@ -222,7 +244,7 @@ tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t
     why[0] = '\0';
     ok = ipc_open_peers(ipc, recs, rank, size, why, len) == 0;
     if (ok) {
-        ipc->max_ctas = tlmpi_cuda_node_max_ctas(dev, ipc->ranks_on_gpu);
+        ipc->max_ctas = tlmpi_cuda_node_max_ctas(dev, ipc_gpu_sharers(ipc->ranks_on_gpu));
         (void)cudaGetLastError();
         if (ipc->max_ctas <= 0) {
             ok = 0;
