@@ -27,7 +27,7 @@ bench_tlmpi_costs_SOURCES = bench/tlmpi_costs.c bench/bench_stats.h
 bench_tlmpi_costs_LDADD = libtlmpi.la libtlmpi_core.la $(CUDA_LIBS)
 bench_tlmpi_costs_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
-dist_noinst_SCRIPTS += bench/devpath-callgrind.sh bench/overhead-gpu.sh
+dist_noinst_SCRIPTS += bench/devpath-callgrind.sh bench/overhead-gpu.sh bench/osu-compare.sh
 
 # kernel_bench: the copy/reduce kernels of cuda/ against cudaMemcpyAsync on one GPU (GB/s at
 # 256 MiB for every type x op, launch + sync latency at 8 B), a Markdown table (--csv FILE).

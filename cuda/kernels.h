@@ -79,7 +79,7 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
  * and every CTA of the kernel returns early; the host reads the record after the stream wait.
  * =========================================================================================== */
 #define TLMPI_NODE_MAX_RANKS 8          /* ranks of a node the node kernels serve */
-#define TLMPI_NODE_MAX_CTAS 64          /* CTAs of one node kernel (barrier slots per rank) */
+#define TLMPI_NODE_MAX_CTAS 128         /* CTAs of one node kernel (barrier slots per rank) */
 #define TLMPI_NODE_HDR_BYTES 65536      /* pool header (barrier flags), ahead of the data area */
 #define TLMPI_NODE_THREADS 512          /* threads per CTA of every node kernel */
 

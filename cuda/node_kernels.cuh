@@ -70,16 +70,8 @@ __device__ __forceinline__ void reduce_piece(const X &t, const char *in, char *o
     const size_t nvec = (hi - lo) / 16;
     const size_t bd = blockDim.x;
     size_t i = threadIdx.x;
-    for (; i + bd < nvec; i += 2 * bd) {
-        const size_t b0 = lo + i * 16, b1 = b0 + bd * 16;
-        const uint4 s0 = ld_user(in + b0, ua_i), s1 = ld_user(in + b1, ua_i);
-        const uint4 v0 = t.template mc_load_reduce<Acc>(poff + b0, s0);
-        const uint4 v1 = t.template mc_load_reduce<Acc>(poff + b1, s1);
-        st_user(out + b0, v0, ua_o);
-        st_user(out + b1, v1, ua_o);
-        extra.vec(poff + b0, v0);
-        extra.vec(poff + b1, v1);
-    }
+    // one vector per thread and pass, load-reduced over the ranks in groups of loads in flight
+    // together (transport); more vectors per pass spill registers under the 64-register bound
     for (; i < nvec; i += bd) {
         const size_t b = lo + i * 16;
         const uint4 v = t.template mc_load_reduce<Acc>(poff + b, ld_user(in + b, ua_i));
