@@ -36,6 +36,16 @@ static void load_driver_entry_points(void)
             cudaSuccess && q == cudaDriverEntryPointSuccess) {
         tlmpi_cu.write_value32 = (tlmpi_cu_write_value_fn_t)fn;
     }
+    fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+        tlmpi_cu.device_get = (tlmpi_cu_device_get_fn_t)fn;
+    }
+    fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+        tlmpi_cu.device_attr = (tlmpi_cu_device_attr_fn_t)fn;
+    }
     (void)cudaGetLastError();
     if (!tlmpi_cu.get_range || !tlmpi_cu.get_attr) {
         tlmpi_cu.get_range = NULL;
@@ -140,6 +150,31 @@ int tlmpi_gpu_enter_device(int dev, int *saved_p)
 #else
     (void)dev;
     return -1;
+#endif
+}
+
+/* CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 132 in every cuda.h that has it (12.1+) */
+#if defined(HAVE_CUDA) && CUDA_VERSION >= 12010
+#define TLMPI_CU_ATTR_MULTICAST CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED
+#else
+#define TLMPI_CU_ATTR_MULTICAST 132
+#endif
+
+int tlmpi_gpu_multicast_supported(int dev)
+{
+#ifdef HAVE_CUDA
+    CUdevice d;
+    int v = 0;
+
+    if (dev < 0 || tlmpi_gpu_probe(NULL) <= dev || !tlmpi_cu.device_get || !tlmpi_cu.device_attr ||
+        tlmpi_cu.device_get(&d, dev) != CUDA_SUCCESS ||
+        tlmpi_cu.device_attr(&v, (CUdevice_attribute)TLMPI_CU_ATTR_MULTICAST, d) != CUDA_SUCCESS) {
+        return 0;
+    }
+    return v != 0;
+#else
+    (void)dev;
+    return 0;
 #endif
 }
 

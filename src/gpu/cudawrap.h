@@ -22,16 +22,25 @@ int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len);
 int tlmpi_gpu_enter_device(int dev, int *saved_p);
 void tlmpi_gpu_restore_device(int saved);
 
+/* 1 if device dev can hold multicast objects (the driver's CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED,
+ * which not every runtime names as a cudaDevAttr), 0 if not or unknown (no driver entry point, the
+ * query failed, built without CUDA). */
+int tlmpi_gpu_multicast_supported(int dev);
+
 #ifdef HAVE_CUDA
 #include <cuda.h>
 typedef CUresult (*tlmpi_cu_get_range_fn_t)(CUdeviceptr *base, size_t *size, CUdeviceptr p);
 typedef CUresult (*tlmpi_cu_get_attr_fn_t)(void *data, CUpointer_attribute attr, CUdeviceptr p);
 typedef CUresult (*tlmpi_cu_write_value_fn_t)(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags);
+typedef CUresult (*tlmpi_cu_device_get_fn_t)(CUdevice *d, int ordinal);
+typedef CUresult (*tlmpi_cu_device_attr_fn_t)(int *v, CUdevice_attribute attr, CUdevice d);
 /* Driver entry points, filled by tlmpi_gpu_probe; NULL where the driver lacks them. */
 typedef struct {
     tlmpi_cu_get_range_fn_t get_range;     /* cuMemGetAddressRange */
     tlmpi_cu_get_attr_fn_t get_attr;       /* cuPointerGetAttribute */
     tlmpi_cu_write_value_fn_t write_value32; /* cuStreamWriteValue32 */
+    tlmpi_cu_device_get_fn_t device_get;   /* cuDeviceGet */
+    tlmpi_cu_device_attr_fn_t device_attr; /* cuDeviceGetAttribute */
 } tlmpi_cu_t;
 extern tlmpi_cu_t tlmpi_cu;
 #endif

@@ -25,7 +25,6 @@
 #include "ncclwrap.h"
 #include "checks.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,49 +41,6 @@ struct tlmpi_nccl_comm {
 
 static const char *const nccl_algos[] = { "nccl" };
 
-/*
- * TLMPI_NVLS=0 promises that tlmpi creates no NVLink multicast, and NCCL would create some for its
- * own communicators on NVLS-capable nodes. NCCL has no per-communicator switch for it in 2.28, only
- * NCCL_NVLS_ENABLE (read once per process): set it to 0 if unset; if the user set it to anything
- * else, the two settings conflict and the flat NCCL tier stays off on this rank (agreed over the
- * comm like any capability).
- */
-static int nvls_guard_ok_v = 1;
-static pthread_once_t nccl_env_once_ = PTHREAD_ONCE_INIT;
-
-/* NCCL reads its environment once per process, from whichever thread creates its first
- * communicator: set tlmpi's choices once, before any of tlmpi's NCCL communicators exists, and
- * never concurrently with another thread of tlmpi reading the environment. */
-static void nccl_env_once(void)
-{
-    const char *v;
-
-    if (TLMPI_ENV_I(NVLS) == TLMPI_TRI_NO) {
-        v = getenv("NCCL_NVLS_ENABLE");
-        if (!v) {
-            setenv("NCCL_NVLS_ENABLE", "0", 0);
-        } else if (strcmp(v, "0") != 0) {
-            tlmpi_warn(NCCL, "TLMPI_NVLS=0 but NCCL_NVLS_ENABLE=%s: the flat NCCL tier stays off so that "
-                       "no NVLink multicast is created", v);
-            nvls_guard_ok_v = 0;
-        }
-    }
-    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
-        /* Several threads may run collectives on several NCCL communicators at once. NCCL (2.22+)
-         * connects peers lazily inside the first collectives by default, with blocking bootstrap
-         * exchanges and CUDA calls while other communicators' kernels spin waiting for their peers;
-         * NCCL documents that concurrent communicators can deadlock then. Connect at
-         * ncclCommInitRank instead, unless the user chose. */
-        setenv("NCCL_RUNTIME_CONNECT", "0", 0);
-    }
-}
-
-static int nvls_guard_ok(void)
-{
-    pthread_once(&nccl_env_once_, nccl_env_once);
-    return nvls_guard_ok_v;
-}
-
 static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
     const char *lw;
@@ -92,7 +48,7 @@ static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *w
     if (tlmpi_g.gpu_count <= 0 || tc->dev < 0) {
         return 0;
     }
-    if (!nvls_guard_ok()) {
+    if (!tlmpi_nccl_env_ready()) {
         *want_p = TLMPI_CAP_NCCL;
         snprintf(why, len, "TLMPI_NVLS=0 conflicts with NCCL_NVLS_ENABLE=%s", getenv("NCCL_NVLS_ENABLE"));
         return 0;

@@ -1,6 +1,8 @@
 /*
  * node: the node tier, tlmpi's own kernels (cuda/node*.cu) for a communicator whose 2..8 ranks are
- * all on one node. Algorithms (the plan's names; "auto" picks by message size, per call, from
+ * all on one node (1 rank too where the devcomm transport is asked for and TLMPI_TIER or a table
+ * names the node tier: a one-rank devcomm is all NCCL allows on a single-GPU host; auto keeps self
+ * for one rank). Algorithms (the plan's names; "auto" picks by message size, per call, from
  * rank-uniform settings):
  *   allgather             push (own block into every peer's pool; auto up to TLMPI_NODE_AG_PUSH_MAX)
  *                         or pull (every rank loads the others' blocks from their pools)
@@ -8,9 +10,12 @@
  *   allreduce             oneshot (auto up to TLMPI_NODE_ONESHOT_MAX) or twoshot
  * An algorithm that does not apply to the collective means auto.
  *
- * Transport: ipc (src/transport/ipc.c), created at plan build (tier setup) and agreed by all ranks;
- * TLMPI_NODE_TRANSPORT=devcomm asks for the NCCL Device API transport, which is not built yet (the
- * tier is then off, one warning per rank). Where ranks share a GPU, setup times 10 node barriers
+ * Transport, created at plan build (tier setup) and agreed by all ranks (TLMPI_NODE_TRANSPORT):
+ * devcomm (src/transport/devcomm.c: the NCCL Device API on an NCCL communicator of its own; NVLS
+ * multicast where allowed) where every rank can use it, else ipc (src/transport/ipc.c: CUDA IPC,
+ * multicast emulated). auto: devcomm where available (silently ipc where it is not; one warning
+ * per rank where it was attempted and failed), =devcomm: devcomm only (unavailable or failed: the
+ * tier is off, one warning per rank), =ipc: ipc. Where ranks share a GPU, setup times 10 node barriers
  * (after one warm-up; each waited for): it is the kernels' smoke test (a failure anywhere fails the
  * setup everywhere) and the MPS detection: a median above TLMPI_NODE_SLOW_US on any rank means a
  * time-sliced GPU, and TLMPI_CAP_NODE_SLOW (agreed) takes the tier out of the auto order.
@@ -33,6 +38,7 @@
 #include "log.h"
 #include "checks.h"
 #include "ipc.h"
+#include "devcomm.h"
 #include "kernels.h"
 
 #include <stdlib.h>
@@ -45,8 +51,8 @@ static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "onesho
 #define NODE_CAPS (TLMPI_CAP_NODE | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)
 #define NODE_GRACE_S 10         /* the host wait's bound beyond TLMPI_TIMEOUT (the device's) */
 #define NODE_TIMED_BARRIERS 10
-/* CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (the runtime's cudaDevAttrReserved132) */
-#define NODE_DEV_ATTR_MULTICAST 132
+enum { NODE_XPORT_AUTO = 0, NODE_XPORT_IPC, NODE_XPORT_DEVCOMM }; /* TLMPI_NODE_TRANSPORT's values */
+#define NODE_TIER_ENV 5 /* "node" among TLMPI_TIER's values {auto,nccl,staging,mpi,self,node} */
 
 /* The algorithm a call runs (never A_AUTO), from rank-uniform inputs only. */
 static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
@@ -102,7 +108,9 @@ static int node_supports(const tlmpi_call_t *c, unsigned caps)
 #include <cuda_runtime_api.h>
 
 struct tlmpi_node_comm {
-    tlmpi_ipc_t *ipc;
+    tlmpi_xport_t *xp;          /* the transport's shared state: &ipc->t or &dc->t */
+    tlmpi_ipc_t *ipc;           /* one of these two */
+    tlmpi_devcomm_t *dc;
     unsigned long long epoch;   /* barriers launched on this comm so far (the same on every rank) */
     double barrier_us;          /* agreed median of the timed barriers (< 0: not timed) */
     int slow;                   /* the timed barriers say: time-sliced GPU */
@@ -113,45 +121,52 @@ struct tlmpi_node_comm {
                                    completed only because every peer launched its own) */
 };
 
+/* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
+static int node_named(void)
+{
+    const char *specs[3] = { TLMPI_ENV_S(ALLGATHER_TIERS), TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS),
+                             TLMPI_ENV_S(ALLREDUCE_TIERS) };
+    int i;
+
+    if (TLMPI_ENV_I(TIER) == NODE_TIER_ENV) {
+        return 1;
+    }
+    for (i = 0; i < 3; i++) {
+        const char *p = specs[i];
+
+        while (p && *p) {
+            size_t n = strcspn(p, ",/:");
+
+            if (n == 4 && !strncmp(p, "node", 4)) {
+                return 1;
+            }
+            p = strchr(p, ',');
+            p = p ? p + 1 : NULL;
+        }
+    }
+    return 0;
+}
+
 static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
-    static int devcomm_said;
-    long transport = (long)TLMPI_ENV_I(NODE_TRANSPORT); /* 0 auto, 1 ipc, 2 devcomm */
-    int devcomm_fault;
+    /* one rank: only on the devcomm transport, asked for by name (auto keeps self there) */
+    int least = TLMPI_ENV_I(NODE_TRANSPORT) == NODE_XPORT_DEVCOMM && node_named() ? 1 : 2;
 
-    if (tlmpi_g.gpu_count <= 0 || tc->dev < 0 || !TLMPI_ENV_I(NODE) || tc->size < 2 ||
+    (void)why, (void)len;
+    if (tlmpi_g.gpu_count <= 0 || tc->dev < 0 || !TLMPI_ENV_I(NODE) || tc->size < least ||
         tc->size > TLMPI_NODE_MAX_RANKS || tc->nodes != 1) {
         return 0;
-    }
-    devcomm_fault = tlmpi_fault_hit(DEVCOMM_INIT);
-    if (transport == 2) {
-        *want_p = TLMPI_CAP_NODE;
-        snprintf(why, len, devcomm_fault ? "the devcomm transport failed (injected: TLMPI_FAULT=devcomm_init)" :
-                 "the devcomm transport (NCCL Device API) is not built (TLMPI_NODE_TRANSPORT=devcomm)");
-        tlmpi_info(COMM, "node tier: %s", why);
-        return 0;
-    }
-    if (transport == 0 && !__atomic_exchange_n(&devcomm_said, 1, __ATOMIC_RELAXED)) {
-        tlmpi_info(COMM, "node tier: devcomm transport unavailable: %s; using ipc",
-                   devcomm_fault ? "injected (TLMPI_FAULT=devcomm_init)" : "not built");
     }
     *want_p = TLMPI_CAP_NODE;
     return TLMPI_CAP_NODE;
 }
 
-/* Why the node kernels emulate multicast here (the ipc transport never creates any). */
-static void multicast_why(int dev, char *buf, size_t len)
+/* Why the node kernels emulate multicast (NULL: they use NVLS). */
+static void multicast_why(const struct tlmpi_node_comm *nc, int dev, char *buf, size_t len)
 {
-    int mc = 0;
-
-    if (TLMPI_ENV_I(NVLS) == TLMPI_TRI_NO) {
-        snprintf(buf, len, "TLMPI_NVLS=0");
-    } else if (tlmpi_g.nccl_nvls_off) {
-        snprintf(buf, len, "NCCL_NVLS_ENABLE=0");
-    } else if (cudaDeviceGetAttribute(&mc, (enum cudaDeviceAttr)NODE_DEV_ATTR_MULTICAST, dev) != cudaSuccess || !mc) {
-        (void)cudaGetLastError();
-        snprintf(buf, len, "no multicast support on device %d", dev);
-    } else {
+    if (nc->dc) {
+        snprintf(buf, len, "%s", nc->dc->t.x.mc_base ? "" : nc->dc->mc_why);
+    } else if (tlmpi_xport_multicast_allowed(dev, buf, len)) {
         snprintf(buf, len, "the ipc transport creates no multicast object");
     }
 }
@@ -197,8 +212,8 @@ static int node_barrier(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const
         (void)cudaGetLastError();
         return -1;
     }
-    if (nc->ipc->err->set) {
-        volatile tlmpi_node_err_t *r = nc->ipc->err;
+    if (nc->xp->err->set) {
+        volatile tlmpi_node_err_t *r = nc->xp->err;
 
         snprintf(why, len, "%s: the node barrier timed out waiting for node rank %d (expected %llu, seen %llu)", what,
                  r->peer, (unsigned long long)r->expected, (unsigned long long)r->seen);
@@ -213,13 +228,13 @@ static double time_barriers(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, c
     double t[NODE_TIMED_BARRIERS];
     int i;
 
-    if (node_barrier(tc, nc, &nc->ipc->x, "the node tier's smoke test", why, len) != 0) {
+    if (node_barrier(tc, nc, &nc->xp->x, "the node tier's smoke test", why, len) != 0) {
         return -1;
     }
     for (i = 0; i < NODE_TIMED_BARRIERS; i++) {
         double t0 = now_us();
 
-        if (node_barrier(tc, nc, &nc->ipc->x, "the node tier's timed barriers", why, len) != 0) {
+        if (node_barrier(tc, nc, &nc->xp->x, "the node tier's timed barriers", why, len) != 0) {
             return -1;
         }
         t[i] = now_us() - t0;
@@ -233,6 +248,7 @@ static void node_free(struct tlmpi_node_comm *nc, int dev, int heap)
     int saved = -1;
 
     tlmpi_ipc_destroy(nc->ipc);
+    tlmpi_devcomm_destroy(nc->dc);
     if (nc->scratch && tlmpi_gpu_enter_device(dev, &saved) == 0) {
         cudaFree(nc->scratch);
         (void)cudaGetLastError();
@@ -241,6 +257,42 @@ static void node_free(struct tlmpi_node_comm *nc, int dev, int heap)
     if (heap) {
         free(nc);
     }
+}
+
+/* The transport (collective over tc->comm, every rank alike): devcomm or ipc as TLMPI_NODE_TRANSPORT
+ * says; 0, or -1 with the reason when there is none. */
+static int node_transport(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, size_t data, char *why, size_t len)
+{
+    long transport = (long)TLMPI_ENV_I(NODE_TRANSPORT);
+
+    if (transport != NODE_XPORT_IPC) {
+        /* NCCL refuses two ranks on one GPU: the comm's agreed SHARED_GPU (node-wide, so it may be
+         * more careful than needed; a one-rank comm shares nothing) */
+        int shared = tc->size > 1 && (tc->caps & TLMPI_CAP_SHARED_GPU), attempted = 0;
+        char dwhy[160];
+
+        nc->dc = tlmpi_devcomm_create(tc->comm, tc->rank, tc->size, tc->dev, shared, data, tc->ctx->stream,
+                                      &attempted, dwhy, sizeof(dwhy));
+        if (nc->dc) {
+            nc->xp = &nc->dc->t;
+            return 0;
+        }
+        if (transport == NODE_XPORT_DEVCOMM || tc->size < 2) {
+            snprintf(why, len, "devcomm transport %s: %s", attempted ? "failed" : "unavailable", dwhy);
+            return -1;
+        }
+        if (attempted) {
+            /* a capability every rank could have had and lost: one warning per rank */
+            tlmpi_warn(COMM, "communicator #%u: the node tier's devcomm transport (NCCL Device API) failed on some "
+                       "rank (here: %s); every rank uses the ipc transport", tc->id, dwhy);
+        }
+    }
+    nc->ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, data, tc->ctx->stream, why, len);
+    if (!nc->ipc) {
+        return -1;
+    }
+    nc->xp = &nc->ipc->t;
+    return 0;
 }
 
 /* Tier setup (collective over tc->comm): the transport, then where ranks share a GPU the smoke test
@@ -256,15 +308,14 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
         memset(&spare, 0, sizeof(spare));
         nc = &spare;
     }
-    nc->ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, data, tc->ctx->stream, why, len);
-    if (!nc->ipc) {
+    if (node_transport(tc, nc, data, why, len) != 0) {
         if (have_nc) {
             free(nc);
         }
         return TLMPI_ERR_CUDA; /* on every rank alike */
     }
     nc->barrier_us = -1;
-    if (nc->ipc->shared) {
+    if (nc->xp->shared) {
         double v[2] = { 0, 0 }, med;
         char lwhy[160] = "";
 
@@ -297,9 +348,9 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
         node_free(nc, tc->dev, 0);
         return TLMPI_ERR_NO_MEMORY;
     }
-    multicast_why(tc->dev, nc->mc_why, sizeof(nc->mc_why));
+    multicast_why(nc, tc->dev, nc->mc_why, sizeof(nc->mc_why));
     /* fault site: this rank's collective kernels never arrive (not the setup's or teardown's) */
-    nc->ipc->x.stuck = tlmpi_fault_hit(BARRIER_STUCK);
+    nc->xp->x.stuck = tlmpi_fault_hit(BARRIER_STUCK);
     tc->state[TLMPI_TIER_NODE] = nc;
     if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
         char d[256];
@@ -319,12 +370,24 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
     if (!nc) {
         return;
     }
-    data = nc->ipc->x.data_bytes;
-    o = (size_t)snprintf(buf, len, "transport ipc, %d ranks, pool %zu %s, %d CTAs max, multicast emulated (%s)",
-                         nc->ipc->x.nranks, data % ((size_t)1 << 20) ? data >> 10 : data >> 20,
-                         data % ((size_t)1 << 20) ? "KiB" : "MiB", nc->ipc->max_ctas, nc->mc_why);
+    data = nc->xp->x.data_bytes;
+    if (nc->dc) {
+        char v[16];
+
+        tlmpi_devcomm_version_string(nc->dc->version, v, sizeof(v));
+        o = (size_t)snprintf(buf, len, "transport devcomm (NCCL %s)", v);
+    } else {
+        o = (size_t)snprintf(buf, len, "transport ipc");
+    }
+    if (o < len) {
+        o += (size_t)snprintf(buf + o, len - o, ", %d ranks, pool %zu %s, %d CTAs max, multicast %s%s%s%s",
+                              nc->xp->x.nranks, data % ((size_t)1 << 20) ? data >> 10 : data >> 20,
+                              data % ((size_t)1 << 20) ? "KiB" : "MiB", nc->xp->max_ctas,
+                              nc->xp->x.mc_base ? "nvls" : "emulated", nc->xp->x.mc_base ? "" : " (",
+                              nc->xp->x.mc_base ? "" : nc->mc_why, nc->xp->x.mc_base ? "" : ")");
+    }
     if (o < len && nc->barrier_us >= 0) {
-        snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us (%s)", nc->ipc->ranks_on_gpu,
+        snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us (%s)", nc->xp->ranks_on_gpu,
                  nc->barrier_us, nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
     }
 }
@@ -377,8 +440,8 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     args.in = c->in;
     args.out = c->rbuf;
     args.count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
-    ctas = forced > 0 ? (int)(forced < nc->ipc->max_ctas ? forced : nc->ipc->max_ctas)
-                      : tlmpi_cuda_node_ctas_for(args.kind, c->msg_bytes, tc->size, nc->ipc->max_ctas);
+    ctas = forced > 0 ? (int)(forced < nc->xp->max_ctas ? forced : nc->xp->max_ctas)
+                      : tlmpi_cuda_node_ctas_for(args.kind, c->msg_bytes, tc->size, nc->xp->max_ctas);
     args.ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
     args.epoch = nc->epoch;
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
@@ -414,7 +477,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         args.in = tin;
         args.out = tout;
     }
-    e = tlmpi_cuda_node_run(&nc->ipc->x, &args, s);
+    e = tlmpi_cuda_node_run(&nc->xp->x, &args, s);
     if (TLMPI_UNLIKELY(e != 0)) {
         (void)cudaGetLastError();
         tlmpi_warn_once(COLL, "%s on tier node (algorithm %s): the kernel launch failed (%s); this call and any "
@@ -436,8 +499,8 @@ wait:
     {
         tlmpi_status_t ws = tlmpi_tier_wait_grace(tc, c, "node", "the node kernel", NODE_GRACE_S);
 
-        if (TLMPI_UNLIKELY(nc->ipc->err->set)) {
-            node_timed_out(tc, c, a, nc->ipc->err);
+        if (TLMPI_UNLIKELY(nc->xp->err->set)) {
+            node_timed_out(tc, c, a, nc->xp->err);
         }
         st = st != TLMPI_OK ? st : ws;
     }
@@ -464,7 +527,7 @@ static void node_cleanup(tlmpi_tier_comm_t *tc)
      * every node wait. (Whether kernels ran is the same on every rank; a setup undone by the plan
      * ran none.) */
     if (nc->ran && tc->ctx && tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
-        tlmpi_node_xport_t x = nc->ipc->x;
+        tlmpi_node_xport_t x = nc->xp->x;
         char why[160];
 
         x.stuck = 0;

@@ -6,9 +6,7 @@
 #include "ipc.h"
 #include "checks.h"
 #include "cudawrap.h"
-#include "env.h"
 #include "fault.h"
-#include "global.h"
 #include "log.h"
 #include "stream.h"
 
@@ -45,17 +43,14 @@ static void ipc_free(tlmpi_ipc_t *ipc)
 
     for (q = 0; q < TLMPI_NODE_MAX_RANKS; q++) {
         if (ipc->opened & (1u << q)) {
-            cudaIpcCloseMemHandle(ipc->x.base[q]);
+            cudaIpcCloseMemHandle(ipc->t.x.base[q]);
         }
     }
     ipc->opened = 0;
     if (ipc->pool) {
         cudaFree(ipc->pool);
     }
-    if (ipc->err) {
-        cudaFreeHost((void *)ipc->err);
-    }
-    (void)cudaGetLastError();
+    tlmpi_xport_err_destroy(&ipc->t);
     free(ipc);
 }
 
@@ -64,7 +59,6 @@ static void ipc_local(tlmpi_ipc_t *ipc, size_t data_bytes, void *stream, ipc_rec
 {
     tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "node (setup)" };
     size_t total = TLMPI_NODE_HDR_BYTES + data_bytes;
-    void *derr = NULL;
     cudaError_t e;
 
     rec->ok = 0;
@@ -88,18 +82,9 @@ static void ipc_local(tlmpi_ipc_t *ipc, size_t data_bytes, void *stream, ipc_rec
         snprintf(rec->why, sizeof(rec->why), "cudaIpcGetMemHandle: %s", cudaGetErrorString(e));
         goto fail;
     }
-    if ((e = cudaHostAlloc((void **)&ipc->err, sizeof(tlmpi_node_err_t), cudaHostAllocMapped | cudaHostAllocPortable)) !=
-        cudaSuccess) {
-        ipc->err = NULL;
-        snprintf(rec->why, sizeof(rec->why), "cannot allocate the mapped error record: %s", cudaGetErrorString(e));
+    if (tlmpi_xport_err_create(&ipc->t, rec->why, sizeof(rec->why)) != 0) {
         goto fail;
     }
-    memset((void *)ipc->err, 0, sizeof(tlmpi_node_err_t));
-    if ((e = cudaHostGetDevicePointer(&derr, (void *)ipc->err, 0)) != cudaSuccess) {
-        snprintf(rec->why, sizeof(rec->why), "no device address for the error record: %s", cudaGetErrorString(e));
-        goto fail;
-    }
-    ipc->x.err = derr;
     rec->ok = 1;
     return;
 fail:
@@ -116,7 +101,7 @@ static int ipc_open_peers(tlmpi_ipc_t *ipc, const ipc_rec_t *recs, int rank, int
         cudaError_t e;
 
         if (q == rank) {
-            ipc->x.base[q] = ipc->pool;
+            ipc->t.x.base[q] = ipc->pool;
             continue;
         }
         if (recs[q].pid == recs[rank].pid) {
@@ -127,12 +112,12 @@ static int ipc_open_peers(tlmpi_ipc_t *ipc, const ipc_rec_t *recs, int rank, int
             snprintf(why, len, "cannot open node rank %d's pool (injected: TLMPI_FAULT=ipc_open)", q);
             return -1;
         }
-        e = cudaIpcOpenMemHandle(&ipc->x.base[q], recs[q].handle, cudaIpcMemLazyEnablePeerAccess);
+        e = cudaIpcOpenMemHandle(&ipc->t.x.base[q], recs[q].handle, cudaIpcMemLazyEnablePeerAccess);
         if (e != cudaSuccess) {
             snprintf(why, len, "cudaIpcOpenMemHandle of node rank %d's pool (device %d, %s; this rank on %s): %s", q,
                      recs[q].dev, recs[q].busid, recs[rank].busid, cudaGetErrorString(e));
             (void)cudaGetLastError();
-            ipc->x.base[q] = NULL;
+            ipc->t.x.base[q] = NULL;
             return -1;
         }
         ipc->opened |= 1u << q;
@@ -140,49 +125,12 @@ static int ipc_open_peers(tlmpi_ipc_t *ipc, const ipc_rec_t *recs, int rank, int
     return 0;
 }
 
-/* "1,3" from a bit per node rank */
-static void rank_list(unsigned bits, char *buf, size_t len)
-{
-    size_t o = 0;
-    int q;
-
-    buf[0] = '\0';
-    for (q = 0; q < TLMPI_NODE_MAX_RANKS && o < len; q++) {
-        if (bits & (1u << q)) {
-            o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", q);
-        }
-    }
-}
-
-/* How many ranks may run node kernels on this rank's GPU at the same time: those of this comm that
- * share it, or, when larger, this node's MPI processes per visible GPU (from the launcher's
- * local-size variable: Open MPI, MPICH/Hydra, PMI, Slurm). Disjoint sub-communicators run at once
- * (one half of the ranks on one, the other half on another), and every rank's CTAs must be resident
- * together: counting only the comm's own ranks would let them overfill the GPU. */
-static int ipc_gpu_sharers(int in_comm)
-{
-    static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
-                                        "SLURM_NTASKS_PER_NODE" };
-    int local = 0, gpus = tlmpi_g.gpu_count > 0 ? tlmpi_g.gpu_count : 1, per;
-    size_t i;
-
-    for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && local <= 0; i++) {
-        const char *v = getenv(vars[i]);
-
-        local = v ? atoi(v) : 0;
-    }
-    per = local > 0 ? (local + gpus - 1) / gpus : 0;
-    return per > in_comm ? per : in_comm;
-}
-
 tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t data_bytes, void *stream,
                               char *why, size_t len)
 {
     tlmpi_ipc_t *ipc;
     ipc_rec_t *recs = NULL, mine;
-    int agree[1 + TLMPI_NODE_MAX_RANKS], q, saved = -1, entered = 0, ok;
-    long timeout = (long)TLMPI_ENV_I(TIMEOUT);
-    char list[32];
+    int q, saved = -1, entered = 0, ok;
 
     if (size < 1 || size > TLMPI_NODE_MAX_RANKS || rank < 0 || rank >= size) {
         snprintf(why, len, "%d ranks (the node kernels serve 1..%d)", size, TLMPI_NODE_MAX_RANKS);
@@ -200,7 +148,7 @@ tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t
         snprintf(mine.why, sizeof(mine.why), "cannot make device %d current", dev);
     } else {
         entered = 1;
-        ipc->dev = dev;
+        ipc->t.dev = dev;
         ipc_local(ipc, data_bytes, stream, &mine);
     }
     /* 1: every rank's record, whatever happened here */
@@ -228,51 +176,25 @@ tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t
         }
     }
     /* ranks that share this rank's GPU, and whether any GPU is shared (the same on every rank) */
-    ipc->ranks_on_gpu = 0;
+    ipc->t.ranks_on_gpu = 0;
     for (q = 0; q < size; q++) {
         int r;
 
-        ipc->ranks_on_gpu += !strncmp(recs[q].busid, mine.busid, sizeof(mine.busid));
+        ipc->t.ranks_on_gpu += !strncmp(recs[q].busid, mine.busid, sizeof(mine.busid));
         for (r = q + 1; r < size; r++) {
-            ipc->shared |= !strncmp(recs[q].busid, recs[r].busid, sizeof(recs[q].busid));
+            ipc->t.shared |= !strncmp(recs[q].busid, recs[r].busid, sizeof(recs[q].busid));
         }
     }
     /* 2: map the peers, then agree on every rank's success and on the CTA limit */
-    for (q = 0; q <= TLMPI_NODE_MAX_RANKS; q++) {
-        agree[q] = 0;
-    }
     why[0] = '\0';
     ok = ipc_open_peers(ipc, recs, rank, size, why, len) == 0;
-    if (ok) {
-        ipc->max_ctas = tlmpi_cuda_node_max_ctas(dev, ipc_gpu_sharers(ipc->ranks_on_gpu));
-        (void)cudaGetLastError();
-        if (ipc->max_ctas <= 0) {
-            ok = 0;
-            snprintf(why, len, "no node kernel can run on device %d (occupancy query failed)", dev);
-        }
+    if (ok && (ipc->t.max_ctas = tlmpi_xport_max_ctas(dev, ipc->t.ranks_on_gpu)) <= 0) {
+        ok = 0;
+        snprintf(why, len, "no node kernel can run on device %d (occupancy query failed)", dev);
     }
-    agree[0] = ok ? -ipc->max_ctas : 0;   /* MAX of -ctas: the least; 0 when any rank failed */
-    agree[1 + rank] = !ok;
-    if (PMPI_Allreduce(MPI_IN_PLACE, agree, 1 + TLMPI_NODE_MAX_RANKS, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
-        snprintf(why, len, "PMPI_Allreduce of the transport's outcome failed");
+    if (tlmpi_xport_agree(comm, rank, size, ok, data_bytes, &ipc->t, "could not map the peers' pools", why, len) != 0) {
         goto fail;
     }
-    for (q = 0, ok = 0; q < size; q++) {
-        ok |= agree[1 + q] << q;
-    }
-    if (ok) {
-        if (!(ok & (1u << rank))) {
-            rank_list((unsigned)ok, list, sizeof(list));
-            snprintf(why, len, "node rank(s) %s could not map the peers' pools", list);
-        }
-        goto fail;
-    }
-    ipc->max_ctas = -agree[0];
-    ipc->x.rank = rank;
-    ipc->x.nranks = size;
-    ipc->x.data_bytes = data_bytes;
-    ipc->x.timeout_ns = timeout > 0 ? (unsigned long long)timeout * 1000000000ULL : 0;
-    ipc->x.stuck = 0;
     tlmpi_gpu_restore_device(saved);
     free(recs);
     return ipc;
@@ -299,7 +221,7 @@ void tlmpi_ipc_destroy(tlmpi_ipc_t *ipc)
     if (!ipc) {
         return;
     }
-    if (tlmpi_gpu_enter_device(ipc->dev, &saved) != 0) {
+    if (tlmpi_gpu_enter_device(ipc->t.dev, &saved) != 0) {
         saved = -1;
     }
     ipc_free(ipc);

@@ -7,7 +7,8 @@
  * maps every peer's pool (cudaIpcOpenMemHandle with lazy peer access; its own pool directly), asks
  * the kernels how many CTAs stay resident with the ranks that share its GPU (counted from the
  * gathered bus ids) and agrees on the minimum and on every rank's success with one PMPI_Allreduce.
- * The device wait's error record is host memory mapped into the device (cudaHostAllocMapped).
+ * The device wait's error record, the CTA limit and the closing agreement are the transports'
+ * shared parts (xport.h).
  *
  * Every rank takes part in both collectives whatever failed locally before them (a failed pool is
  * a record with ok = 0), so a local failure never desynchronises the ranks' collective calls, and
@@ -18,18 +19,13 @@
 #ifndef TLMPI_IPC_H
 #define TLMPI_IPC_H
 
-#include "kernels.h"
+#include "xport.h"
 #include <mpi.h>
 #include <stddef.h>
 
 typedef struct tlmpi_ipc {
-    tlmpi_node_xport_t x;               /* what every node kernel launch gets */
-    volatile tlmpi_node_err_t *err;     /* host view of x.err */
-    int dev;                            /* this rank's device (the pool's) */
-    int ranks_on_gpu;                   /* ranks of the comm on this rank's GPU, itself included */
-    int shared;                         /* some GPU holds several ranks of the comm (the same on all) */
-    int max_ctas;                       /* agreed: the least tlmpi_cuda_node_max_ctas over the ranks */
-    void *pool;                         /* own pool (x.base[x.rank]) */
+    tlmpi_xport_t t;                    /* what the node tier reads (first: a tlmpi_ipc_t * is one) */
+    void *pool;                         /* own pool (t.x.base[t.x.rank]) */
     unsigned opened;                    /* bit per node rank whose x.base came from cudaIpcOpenMemHandle */
 } tlmpi_ipc_t;
 

@@ -1,11 +1,18 @@
+/*
+ * ncclwrap: the dlopen of libnccl, its entry points, and the NCCL environment tlmpi sets once per
+ * process (see ncclwrap.h).
+ */
 #include "config.h"
 #include "ncclwrap.h"
 #include "env.h"
+#include "global.h"
 #include "log.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef HAVE_NCCL
 tlmpi_nccl_fns_t tlmpi_nccl;
@@ -14,6 +21,7 @@ tlmpi_nccl_fns_t tlmpi_nccl;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int load_ok;
 static const char *load_why = "not loaded";
+static const char *devcomm_missing = "libnccl not loaded";
 
 static void do_load(void)
 {
@@ -34,6 +42,14 @@ static void do_load(void)
     }
     TLMPI_NCCL_FUNCS(TLMPI_NCCL_SYM_)
 #undef TLMPI_NCCL_SYM_
+    devcomm_missing = NULL;
+#define TLMPI_NCCL_OPT_SYM_(_name, _ret, _args)                                              \
+    tlmpi_nccl._name = (_ret(*) _args)dlsym(h, #_name);                                      \
+    if (!tlmpi_nccl._name && !devcomm_missing) {                                             \
+        devcomm_missing = #_name;                                                            \
+    }
+    TLMPI_NCCL_OPT_FUNCS(TLMPI_NCCL_OPT_SYM_)
+#undef TLMPI_NCCL_OPT_SYM_
     load_ok = 1;
     load_why = "ok";
 #else
@@ -60,4 +76,59 @@ int tlmpi_nccl_runtime_version(void)
     }
 #endif
     return 0;
+}
+
+int tlmpi_nccl_have_devcomm_api(const char **missing_p)
+{
+    if (!tlmpi_nccl_load(NULL)) {
+        devcomm_missing = devcomm_missing ? devcomm_missing : "libnccl not loaded";
+    }
+    if (missing_p) {
+        *missing_p = devcomm_missing;
+    }
+    return tlmpi_nccl_load(NULL) && !devcomm_missing;
+}
+
+/*
+ * TLMPI_NVLS=0 promises that tlmpi creates no NVLink multicast, and NCCL would create some for its
+ * own communicators on NVLS-capable nodes. NCCL has no per-communicator switch for it in 2.28, only
+ * NCCL_NVLS_ENABLE (read once per process): set it to 0 if unset; if the user set it to anything
+ * else, the two settings conflict and no NCCL communicator of tlmpi is created on this rank (each
+ * tier agrees on that over the comm like any capability).
+ */
+static int env_ok = 1;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+/* NCCL reads its environment once per process, from whichever thread creates its first
+ * communicator: set tlmpi's choices once, before any of tlmpi's NCCL communicators exists, and
+ * never concurrently with another thread of tlmpi reading the environment. */
+static void env_prepare(void)
+{
+    const char *v;
+
+    if (TLMPI_ENV_I(NVLS) == TLMPI_TRI_NO) {
+        v = getenv("NCCL_NVLS_ENABLE");
+        if (!v) {
+            setenv("NCCL_NVLS_ENABLE", "0", 0);
+        } else if (strcmp(v, "0") != 0) {
+            tlmpi_warn(NCCL, "TLMPI_NVLS=0 but NCCL_NVLS_ENABLE=%s: tlmpi creates no NCCL communicator (the flat "
+                       "NCCL tier and the node tier's devcomm transport stay off) so that no NVLink multicast is "
+                       "created", v);
+            env_ok = 0;
+        }
+    }
+    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
+        /* Several threads may run collectives on several NCCL communicators at once. NCCL (2.22+)
+         * connects peers lazily inside the first collectives by default, with blocking bootstrap
+         * exchanges and CUDA calls while other communicators' kernels spin waiting for their peers;
+         * NCCL documents that concurrent communicators can deadlock then. Connect at
+         * ncclCommInitRank instead, unless the user chose. */
+        setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+    }
+}
+
+int tlmpi_nccl_env_ready(void)
+{
+    pthread_once(&env_once, env_prepare);
+    return env_ok;
 }

@@ -11,7 +11,8 @@
  * registers as device memory of the opener's current device until cudaIpcCloseMemHandle.
  * Multicast: fake_cuda_multicast_requests counts every lookup of a cuMulticast* driver entry point
  * (how the runtime API reaches multicast objects); FAKE_CUDA_MULTICAST=1 makes devices report
- * multicast support (attribute 132), default 0.
+ * multicast support (attribute 132, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, through the runtime
+ * and through the driver entry points cuDeviceGet / cuDeviceGetAttribute), default 0.
  *
  * Thread-safe: the current device and the last error are per thread (as in CUDA); the allocation
  * registry is changed under a mutex and read under a sequence counter (a seqlock: lookups, which
@@ -341,10 +342,13 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
 static CUresult fk_range(CUdeviceptr *b, size_t *s, CUdeviceptr p) { fk_alloc_t r; if (find((void *)p, &r) < 0) return CUDA_ERROR_INVALID_VALUE; *b = r.b; *s = r.e - r.b; return CUDA_SUCCESS; }
 static CUresult fk_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f) { (void)s; (void)f; if (!FK_STREAM_ERR()) __atomic_store_n((cuuint32_t *)a, v, __ATOMIC_RELEASE); return CUDA_SUCCESS; }
 static CUresult fk_attr(void *d, CUpointer_attribute at, CUdeviceptr p) { fk_alloc_t r; (void)at; if (find((void *)p, &r) < 0) return CUDA_ERROR_INVALID_VALUE; *(unsigned long long *)d = r.id; return CUDA_SUCCESS; }
+static CUresult fk_dev_get(CUdevice *d, int ordinal) { if (ordinal < 0 || ordinal >= ndev()) return CUDA_ERROR_INVALID_DEVICE; *d = ordinal; return CUDA_SUCCESS; }
+static CUresult fk_dev_attr(int *v, CUdevice_attribute at, CUdevice d) { return cudaDeviceGetAttribute(v, (enum cudaDeviceAttr)at, (int)d) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned v, unsigned long long f, enum cudaDriverEntryPointQueryResult *q) {
     (void)v; (void)f;
     if (!strncmp(sym, "cuMulticast", 11)) __atomic_fetch_add(&fake_cuda_multicast_requests, 1, __ATOMIC_RELAXED);
     *fn = !strcmp(sym, "cuMemGetAddressRange") ? (void *)fk_range : !strcmp(sym, "cuPointerGetAttribute") ? (void *)fk_attr :
-                           !strcmp(sym, "cuStreamWriteValue32") ? (void *)fk_write : NULL;
+                           !strcmp(sym, "cuStreamWriteValue32") ? (void *)fk_write : !strcmp(sym, "cuDeviceGet") ? (void *)fk_dev_get :
+                           !strcmp(sym, "cuDeviceGetAttribute") ? (void *)fk_dev_attr : NULL;
     if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess; }

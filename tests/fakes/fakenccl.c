@@ -31,6 +31,13 @@
  * ten integer/float types of NCCL x sum/prod/min/max/avg; half types are widened to float, reduced
  * in float in rank order and rounded once (round to nearest even). fp8 types are moved (allgather)
  * but not reduced (ncclInvalidArgument).
+ *
+ * The devcomm transport's entry points, minimally: ncclMemAlloc / ncclMemFree are page-aligned host
+ * memory (what fakecudart's memset and copies accept), a window is a small record naming its range,
+ * ncclDevCommCreate fails with ncclInvalidUsage ("not supported by the fake NCCL", from
+ * ncclGetLastError) after counting a request for multicast (lsaMultimem, read with the 2.28.9
+ * layout of ncclDevCommRequirements this fake's version stands for) in
+ * fake_nccl_multicast_requests, so that tlmpi's fallback is what the CPU tests exercise.
  */
 #define _GNU_SOURCE
 #include <nccl.h>
@@ -89,14 +96,18 @@ const char *ncclGetErrorString(ncclResult_t r)
     case ncclSystemError: return "system error (fake NCCL)";
     case ncclInternalError: return "internal error (fake NCCL)";
     case ncclInvalidArgument: return "invalid argument (fake NCCL)";
+    case ncclInvalidUsage: return "invalid usage (fake NCCL)";
     default: return "error (fake NCCL)";
     }
 }
 
+/* the last failure's text, per thread (only the devcomm fakes set it) */
+static __thread const char *fk_last_error = "";
+
 const char *ncclGetLastError(ncclComm_t c)
 {
     (void)c;
-    return "";
+    return fk_last_error;
 }
 
 static double fk_timeout(void)
@@ -295,6 +306,78 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t cm, int *d)
     if (!fk_get(cm) || !d) return ncclInvalidArgument;
     *d = 0;
     return ncclSuccess;
+}
+
+/* ---- the devcomm transport's entry points (see the top) ---- */
+ncclResult_t ncclMemAlloc(void **p, size_t n)
+{
+    size_t pg = 4096, len = (n + pg - 1) / pg * pg;
+
+    if (!p || !n) return ncclInvalidArgument;
+    *p = aligned_alloc(pg, len);
+    return *p ? ncclSuccess : ncclSystemError;
+}
+
+ncclResult_t ncclMemFree(void *p)
+{
+    free(p);
+    return ncclSuccess;
+}
+
+#define FK_WIN_MAGIC 0x6e697766u
+typedef struct { uint32_t magic; void *base; size_t size; } fk_win_t;
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t cm, void *buf, size_t n, ncclWindow_t *win, int flags)
+{
+    fk_win_t *w;
+
+    (void)flags;
+    if (!fk_get(cm) || !win) return ncclInvalidArgument;
+    if (!buf || !n) return ncclSuccess; /* as NCCL 2.28: *win untouched */
+    w = calloc(1, sizeof(*w));
+    if (!w) return ncclSystemError;
+    w->magic = FK_WIN_MAGIC;
+    w->base = buf;
+    w->size = n;
+    *win = (ncclWindow_t)(void *)w;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t cm, ncclWindow_t win)
+{
+    fk_win_t *w = (fk_win_t *)(void *)win;
+
+    if (!fk_get(cm) || !w || w->magic != FK_WIN_MAGIC) return ncclInvalidArgument;
+    w->magic = 0;
+    free(w);
+    return ncclSuccess;
+}
+
+/* the head of NCCL 2.28.9's ncclDevCommRequirements (nccl_device/core.h) */
+typedef struct {
+    void *resourceRequirementsList, *teamRequirementsList;
+    _Bool lsaMultimem;
+} fk_devcomm_reqs_t;
+
+/* nccl_device/core.h is not included here: the prototypes of the two */
+ncclResult_t ncclDevCommCreate(ncclComm_t cm, const void *reqs, void *devcomm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t cm, const void *devcomm);
+
+ncclResult_t ncclDevCommCreate(ncclComm_t cm, const void *reqs, void *devcomm)
+{
+    const fk_devcomm_reqs_t *r = reqs;
+
+    (void)devcomm;
+    if (!fk_get(cm) || !r) return ncclInvalidArgument;
+    if (r->lsaMultimem) __atomic_fetch_add(&fake_nccl_multicast_requests, 1, __ATOMIC_RELAXED);
+    fk_last_error = "not supported by the fake NCCL";
+    return ncclInvalidUsage;
+}
+
+ncclResult_t ncclDevCommDestroy(ncclComm_t cm, const void *devcomm)
+{
+    (void)devcomm;
+    return fk_get(cm) ? ncclSuccess : ncclInvalidArgument;
 }
 
 /* collectives run inside the call, so a group is nothing (nccl.h declares these without a

@@ -21,22 +21,38 @@
 #              collective (allreduce, the first call) and the tier (nccl)
 # The node tier (tlmpi's own kernels; FAKE_CUDA_DEVICES=4 gives each rank its own fake GPU, so no
 # timed barrier runs at setup and the setup succeeds on the CPU; kernel launches fail there, before
-# any data moved, so the calls are staged):
-#   node       TLMPI_TIER=node: the ipc transport is set up on every rank (the plan says "node:
+# any data moved, so the calls are staged). The fake NCCL has the devcomm transport's entry points,
+# but its ncclDevCommCreate fails everywhere, so where ranks have their own GPUs TLMPI_NODE_TRANSPORT=auto
+# attempts devcomm and falls back to ipc with one warning per rank; the ipc cases ask for ipc:
+#   node       TLMPI_TIER=node, ipc: the ipc transport is set up on every rank (the plan says "node:
 #              transport ipc, 4 ranks"), every call staged, one warning per rank (the failed launch)
-#   ipc_open   TLMPI_FAULT=ipc_open:1, TLMPI_TIER=node: every rank on staging, one warning per rank
-#              (setting up tier node failed)
+#   ipc_open   TLMPI_FAULT=ipc_open:1, TLMPI_TIER=node, ipc: every rank on staging, one warning per
+#              rank (setting up tier node failed)
 #   ipc_open_auto the same with TLMPI_TIER=auto: every rank on nccl (the next tier of the auto order)
-#   node_pool  TLMPI_FAULT=node_pool:2, TLMPI_TIER=node: the same
-#   devcomm    TLMPI_FAULT=devcomm_init:3 TLMPI_NODE_TRANSPORT=devcomm, TLMPI_TIER=node: the
-#              devcomm transport is not built anywhere and fails on rank 3: staging, one warning per
-#              rank (the node tier is missing)
-#   node_shared TLMPI_TIER=node, one fake GPU for all ranks: the setup's smoke test (a node barrier)
-#              cannot launch: staging, one warning per rank (setting up tier node failed)
-#   nvls0      TLMPI_NVLS=0, auto: the plan says multicast is emulated (TLMPI_NVLS=0) on every rank
-#              and neither fake counted a multicast request; nccl_nvls0 the same with
-#              NCCL_NVLS_ENABLE=0; nvls_on (the control: neither set): the fake NCCL counts requests
-#              (a real one would create NVLS at init), and multicast is emulated (no multicast support)
+#   node_pool  TLMPI_FAULT=node_pool:2, TLMPI_TIER=node, ipc: the same
+#   devcomm    TLMPI_FAULT=devcomm_init:3 TLMPI_NODE_TRANSPORT=devcomm, TLMPI_TIER=node: every rank
+#              attempts devcomm, it fails (on rank 3: injected, its log says TLMPI_FAULT=devcomm_init;
+#              elsewhere the fake's ncclDevCommCreate): staging, one warning per rank (setting up tier
+#              node failed, devcomm transport failed)
+#   devcomm_auto the same with TLMPI_NODE_TRANSPORT=auto: every rank falls back to ipc (the plan says
+#              "node: transport ipc, 4 ranks"), two warnings per rank (the devcomm transport failed on
+#              some rank; the failed launch)
+#   devcomm_one TLMPI_NODE_TRANSPORT=devcomm, TLMPI_TIER=node, one rank: the node tier takes a
+#              one-rank communicator only there; devcomm is attempted (a one-rank NCCL communicator,
+#              pool, window) and fails in the fake: staging, one warning (setting up tier node
+#              failed); no multicast is requested (one rank); auto_one (the control: transport auto):
+#              no node tier for one rank, no warning
+#   node_shared TLMPI_TIER=node, one fake GPU for all ranks: devcomm is unavailable (a shared GPU,
+#              silently), the ipc setup's smoke test (a node barrier) cannot launch: staging, one
+#              warning per rank (setting up tier node failed)
+#   nvls0      TLMPI_NVLS=0, auto, devices that report multicast (FAKE_CUDA_MULTICAST=1): the plan
+#              says multicast is emulated (TLMPI_NVLS=0) on every rank, neither fake counted a
+#              multicast request (no NVLS at NCCL init, no lsaMultimem in ncclDevCommCreate) and the
+#              devcomm warning does not name lsaMultimem; nccl_nvls0 the same with NCCL_NVLS_ENABLE=0;
+#              nvls_on (the control: neither set): the fakes count requests (the NCCL inits of a real
+#              NCCL would create NVLS, and ncclDevCommCreate was asked for lsaMultimem: its warning
+#              says so); nvls_nomc (neither set, no multicast support): multicast emulated (no
+#              multicast support), no lsaMultimem asked for
 # One line per case: "fault <case>: PASS|FAIL (...)"; exit 1 on any failure, 77 where mpi_fault is
 # not built (no CUDA or NCCL headers at configure time). A rank without its own log file (%r not
 # expanded to the rank) is a failure; its lines are then taken from the case's log files by their
@@ -107,11 +123,12 @@ report() { # name verdict(0 pass) detail
     fi
 }
 
-# check_run name expect_path warnings(0|1) pattern [plan_pattern [multicast]]: the verdict of a case
-# that must complete; plan_pattern (grep -E) must be in every rank's "mpi_fault: rank R plan" line,
-# multicast is 0 (no rank counted a multicast request) or + (every rank counted some)
+# check_run name expect_path warnings(0|1|2) pattern [plan_pattern [multicast [nopat]]]: the
+# verdict of a case that must complete; some WARN line of every rank matches pattern (grep -iE);
+# plan_pattern (grep -E) must be in every rank's "mpi_fault: rank R plan" line, multicast is 0 (no
+# rank counted a multicast request) or + (every rank counted some); no WARN line matches nopat
 check_run() {
-    name=$1 expect=$2 nwarn=$3 pat=$4 plan_pat=${5:-} mc=${6:-}
+    name=$1 expect=$2 nwarn=$3 pat=$4 plan_pat=${5:-} mc=${6:-} nopat=${7:-}
     bad=
     if [ $rc = 124 ] || [ $rc = 137 ]; then
         bad="timed out after $limit s"
@@ -129,6 +146,9 @@ check_run() {
         [ "$n" = "$nwarn" ] || bad="${bad:+$bad; }rank $r: $n WARN lines, expected $nwarn"
         if [ "$nwarn" != 0 ] && [ -n "$pat" ] && [ "$n" != 0 ] && ! grep ' TLMPI WARN ' "$dir/rank$r.lines" | grep -qiE "$pat"; then
             bad="${bad:+$bad; }rank $r: the warning does not mention /$pat/"
+        fi
+        if [ -n "$nopat" ] && grep ' TLMPI WARN ' "$dir/rank$r.lines" | grep -qiE "$nopat"; then
+            bad="${bad:+$bad; }rank $r: a warning mentions /$nopat/"
         fi
         if [ -n "$plan_pat" ] && ! grep "^mpi_fault: rank $r plan " "$out" | grep -qE "$plan_pat"; then
             bad="${bad:+$bad; }rank $r: the plan does not say /$plan_pat/"
@@ -173,35 +193,63 @@ run_case nonuniform staging --env TLMPI_TIER=nccl --env TLMPI_NODE=0
 runprog=
 check_run nonuniform staging 1 'differ between its ranks'
 
+# injected: rank R's log names the fault site (after check_run, which wrote rankR.lines)
+check_injected() { # name rank
+    if ! grep ' TLMPI WARN ' "$dir/rank$2.lines" | grep -q 'injected: TLMPI_FAULT=devcomm_init'; then
+        report "$1 (rank $2)" 1 "rank $2's warning does not say injected: TLMPI_FAULT=devcomm_init"
+    fi
+}
+
 # the node tier (see the top)
 ndev="--env FAKE_CUDA_DEVICES=4"
-run_case node staging --env TLMPI_TIER=node $ndev
+ipc="--env TLMPI_NODE_TRANSPORT=ipc"
+run_case node staging --env TLMPI_TIER=node $ndev $ipc
 check_run node staging 1 'tier node.*launch failed' 'node: transport ipc, 4 ranks, pool 32 MiB'
 
-run_case ipc_open staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=ipc_open:1
+run_case ipc_open staging --env TLMPI_TIER=node $ndev $ipc --env TLMPI_FAULT=ipc_open:1
 check_run ipc_open staging 1 'setting up tier node failed'
 
 # auto: the failed node tier leaves the comm's streams to the next tier (nccl: separate fake GPUs)
-run_case ipc_open_auto nccl $ndev --env TLMPI_FAULT=ipc_open:1
+run_case ipc_open_auto nccl $ndev $ipc --env TLMPI_FAULT=ipc_open:1
 check_run ipc_open_auto nccl 1 'setting up tier node failed'
 
-run_case node_pool staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=node_pool:2
+run_case node_pool staging --env TLMPI_TIER=node $ndev $ipc --env TLMPI_FAULT=node_pool:2
 check_run node_pool staging 1 'setting up tier node failed'
 
 run_case devcomm staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=devcomm_init:3 --env TLMPI_NODE_TRANSPORT=devcomm
-check_run devcomm staging 1 'node tier'
+check_run devcomm staging 1 'setting up tier node failed.*devcomm transport failed'
+check_injected devcomm 3
+
+run_case devcomm_auto staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=devcomm_init:3
+check_run devcomm_auto staging 2 "devcomm transport.*failed on some rank.*uses the ipc transport" \
+    'node: transport ipc, 4 ranks, pool 32 MiB'
+check_injected devcomm_auto 3
+
+np=1
+run_case devcomm_one staging --env TLMPI_TIER=node --env TLMPI_NODE_TRANSPORT=devcomm
+check_run devcomm_one staging 1 'setting up tier node failed.*devcomm transport failed.*not supported by the fake' \
+    '' 0 'lsaMultimem'
+
+run_case auto_one self --env TLMPI_NODE_TRANSPORT=devcomm
+check_run auto_one self 0 ''
+np=4
 
 run_case node_shared staging --env TLMPI_TIER=node
-check_run node_shared staging 1 'setting up tier node failed.*smoke test'
+check_run node_shared staging 1 'setting up tier node failed.*smoke test' '' '' 'devcomm'
 
-run_case nvls0 staging --env TLMPI_NVLS=0 $ndev
-check_run nvls0 staging 1 'launch failed' 'multicast emulated \(TLMPI_NVLS=0\)' 0
+fmc="--env FAKE_CUDA_MULTICAST=1"
+run_case nvls0 staging --env TLMPI_NVLS=0 $ndev $fmc
+check_run nvls0 staging 2 'launch failed' 'transport ipc.*multicast emulated \(TLMPI_NVLS=0\)' 0 'lsaMultimem'
 
-run_case nccl_nvls0 staging --env NCCL_NVLS_ENABLE=0 $ndev
-check_run nccl_nvls0 staging 1 'launch failed' 'multicast emulated \(NCCL_NVLS_ENABLE=0\)' 0
+run_case nccl_nvls0 staging --env NCCL_NVLS_ENABLE=0 $ndev $fmc
+check_run nccl_nvls0 staging 2 'launch failed' 'transport ipc.*multicast emulated \(NCCL_NVLS_ENABLE=0\)' 0 'lsaMultimem'
 
-run_case nvls_on staging $ndev
-check_run nvls_on staging 1 'launch failed' 'multicast emulated \(no multicast support' +
+run_case nvls_on staging $ndev $fmc
+check_run nvls_on staging 2 'devcomm transport.*ncclDevCommCreate \(lsaMultimem\)' \
+    'multicast emulated \(the ipc transport creates no multicast object\)' +
+
+run_case nvls_nomc staging $ndev
+check_run nvls_nomc staging 2 'launch failed' 'multicast emulated \(no multicast support' + 'lsaMultimem'
 
 # a stuck wait on rank 1: TLMPI_TIMEOUT aborts the job
 run_case timeout - --env TLMPI_TIER=nccl --env TLMPI_FAULT=wait_stuck:1 --env TLMPI_TIMEOUT=2

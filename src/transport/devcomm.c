@@ -1,0 +1,334 @@
+/*
+ * devcomm: the NCCL Device API transport's host side (see devcomm.h): availability, the agreed
+ * creation of its own NCCL communicator, pool, window and devcomm, the LSA (and multicast)
+ * addresses, teardown in NCCL's order.
+ */
+#include "config.h"
+#include "devcomm.h"
+#include "checks.h"
+#include "cudawrap.h"
+#include "env.h"
+#include "fault.h"
+#include "log.h"
+#include "ncclwrap.h"
+#include "stream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tlmpi_devcomm_version_string(int code, char *buf, size_t len)
+{
+    /* NCCL_VERSION(X,Y,Z): X*10000 + Y*100 + Z from 2.9 on, X*1000 + Y*100 + Z before */
+    if (code >= 10000) {
+        snprintf(buf, len, "%d.%d.%d", code / 10000, code % 10000 / 100, code % 100);
+    } else {
+        snprintf(buf, len, "%d.%d.%d", code / 1000, code % 1000 / 100, code % 100);
+    }
+}
+
+#if defined(HAVE_CUDA) && defined(HAVE_NCCL)
+#include <cuda_runtime_api.h>
+
+/* Step 1, local: 1 if this rank can attempt the transport, else 0 and why. The first reason is
+ * logged once per process (info). */
+static int devcomm_can(int shared_gpu, char *why, size_t len)
+{
+    static int said;
+    int built = tlmpi_cuda_devcomm_version(), runtime;
+    const char *v, *missing = "";
+    char b[16], r[16];
+
+    why[0] = '\0';
+    if (!built) {
+        snprintf(why, len, "the kernels were built without the NCCL Device API (no nccl_device.h)");
+    } else if (!tlmpi_nccl_load(&missing)) {
+        snprintf(why, len, "NCCL unavailable: %s", missing);
+    } else if ((runtime = tlmpi_nccl_runtime_version()) != built) {
+        tlmpi_devcomm_version_string(built, b, sizeof(b));
+        tlmpi_devcomm_version_string(runtime, r, sizeof(r));
+        snprintf(why, len, "kernels built against NCCL %s, runtime NCCL %s", b, r);
+    } else if (!tlmpi_nccl_have_devcomm_api(&missing)) {
+        snprintf(why, len, "libnccl lacks %s", missing);
+    } else if (shared_gpu) {
+        snprintf(why, len, "ranks of the communicator share a GPU (NCCL refuses duplicate GPUs)");
+    } else if ((v = getenv("NCCL_CUMEM_ENABLE")) && !strcmp(v, "0")) {
+        snprintf(why, len, "NCCL_CUMEM_ENABLE=0 (windows need cuMem memory)");
+    } else if ((v = getenv("NCCL_WIN_ENABLE")) && !strcmp(v, "0")) {
+        snprintf(why, len, "NCCL_WIN_ENABLE=0");
+    } else if (!tlmpi_nccl_env_ready()) {
+        snprintf(why, len, "TLMPI_NVLS=0 conflicts with NCCL_NVLS_ENABLE=%s", getenv("NCCL_NVLS_ENABLE"));
+    } else {
+        return 1;
+    }
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+        tlmpi_info(NCCL, "devcomm transport unavailable: %s", why);
+    }
+    return 0;
+}
+
+static const char *nccl_err(ncclResult_t r)
+{
+    return tlmpi_nccl.ncclGetErrorString(r);
+}
+
+static void devcomm_free(tlmpi_devcomm_t *dc)
+{
+    ncclResult_t r;
+
+    if (dc->created && (r = tlmpi_nccl.ncclDevCommDestroy((ncclComm_t)dc->nccl, dc->devcomm)) != ncclSuccess) {
+        tlmpi_info(NCCL, "devcomm transport: ncclDevCommDestroy: %s", nccl_err(r));
+    }
+    dc->created = 0;
+    if (dc->win && (r = tlmpi_nccl.ncclCommWindowDeregister((ncclComm_t)dc->nccl, dc->win)) != ncclSuccess) {
+        tlmpi_info(NCCL, "devcomm transport: ncclCommWindowDeregister: %s", nccl_err(r));
+    }
+    dc->win = NULL;
+    if (dc->pool && (r = tlmpi_nccl.ncclMemFree(dc->pool)) != ncclSuccess) {
+        tlmpi_info(NCCL, "devcomm transport: ncclMemFree: %s", nccl_err(r));
+    }
+    dc->pool = NULL;
+    if (dc->nccl && (r = tlmpi_nccl.ncclCommDestroy((ncclComm_t)dc->nccl)) != ncclSuccess) {
+        tlmpi_info(NCCL, "devcomm transport: ncclCommDestroy: %s", nccl_err(r));
+    }
+    dc->nccl = NULL;
+    tlmpi_xport_err_destroy(&dc->t);
+    (void)cudaGetLastError();
+    free(dc->devcomm);
+    free(dc);
+}
+
+/* One agreement between the collective steps: 0 when ok on every rank, else -1 with why (this
+ * rank's own reason, or that another failed). */
+static int agree_step(MPI_Comm comm, int ok, const char *step, char *why, size_t len)
+{
+    int all = 0;
+
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        snprintf(why, len, "PMPI_Allreduce after %s failed", step);
+        return -1;
+    }
+    if (!all && ok) {
+        snprintf(why, len, "%s failed on another rank", step);
+    }
+    return all ? 0 : -1;
+}
+
+/* Step 2, local part: the pool (zeroed, waited for) and the error record; 0 or -1 with why. */
+static int devcomm_pool(tlmpi_devcomm_t *dc, size_t total, void *stream, char *why, size_t len)
+{
+    tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "node (setup)" };
+    ncclResult_t r;
+    cudaError_t e;
+
+    if ((r = tlmpi_nccl.ncclMemAlloc(&dc->pool, total)) != ncclSuccess) {
+        dc->pool = NULL;
+        snprintf(why, len, "ncclMemAlloc of the %zu-byte pool: %s", total, nccl_err(r));
+        return -1;
+    }
+    /* the barrier flags start at 0, before any peer can store into them */
+    if ((e = cudaMemsetAsync(dc->pool, 0, total, (cudaStream_t)stream)) != cudaSuccess ||
+        (e = (cudaError_t)tlmpi_gpu_sync(stream, &who, "the devcomm pool to clear")) != cudaSuccess) {
+        snprintf(why, len, "cannot clear the devcomm pool: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return tlmpi_xport_err_create(&dc->t, why, len);
+}
+
+/* Step 4, local part after ncclDevCommCreate: the window's addresses, multicast, the CTA limit. */
+static int devcomm_pointers(tlmpi_devcomm_t *dc, int rank, int size, int want_mc, char *why, size_t len)
+{
+    int lsa_rank = -1, lsa_size = 0, e;
+
+    tlmpi_cuda_devcomm_lsa(dc->devcomm, &lsa_rank, &lsa_size);
+    if (lsa_size != size || lsa_rank != rank) {
+        snprintf(why, len, "the devcomm's LSA team is rank %d of %d, not rank %d of the communicator's %d (not all "
+                 "ranks reach each other's memory)", lsa_rank, lsa_size, rank, size);
+        return -1;
+    }
+    if ((e = tlmpi_cuda_devcomm_pointers(dc->devcomm, dc->win, lsa_size, want_mc, &dc->t.x)) != 0) {
+        snprintf(why, len, "the window's LSA addresses: %s", cudaGetErrorString((cudaError_t)e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (want_mc && !dc->t.x.mc_base) {
+        snprintf(dc->mc_why, sizeof(dc->mc_why), "the devcomm has no multicast address");
+    }
+    if ((dc->t.max_ctas = tlmpi_xport_max_ctas(dc->t.dev, 1)) <= 0) {
+        snprintf(why, len, "no node kernel can run on device %d (occupancy query failed)", dc->t.dev);
+        return -1;
+    }
+    return 0;
+}
+
+tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev, int shared_gpu, size_t data_bytes,
+                                      void *stream, int *attempted_p, char *why, size_t len)
+{
+    struct {
+        ncclUniqueId id;
+        int ok;
+    } boot;
+    tlmpi_devcomm_t *dc = NULL;
+    size_t total = TLMPI_NODE_HDR_BYTES + data_bytes, dc_size, reqs_size = 0;
+    void *reqs = NULL;
+    ncclComm_t nccl = NULL;
+    ncclResult_t r;
+    char mc_why[96] = "";
+    int v[2], ok, saved = -1, entered = 0, want_mc;
+
+    *attempted_p = 0;
+    if (size < 1 || size > TLMPI_NODE_MAX_RANKS || rank < 0 || rank >= size) {
+        snprintf(why, len, "%d ranks (the node kernels serve 1..%d)", size, TLMPI_NODE_MAX_RANKS);
+        return NULL; /* the same on every rank: no collective was entered */
+    }
+    /* 1: can every rank attempt it, and may it ask for multicast? */
+    ok = devcomm_can(shared_gpu, why, len);
+    want_mc = size >= 2 && tlmpi_xport_multicast_allowed(dev, mc_why, sizeof(mc_why));
+    if (size < 2) {
+        snprintf(mc_why, sizeof(mc_why), "one rank: NVLS needs two GPUs");
+    }
+    v[0] = ok;
+    v[1] = ok && want_mc;
+    if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        snprintf(why, len, "PMPI_Allreduce of the devcomm transport's availability failed");
+        return NULL;
+    }
+    if (!v[0]) {
+        if (ok) {
+            snprintf(why, len, "the devcomm transport is unavailable on another rank");
+        }
+        return NULL;
+    }
+    if (want_mc && !v[1]) {
+        snprintf(mc_why, sizeof(mc_why), "another rank cannot use multicast");
+    }
+    want_mc = v[1]; /* the same requirements on every rank */
+    *attempted_p = 1;
+
+    /* 2: its own NCCL communicator (ranks as in comm), the pool, the error record */
+    dc_size = tlmpi_cuda_devcomm_sizes(&reqs_size);
+    dc = calloc(1, sizeof(*dc));
+    reqs = calloc(1, reqs_size ? reqs_size : 1);
+    ok = dc && reqs && (dc->devcomm = calloc(1, dc_size ? dc_size : 1)) != NULL;
+    memset(&boot, 0, sizeof(boot));
+    if (rank == 0) {
+        boot.ok = ok && (r = tlmpi_nccl.ncclGetUniqueId(&boot.id)) == ncclSuccess;
+    }
+    if (PMPI_Bcast(&boot, (int)sizeof(boot), MPI_BYTE, 0, comm) != MPI_SUCCESS) {
+        snprintf(why, len, "PMPI_Bcast of the NCCL unique id failed");
+        goto fail;
+    }
+    if (!ok) {
+        snprintf(why, len, "out of host memory");
+    } else if (!boot.ok) {
+        ok = 0;
+        snprintf(why, len, "ncclGetUniqueId failed on rank 0");
+    } else if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
+        ok = 0;
+        snprintf(why, len, "cannot make device %d current", dev);
+    } else {
+        entered = 1;
+        dc->t.dev = dev;
+        dc->t.ranks_on_gpu = 1;
+        snprintf(dc->mc_why, sizeof(dc->mc_why), "%s", mc_why);
+        if ((r = tlmpi_nccl.ncclCommInitRank(&nccl, size, boot.id, rank)) != ncclSuccess) {
+            ok = 0;
+            snprintf(why, len, "ncclCommInitRank: %s (%s)", nccl_err(r), tlmpi_nccl.ncclGetLastError(NULL));
+        } else {
+            dc->nccl = nccl;
+            dc->version = tlmpi_nccl_runtime_version();
+            ok = devcomm_pool(dc, total, stream, why, len) == 0;
+        }
+    }
+    if (agree_step(comm, ok, "the devcomm transport's NCCL communicator or pool", why, len) != 0) {
+        goto fail;
+    }
+    /* 3: the window (collective) */
+    r = tlmpi_nccl.ncclCommWindowRegister(nccl, dc->pool, total, &dc->win, 0 /* NCCL_WIN_DEFAULT */);
+    ok = r == ncclSuccess && dc->win;
+    if (!ok) {
+        snprintf(why, len, "ncclCommWindowRegister of the %zu-byte pool: %s (%s)", total, nccl_err(r),
+                 tlmpi_nccl.ncclGetLastError(nccl));
+        dc->win = NULL;
+    }
+    if (agree_step(comm, ok, "the devcomm pool's window registration", why, len) != 0) {
+        goto fail;
+    }
+    /* 4: the devcomm (collective; multicast only where allowed), then its addresses */
+    tlmpi_cuda_devcomm_requirements(reqs, want_mc);
+    r = tlmpi_nccl.ncclDevCommCreate(nccl, reqs, dc->devcomm);
+    dc->created = r == ncclSuccess;
+    ok = 0;
+    if (tlmpi_fault_hit(DEVCOMM_INIT)) {
+        /* after the call, whatever it returned: the peers' collective steps inside NCCL stay matched */
+        snprintf(why, len, "ncclDevCommCreate%s failed (injected: TLMPI_FAULT=devcomm_init)",
+                 want_mc ? " (lsaMultimem)" : "");
+    } else if (!dc->created) {
+        snprintf(why, len, "ncclDevCommCreate%s: %s (%s)", want_mc ? " (lsaMultimem)" : "", nccl_err(r),
+                 tlmpi_nccl.ncclGetLastError(nccl));
+    } else {
+        ok = devcomm_pointers(dc, rank, size, want_mc, why, len) == 0;
+    }
+    (void)cudaGetLastError();
+    if (tlmpi_xport_agree(comm, rank, size, ok, data_bytes, &dc->t, "could not create the devcomm", why, len) != 0) {
+        goto fail;
+    }
+    free(reqs);
+    tlmpi_gpu_restore_device(saved);
+    {
+        char vs[16];
+
+        tlmpi_devcomm_version_string(dc->version, vs, sizeof(vs));
+        tlmpi_info(NCCL, "devcomm transport: %d ranks on NCCL %s, pool %zu bytes, multicast %s%s%s%s", size, vs, total,
+                   dc->t.x.mc_base ? "nvls" : "emulated", dc->t.x.mc_base ? "" : " (",
+                   dc->t.x.mc_base ? "" : dc->mc_why, dc->t.x.mc_base ? "" : ")");
+    }
+    return dc;
+fail:
+    tlmpi_info(NCCL, "devcomm transport not created: %s", why);
+    free(reqs);
+    if (dc) {
+        if (entered) {
+            devcomm_free(dc); /* NCCL's teardown order, on every rank alike (all local calls) */
+        } else {
+            free(dc->devcomm);
+            free(dc);
+        }
+    }
+    if (entered) {
+        tlmpi_gpu_restore_device(saved);
+    }
+    return NULL;
+}
+
+void tlmpi_devcomm_destroy(tlmpi_devcomm_t *dc)
+{
+    int saved = -1;
+
+    if (!dc) {
+        return;
+    }
+    if (tlmpi_gpu_enter_device(dc->t.dev, &saved) != 0) {
+        saved = -1;
+    }
+    devcomm_free(dc);
+    tlmpi_gpu_restore_device(saved);
+}
+
+#else /* no CUDA or no NCCL headers */
+
+tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev, int shared_gpu, size_t data_bytes,
+                                      void *stream, int *attempted_p, char *why, size_t len)
+{
+    (void)comm, (void)rank, (void)size, (void)dev, (void)shared_gpu, (void)data_bytes, (void)stream;
+    *attempted_p = 0;
+    snprintf(why, len, "built without CUDA or NCCL headers");
+    return NULL;
+}
+
+void tlmpi_devcomm_destroy(tlmpi_devcomm_t *dc)
+{
+    (void)dc;
+}
+#endif

@@ -1,0 +1,64 @@
+/*
+ * devcomm: the host side of the node kernels' NCCL Device API transport (device half:
+ * cuda/devcomm.cu), one per communicator whose ranks are all on one node and on distinct GPUs.
+ * The kernels run on it exactly as on the ipc transport: base[] are the node ranks' symmetric pools
+ * (TLMPI_NODE_HDR_BYTES of barrier flags + the data area), here the LSA addresses of one NCCL
+ * window, and mc_base its NVLS multicast address where multicast is allowed and NCCL made one.
+ *
+ * Setup, collective over the comm (every rank calls tlmpi_devcomm_create; all end alike):
+ *   1. whether every rank can attempt it (one PMPI_Allreduce, MIN of {can, multicast allowed}): the
+ *      kernels were built with the Device API and the runtime libnccl is exactly that version
+ *      (its structures change in every release), the library has the entry points, no two ranks
+ *      of the comm share a GPU (NCCL refuses duplicate GPUs), NCCL's cuMem and windows are not
+ *      switched off, tlmpi's NCCL environment is consistent (TLMPI_NVLS=0). Nobody enters a
+ *      collective NCCL call unless everyone does;
+ *   2. a new NCCL communicator of its own (never the flat tier's: ncclDevCommCreate crashes on a
+ *      communicator that already ran a collective), ranks as in the MPI comm, unique id from rank 0
+ *      by PMPI_Bcast; the pool from ncclMemAlloc (cuMem: windows cannot be cudaMalloc memory),
+ *      zeroed (bounded wait); the host-mapped error record (xport.h); agreed (PMPI_Allreduce);
+ *   3. ncclCommWindowRegister(NCCL_WIN_DEFAULT: NCCL_WIN_COLL_SYMMETRIC would make NCCL build its
+ *      own devcomm, with multicast where NCCL supports it); agreed;
+ *   4. ncclDevCommCreate with no GIN (a devcomm over several nodes needs GIN, which fails without an
+ *      RDMA NIC: the node tier serves one node only) and lsaMultimem only where multicast is
+ *      allowed (TLMPI_NVLS not 0, NCCL_NVLS_ENABLE not 0, the device reports multicast support,
+ *      at least 2 ranks): otherwise no multicast object is ever requested; the window's LSA
+ *      addresses; the CTA limit; agreed with the outcome (xport.h).
+ * A failure anywhere after step 1 tears down whatever was created (ncclDevCommDestroy, window
+ * deregistration, ncclMemFree, ncclCommDestroy, in that order) on every rank. Fault site:
+ * devcomm_init (this rank's ncclDevCommCreate fails; the call itself is still made, so that a real
+ * NCCL's collective steps stay matched, and what it created is destroyed).
+ */
+#ifndef TLMPI_DEVCOMM_H
+#define TLMPI_DEVCOMM_H
+
+#include "xport.h"
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct tlmpi_devcomm {
+    tlmpi_xport_t t;                    /* what the node tier reads (first: a tlmpi_devcomm_t * is one) */
+    void *nccl;                         /* its own NCCL communicator (an ncclComm_t) */
+    void *pool;                         /* ncclMemAlloc: TLMPI_NODE_HDR_BYTES + data bytes */
+    void *win;                          /* the pool's window (an ncclWindow_t) */
+    void *devcomm;                      /* host copy of the ncclDevComm (tlmpi_cuda_devcomm_sizes bytes) */
+    int created;                        /* ncclDevCommCreate filled devcomm */
+    int version;                        /* NCCL_VERSION_CODE (runtime = kernels' headers) */
+    char mc_why[96];                    /* multicast: "" when NVLS, else why it is emulated */
+} tlmpi_devcomm_t;
+
+/* "2.28.9" from an NCCL_VERSION_CODE (either of NCCL's encodings) */
+void tlmpi_devcomm_version_string(int code, char *buf, size_t len);
+
+/* Collective over comm (size <= TLMPI_NODE_MAX_RANKS ranks on one node; every rank calls it). dev is
+ * this rank's device, shared_gpu whether some rank of the comm may share a GPU with another (the
+ * same on every rank), stream the comm's stream (the pool is cleared on it). Returns the transport,
+ * or NULL on every rank alike with this rank's reason in why; *attempted_p is 1 when every rank
+ * could attempt it (step 1) and it failed later (a lost capability: the caller warns), 0 when it
+ * was unavailable somewhere (nothing NCCL was called). The caller's device is restored. */
+tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev, int shared_gpu, size_t data_bytes,
+                                      void *stream, int *attempted_p, char *why, size_t len);
+/* Tear down in NCCL's order. Not collective: the caller makes sure that no peer still reads or
+ * writes this rank's pool (node.c: a last device barrier). */
+void tlmpi_devcomm_destroy(tlmpi_devcomm_t *dc);
+
+#endif

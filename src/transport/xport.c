@@ -1,0 +1,162 @@
+/*
+ * xport: the parts every node-kernel transport's host side shares (see xport.h): the mapped error
+ * record, the CTA limit, the closing agreement of a setup.
+ */
+#include "config.h"
+#include "xport.h"
+#include "cudawrap.h"
+#include "env.h"
+#include "global.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "1,3" from a bit per node rank */
+static void rank_list(unsigned bits, char *buf, size_t len)
+{
+    size_t o = 0;
+    int q;
+
+    buf[0] = '\0';
+    for (q = 0; q < TLMPI_NODE_MAX_RANKS && o < len; q++) {
+        if (bits & (1u << q)) {
+            o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", q);
+        }
+    }
+}
+
+int tlmpi_xport_multicast_allowed(int dev, char *why, size_t len)
+{
+    why[0] = '\0';
+    if (TLMPI_ENV_I(NVLS) == TLMPI_TRI_NO) {
+        snprintf(why, len, "TLMPI_NVLS=0");
+    } else if (tlmpi_g.nccl_nvls_off) {
+        snprintf(why, len, "NCCL_NVLS_ENABLE=0");
+    } else if (!tlmpi_gpu_multicast_supported(dev)) {
+        snprintf(why, len, "no multicast support on device %d", dev);
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+int tlmpi_xport_agree(MPI_Comm comm, int rank, int size, int ok, size_t data_bytes, tlmpi_xport_t *t,
+                      const char *failed, char *why, size_t len)
+{
+    int agree[1 + TLMPI_NODE_MAX_RANKS], q, bad = 0;
+    long timeout = (long)TLMPI_ENV_I(TIMEOUT);
+    char list[32];
+
+    for (q = 0; q <= TLMPI_NODE_MAX_RANKS; q++) {
+        agree[q] = 0;
+    }
+    agree[0] = ok ? -t->max_ctas : 0;   /* MAX of -ctas: the least; 0 when any rank failed */
+    agree[1 + rank] = !ok;
+    if (PMPI_Allreduce(MPI_IN_PLACE, agree, 1 + TLMPI_NODE_MAX_RANKS, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
+        snprintf(why, len, "PMPI_Allreduce of the transport's outcome failed");
+        return -1;
+    }
+    for (q = 0; q < size; q++) {
+        bad |= agree[1 + q] << q;
+    }
+    if (bad) {
+        if (!(bad & (1 << rank))) {
+            rank_list((unsigned)bad, list, sizeof(list));
+            snprintf(why, len, "node rank(s) %s %s", list, failed);
+        }
+        return -1;
+    }
+    t->max_ctas = -agree[0];
+    t->x.rank = rank;
+    t->x.nranks = size;
+    t->x.data_bytes = data_bytes;
+    t->x.timeout_ns = timeout > 0 ? (unsigned long long)timeout * 1000000000ULL : 0;
+    t->x.stuck = 0;
+    return 0;
+}
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+int tlmpi_xport_err_create(tlmpi_xport_t *t, char *why, size_t len)
+{
+    void *derr = NULL;
+    cudaError_t e;
+
+    if ((e = cudaHostAlloc((void **)&t->err, sizeof(tlmpi_node_err_t), cudaHostAllocMapped | cudaHostAllocPortable)) !=
+        cudaSuccess) {
+        t->err = NULL;
+        snprintf(why, len, "cannot allocate the mapped error record: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    memset((void *)t->err, 0, sizeof(tlmpi_node_err_t));
+    if ((e = cudaHostGetDevicePointer(&derr, (void *)t->err, 0)) != cudaSuccess) {
+        snprintf(why, len, "no device address for the error record: %s", cudaGetErrorString(e));
+        tlmpi_xport_err_destroy(t);
+        return -1;
+    }
+    t->x.err = derr;
+    return 0;
+}
+
+void tlmpi_xport_err_destroy(tlmpi_xport_t *t)
+{
+    if (t->err) {
+        cudaFreeHost((void *)t->err);
+    }
+    t->err = NULL;
+    t->x.err = NULL;
+    (void)cudaGetLastError();
+}
+
+/* How many ranks may run node kernels on this rank's GPU at the same time: those of this comm that
+ * share it, or, when larger, this node's MPI processes per visible GPU (from the launcher's
+ * local-size variable: Open MPI, MPICH/Hydra, PMI, Slurm). Disjoint sub-communicators run at once
+ * (one half of the ranks on one, the other half on another), and every rank's CTAs must be resident
+ * together: counting only the comm's own ranks would let them overfill the GPU. */
+static int gpu_sharers(int in_comm)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
+                                        "SLURM_NTASKS_PER_NODE" };
+    int local = 0, gpus = tlmpi_g.gpu_count > 0 ? tlmpi_g.gpu_count : 1, per;
+    size_t i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && local <= 0; i++) {
+        const char *v = getenv(vars[i]);
+
+        local = v ? atoi(v) : 0;
+    }
+    per = local > 0 ? (local + gpus - 1) / gpus : 0;
+    return per > in_comm ? per : in_comm;
+}
+
+int tlmpi_xport_max_ctas(int dev, int ranks_on_gpu)
+{
+    int n = tlmpi_cuda_node_max_ctas(dev, gpu_sharers(ranks_on_gpu));
+
+    (void)cudaGetLastError();
+    return n;
+}
+
+#else /* !HAVE_CUDA: no transport is ever created */
+
+int tlmpi_xport_err_create(tlmpi_xport_t *t, char *why, size_t len)
+{
+    (void)t;
+    snprintf(why, len, "built without CUDA");
+    return -1;
+}
+
+void tlmpi_xport_err_destroy(tlmpi_xport_t *t)
+{
+    (void)t;
+}
+
+int tlmpi_xport_max_ctas(int dev, int ranks_on_gpu)
+{
+    (void)dev, (void)ranks_on_gpu;
+    return 0;
+}
+#endif
