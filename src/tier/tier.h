@@ -3,7 +3,7 @@
  *   tier       where a call runs (self, node: tlmpi's own kernels, nccl, staging, mpi)
  *   algorithm  how a tier runs it (each tier lists its algorithms; the plan picks one)
  *   transport  what the kernels talk through (src/transport/ipc.c + cuda/transport_ipc.cuh: CUDA
- *              IPC; next: the NCCL Device API)
+ *              IPC; src/transport/devcomm.c + cuda/devcomm.cu: the NCCL Device API)
  *
  * Each tier is one table entry (tlmpi_tiers[], tier.c), implemented in its own file:
  *   local_caps  this rank's capability bits for the tier on a comm (before the ranks agree)

@@ -42,6 +42,8 @@ static int devcomm_can(int shared_gpu, char *why, size_t len)
     why[0] = '\0';
     if (!built) {
         snprintf(why, len, "the kernels were built without the NCCL Device API (no nccl_device.h)");
+    } else if (shared_gpu) {
+        snprintf(why, len, "ranks of the communicator share a GPU (NCCL refuses duplicate GPUs)");
     } else if (!tlmpi_nccl_load(&missing)) {
         snprintf(why, len, "NCCL unavailable: %s", missing);
     } else if ((runtime = tlmpi_nccl_runtime_version()) != built) {
@@ -50,8 +52,6 @@ static int devcomm_can(int shared_gpu, char *why, size_t len)
         snprintf(why, len, "kernels built against NCCL %s, runtime NCCL %s", b, r);
     } else if (!tlmpi_nccl_have_devcomm_api(&missing)) {
         snprintf(why, len, "libnccl lacks %s", missing);
-    } else if (shared_gpu) {
-        snprintf(why, len, "ranks of the communicator share a GPU (NCCL refuses duplicate GPUs)");
     } else if ((v = getenv("NCCL_CUMEM_ENABLE")) && !strcmp(v, "0")) {
         snprintf(why, len, "NCCL_CUMEM_ENABLE=0 (windows need cuMem memory)");
     } else if ((v = getenv("NCCL_WIN_ENABLE")) && !strcmp(v, "0")) {

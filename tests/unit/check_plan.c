@@ -9,6 +9,8 @@
  */
 #include "config.h"
 #include "plan.h"
+#include "env.h"
+#include "global.h"
 #include "stats.h"
 
 #include <check.h>
@@ -438,6 +440,58 @@ START_TEST(test_node_tables)
 }
 END_TEST
 
+static const char *no_env(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+
+/* the node tier's capability on a comm: 2..8 ranks of one node; one rank only on the devcomm
+ * transport with the tier named (TLMPI_TIER=node or a table entry "node..."); auto keeps self */
+START_TEST(test_node_one_rank)
+{
+    static const struct {
+        int size;
+        const char *transport, *tier, *ar_table;
+        int want;
+    } q[] = {
+        { 2, "auto", "auto", "", 1 },         { 8, "ipc", "auto", "", 1 },          { 9, "auto", "node", "", 0 },
+        { 1, "auto", "node", "", 0 },         { 1, "ipc", "node", "", 0 },          { 1, "devcomm", "auto", "", 0 },
+        { 1, "devcomm", "node", "", 1 },      { 1, "devcomm", "staging", "node/oneshot", 1 },
+        { 1, "devcomm", "auto", "nccl:4k,node", 1 }, { 1, "devcomm", "auto", "staging:4k,nodes", 0 },
+        { 1, "devcomm", "auto", "staging", 0 }, { 1, "devcomm", "self", "", 0 },
+    };
+    tlmpi_tier_comm_t tc;
+    int i, gpus = tlmpi_g.gpu_count;
+
+    tlmpi_env_load(no_env, NULL);
+    memset(&tc, 0, sizeof(tc));
+    tc.nodes = 1;
+    tlmpi_g.gpu_count = 1;
+    for (i = 0; i < (int)(sizeof(q) / sizeof(q[0])); i++) {
+        unsigned want = 0, have;
+        char why[160] = "";
+
+        tc.size = q[i].size;
+        ck_assert_int_eq(tlmpi_env_set("NODE_TRANSPORT", q[i].transport), 0);
+        ck_assert_int_eq(tlmpi_env_set("TIER", q[i].tier), 0);
+        ck_assert_int_eq(tlmpi_env_set("ALLREDUCE_TIERS", q[i].ar_table), 0);
+        have = tlmpi_tier_node.local_caps(&tc, &want, why, sizeof(why));
+#ifdef HAVE_CUDA
+        ck_assert_msg(!!(have & TLMPI_CAP_NODE) == q[i].want, "case %d: %d ranks, transport %s, tier %s, table '%s'",
+                      i, q[i].size, q[i].transport, q[i].tier, q[i].ar_table);
+#else
+        ck_assert_uint_eq(have, 0);
+#endif
+    }
+    tc.size = 2;
+    tc.nodes = 2;
+    ck_assert_uint_eq(tlmpi_tier_node.local_caps(&tc, &(unsigned){ 0 }, (char[8]){ 0 }, 8), 0);
+    tlmpi_g.gpu_count = gpus;
+    tlmpi_env_load(no_env, NULL);
+}
+END_TEST
+
 /* per-algorithm counters: the node tier counts the algorithm it ran, by name */
 START_TEST(test_algo_stats)
 {
@@ -551,6 +605,7 @@ int main(void)
     tcase_add_test(tc, test_thresholds);
     tcase_add_test(tc, test_fill_invalid_and_forced);
     tcase_add_test(tc, test_node_tables);
+    tcase_add_test(tc, test_node_one_rank);
     tcase_add_test(tc, test_algo_stats);
     tcase_add_test(tc, test_agreement);
     tcase_add_test(tc, test_names);
