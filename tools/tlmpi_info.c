@@ -10,6 +10,10 @@
 #include "env.h"
 #include "cudawrap.h"
 #include "ncclwrap.h"
+#include "devcomm.h"
+#ifdef HAVE_CUDA
+#include "kernels.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +87,26 @@ int main(int argc, char **argv)
     nv = tlmpi_nccl_runtime_version();
     printf("runtime: GPUs %d (%s), CUDA runtime %d, driver %d\n", ngpu, ngpu ? "ok" : why_gpu, rt, drv);
     printf("runtime: NCCL library %s (%d)\n", nccl_ok ? "loaded" : why_nccl, nv);
+#ifdef HAVE_CUDA
+    {
+        /* the node tier's devcomm transport needs the kernels' NCCL headers = the runtime library */
+        int dv = tlmpi_cuda_devcomm_version();
+        const char *missing = "";
+        char b[16], r[16];
+
+        tlmpi_devcomm_version_string(dv, b, sizeof(b));
+        tlmpi_devcomm_version_string(nv, r, sizeof(r));
+        if (!dv) {
+            printf("runtime: devcomm transport: no (the kernels were built without the NCCL Device API)\n");
+        } else if (nv != dv) {
+            printf("runtime: devcomm transport: no (kernels built against NCCL %s, runtime NCCL %s)\n", b, nccl_ok ? r : "none");
+        } else if (!tlmpi_nccl_have_devcomm_api(&missing)) {
+            printf("runtime: devcomm transport: no (libnccl lacks %s)\n", missing);
+        } else {
+            printf("runtime: devcomm transport: NCCL %s, where a communicator's ranks have distinct GPUs\n", b);
+        }
+    }
+#endif
     printf("\nenvironment (TLMPI_*):\n");
     tlmpi_env_dump(stdout);
     return 0;
