@@ -182,64 +182,65 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
         snprintf(why, len, "%d ranks (the node kernels serve 1..%d)", size, TLMPI_NODE_MAX_RANKS);
         return NULL; /* the same on every rank: no collective was entered */
     }
-    /* 1: can every rank attempt it, and may it ask for multicast? */
+    /* 1: can every rank attempt it (here also: its memory and its device current), and may it ask
+     * for multicast? */
     ok = devcomm_can(shared_gpu, why, len);
     want_mc = size >= 2 && tlmpi_xport_multicast_allowed(dev, mc_why, sizeof(mc_why));
     if (size < 2) {
         snprintf(mc_why, sizeof(mc_why), "one rank: NVLS needs two GPUs");
     }
+    if (ok) {
+        dc_size = tlmpi_cuda_devcomm_sizes(&reqs_size);
+        dc = calloc(1, sizeof(*dc));
+        reqs = calloc(1, reqs_size ? reqs_size : 1);
+        if (!dc || !reqs || !(dc->devcomm = calloc(1, dc_size ? dc_size : 1))) {
+            ok = 0;
+            snprintf(why, len, "out of host memory");
+        } else if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
+            ok = 0;
+            snprintf(why, len, "cannot make device %d current", dev);
+        } else {
+            entered = 1;
+            dc->t.dev = dev;
+            dc->t.ranks_on_gpu = 1;
+        }
+    }
     v[0] = ok;
     v[1] = ok && want_mc;
     if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
         snprintf(why, len, "PMPI_Allreduce of the devcomm transport's availability failed");
-        return NULL;
+        goto fail;
     }
     if (!v[0]) {
         if (ok) {
             snprintf(why, len, "the devcomm transport is unavailable on another rank");
         }
-        return NULL;
+        goto fail;
     }
     if (want_mc && !v[1]) {
         snprintf(mc_why, sizeof(mc_why), "another rank cannot use multicast");
     }
     want_mc = v[1]; /* the same requirements on every rank */
+    snprintf(dc->mc_why, sizeof(dc->mc_why), "%s", mc_why);
     *attempted_p = 1;
 
-    /* 2: its own NCCL communicator (ranks as in comm), the pool, the error record */
-    dc_size = tlmpi_cuda_devcomm_sizes(&reqs_size);
-    dc = calloc(1, sizeof(*dc));
-    reqs = calloc(1, reqs_size ? reqs_size : 1);
-    ok = dc && reqs && (dc->devcomm = calloc(1, dc_size ? dc_size : 1)) != NULL;
+    /* 2: its own NCCL communicator (ranks as in comm; the id's validity is the same on every rank
+     * through the broadcast), the pool, the error record */
     memset(&boot, 0, sizeof(boot));
     if (rank == 0) {
-        boot.ok = ok && (r = tlmpi_nccl.ncclGetUniqueId(&boot.id)) == ncclSuccess;
+        boot.ok = (r = tlmpi_nccl.ncclGetUniqueId(&boot.id)) == ncclSuccess;
     }
-    if (PMPI_Bcast(&boot, (int)sizeof(boot), MPI_BYTE, 0, comm) != MPI_SUCCESS) {
-        snprintf(why, len, "PMPI_Bcast of the NCCL unique id failed");
+    if (PMPI_Bcast(&boot, (int)sizeof(boot), MPI_BYTE, 0, comm) != MPI_SUCCESS || !boot.ok) {
+        snprintf(why, len, "%s", boot.ok ? "PMPI_Bcast of the NCCL unique id failed" : "ncclGetUniqueId failed on rank 0");
         goto fail;
     }
-    if (!ok) {
-        snprintf(why, len, "out of host memory");
-    } else if (!boot.ok) {
+    if ((r = tlmpi_nccl.ncclCommInitRank(&nccl, size, boot.id, rank)) != ncclSuccess) {
         ok = 0;
-        snprintf(why, len, "ncclGetUniqueId failed on rank 0");
-    } else if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
-        ok = 0;
-        snprintf(why, len, "cannot make device %d current", dev);
+        snprintf(why, len, "ncclCommInitRank: %s (%s)", nccl_err(r), tlmpi_nccl.ncclGetLastError(NULL));
     } else {
-        entered = 1;
-        dc->t.dev = dev;
-        dc->t.ranks_on_gpu = 1;
-        snprintf(dc->mc_why, sizeof(dc->mc_why), "%s", mc_why);
-        if ((r = tlmpi_nccl.ncclCommInitRank(&nccl, size, boot.id, rank)) != ncclSuccess) {
-            ok = 0;
-            snprintf(why, len, "ncclCommInitRank: %s (%s)", nccl_err(r), tlmpi_nccl.ncclGetLastError(NULL));
-        } else {
-            dc->nccl = nccl;
-            dc->version = tlmpi_nccl_runtime_version();
-            ok = devcomm_pool(dc, total, stream, why, len) == 0;
-        }
+        dc->nccl = nccl;
+        dc->version = tlmpi_nccl_runtime_version();
+        ok = devcomm_pool(dc, total, stream, why, len) == 0;
     }
     if (agree_step(comm, ok, "the devcomm transport's NCCL communicator or pool", why, len) != 0) {
         goto fail;
@@ -286,7 +287,9 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     }
     return dc;
 fail:
-    tlmpi_info(NCCL, "devcomm transport not created: %s", why);
+    if (*attempted_p) {
+        tlmpi_info(NCCL, "devcomm transport not created: %s", why);
+    }
     free(reqs);
     if (dc) {
         if (entered) {

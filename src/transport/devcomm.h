@@ -10,8 +10,8 @@
  *      kernels were built with the Device API and the runtime libnccl is exactly that version
  *      (its structures change in every release), the library has the entry points, no two ranks
  *      of the comm share a GPU (NCCL refuses duplicate GPUs), NCCL's cuMem and windows are not
- *      switched off, tlmpi's NCCL environment is consistent (TLMPI_NVLS=0). Nobody enters a
- *      collective NCCL call unless everyone does;
+ *      switched off, tlmpi's NCCL environment is consistent (TLMPI_NVLS=0), its host memory is
+ *      there and its device current. Nobody enters a collective NCCL call unless everyone does;
  *   2. a new NCCL communicator of its own (never the flat tier's: ncclDevCommCreate crashes on a
  *      communicator that already ran a collective), ranks as in the MPI comm, unique id from rank 0
  *      by PMPI_Bcast; the pool from ncclMemAlloc (cuMem: windows cannot be cudaMalloc memory),
