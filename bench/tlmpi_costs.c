@@ -142,7 +142,7 @@ int main(int argc, char **argv)
                 /* the wait: cudaStreamSynchronize against tlmpi's spin on a GPU-written host word,
                  * both after the same raw NCCL call on tlmpi's own stream */
                 char why[160];
-                tlmpi_gpu_ctx_t *ctx = tlmpi_gpu_ctx_create(0, why, sizeof(why));
+                tlmpi_gpu_ctx_t *ctx = tlmpi_gpu_ctx_create(0, 0, why, sizeof(why));
                 tlmpi_wait_who_t bench_who = { MPI_COMM_WORLD, 0, TLMPI_COLL_ALLREDUCE, "bench" };
                 float *d2;
 

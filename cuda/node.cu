@@ -24,10 +24,17 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) barrier_ipc(const __
 
 bool is_allgather(int kind) { return kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_AG_PULL; }
 
+// Pull allgather steps are capped at 16 MiB: its peers re-read each step's blocks, and steps that
+// stay in L2 (50 MiB on an H200) made it 0.93-0.95 of the copy rate at 4 and 8 ranks where 64 MiB
+// steps gave 0.69-0.77 (bench/node_bench, 2026-12-01); the other kernels gained from larger steps
+// (fewer barriers).
+constexpr size_t kPullChunkMax = 16u << 20;
+
 size_t chunk_for(int kind, const tlmpi_node_xport_t &x)
 {
     const size_t h = x.data_bytes / 2;
-    const size_t c = kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_RSB_PULL ? h / (size_t)x.nranks : h;
+    size_t c = kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_RSB_PULL ? h / (size_t)x.nranks : h;
+    if (kind == TLMPI_NODE_AG_PULL && c > kPullChunkMax) c = kPullChunkMax;
     return c & ~(size_t)15;
 }
 

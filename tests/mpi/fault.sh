@@ -204,7 +204,7 @@ check_injected() { # name rank
 ndev="--env FAKE_CUDA_DEVICES=4"
 ipc="--env TLMPI_NODE_TRANSPORT=ipc"
 run_case node staging --env TLMPI_TIER=node $ndev $ipc
-check_run node staging 1 'tier node.*launch failed' 'node: transport ipc, 4 ranks, pool 32 MiB'
+check_run node staging 1 'tier node.*launch failed' 'node: transport ipc, 4 ranks, pool 128 MiB'
 
 run_case ipc_open staging --env TLMPI_TIER=node $ndev $ipc --env TLMPI_FAULT=ipc_open:1
 check_run ipc_open staging 1 'setting up tier node failed'
@@ -222,7 +222,7 @@ check_injected devcomm 3
 
 run_case devcomm_auto staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=devcomm_init:3
 check_run devcomm_auto staging 2 "devcomm transport.*failed on some rank.*uses the ipc transport" \
-    'node: transport ipc, 4 ranks, pool 32 MiB'
+    'node: transport ipc, 4 ranks, pool 128 MiB'
 check_injected devcomm_auto 3
 
 np=1
