@@ -85,7 +85,7 @@ typedef struct fk_comm fk_comm_t;
 ncclResult_t ncclGetVersion(int *v)
 {
     if (!v) return ncclInvalidArgument;
-    *v = 22809;
+    *v = NCCL_VERSION_CODE; /* the headers tlmpi (and its kernels) were built with */
     return ncclSuccess;
 }
 
