@@ -188,3 +188,31 @@ void tlmpi_gpu_restore_device(int saved)
     (void)saved;
 #endif
 }
+
+int tlmpi_gpu_scratch_reserve(void **buf_p, size_t *bytes_p, size_t need)
+{
+#ifdef HAVE_CUDA
+    cudaError_t e;
+
+    if (need <= *bytes_p && *buf_p) {
+        return 0;
+    }
+    if (*buf_p) {
+        (void)cudaFree(*buf_p);
+    }
+    *buf_p = NULL;
+    *bytes_p = 0;
+    e = cudaMalloc(buf_p, need);
+    if (e != cudaSuccess) {
+        *buf_p = NULL;
+        return (int)e;
+    }
+    *bytes_p = need;
+    return 0;
+#else
+    (void)buf_p;
+    (void)bytes_p;
+    (void)need;
+    return -1;
+#endif
+}

@@ -22,6 +22,11 @@ int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len);
 int tlmpi_gpu_enter_device(int dev, int *saved_p);
 void tlmpi_gpu_restore_device(int saved);
 
+/* Make *buf_p (device memory of the current device, *bytes_p bytes, NULL/0 at first) at least need
+ * bytes: freed and reallocated when smaller (the caller's earlier uses of it are complete). 0 or a
+ * cudaError_t value (then *buf_p is NULL and *bytes_p 0). */
+int tlmpi_gpu_scratch_reserve(void **buf_p, size_t *bytes_p, size_t need);
+
 /* 1 if device dev can hold multicast objects (the driver's CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED,
  * which not every runtime names as a cudaDevAttr), 0 if not or unknown (no driver entry point, the
  * query failed, built without CUDA). */

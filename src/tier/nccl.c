@@ -228,15 +228,7 @@ static tlmpi_status_t nccl_run_other_device(struct tlmpi_nccl_comm *nc, tlmpi_ti
     if (tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
         return TLMPI_ERR_CUDA;
     }
-    if (need > nc->scratch_bytes) {
-        if (nc->scratch) {
-            cudaFree(nc->scratch); /* earlier calls are complete: they waited */
-        }
-        nc->scratch = NULL;
-        nc->scratch_bytes = 0;
-        TLMPI_CUDA_CHECK_GOTO(cudaMalloc(&nc->scratch, need), st, out);
-        nc->scratch_bytes = need;
-    }
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(&nc->scratch, &nc->scratch_bytes, need), st, out);
     tin = nc->scratch;
     tout = tin + ((c->in_bytes + 255) & ~(size_t)255);
     TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_ctx_begin(tc->ctx), st, out);

@@ -462,15 +462,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's node tier runs on device %d: "
                         "copying through device %d (slower; keep a communicator's buffers on one GPU)",
                         tlmpi_coll_name(c->coll), c->in_place ? c->rdev : c->sdev, c->rdev, tc->dev, tc->dev);
-        if (need > nc->scratch_bytes) {
-            if (nc->scratch) {
-                cudaFree(nc->scratch); /* earlier calls are complete: they waited */
-            }
-            nc->scratch = NULL;
-            nc->scratch_bytes = 0;
-            TLMPI_CUDA_CHECK_GOTO(cudaMalloc(&nc->scratch, need), st, out);
-            nc->scratch_bytes = need;
-        }
+        TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(&nc->scratch, &nc->scratch_bytes, need), st, out);
         tin = nc->scratch;
         tout = tin + in_al;
         TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(tin, c->in, c->in_bytes, cudaMemcpyDefault, s), st, wait);
