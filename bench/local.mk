@@ -27,7 +27,7 @@ bench_tlmpi_costs_SOURCES = bench/tlmpi_costs.c bench/bench_stats.h
 bench_tlmpi_costs_LDADD = libtlmpi.la libtlmpi_core.la $(CUDA_LIBS)
 bench_tlmpi_costs_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
-dist_noinst_SCRIPTS += bench/devpath-callgrind.sh bench/overhead-gpu.sh bench/osu-compare.sh
+dist_noinst_SCRIPTS += bench/devpath-callgrind.sh bench/overhead-gpu.sh
 
 # kernel_bench: the copy/reduce kernels of cuda/ against cudaMemcpyAsync on one GPU (GB/s at
 # 256 MiB for every type x op, launch + sync latency at 8 B), a Markdown table (--csv FILE).
@@ -50,3 +50,20 @@ bench_node_bench_LDADD = libtlmpi.la libtlmpi_cuda.la $(CUDA_LIBS) -ldl -lm
 bench_node_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
 dist_noinst_SCRIPTS += bench/node-bench.sh
+
+# tlmpi-osu-compare: the user's OSU build against tlmpi and every baseline (bench/osu/osu-compare.sh,
+# which says what it runs). Installed: a wrapper in bindir and its helpers in $(pkgdatadir)/osu (the
+# merge, the plotting, the launcher and MPS helpers of tests/gpu). plot.py / plot.sh: PNG plots of
+# the bench CSVs (python3-matplotlib, installed by plot.sh when missing; the library never needs it).
+osudir = $(pkgdatadir)/osu
+dist_osu_SCRIPTS = bench/osu/osu-compare.sh bench/osu/osu_merge.py bench/plot.py bench/plot.sh
+osu_SCRIPTS = tests/gpu/mpirun.sh tests/gpu/rank-env.sh tests/gpu/mps.sh
+osu_DATA = scripts/packages.sh
+bin_SCRIPTS = bench/osu/tlmpi-osu-compare
+CLEANFILES += bench/osu/tlmpi-osu-compare
+bench/osu/tlmpi-osu-compare: Makefile
+	$(AM_V_GEN)$(MKDIR_P) bench/osu && { \
+	    echo '#!/bin/sh'; \
+	    echo '# tlmpi-osu-compare (tlmpi $(VERSION)): runs $(osudir)/osu-compare.sh, which says what it does (-h)'; \
+	    echo 'TLMPI_OSU_HOME="$(osudir)" TLMPI_LIBDIR="$(libdir)" exec bash "$(osudir)/osu-compare.sh" "$$@"'; \
+	} >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@

@@ -208,3 +208,8 @@ clean-interpose-work:
 # The leak check alone, with valgrind's full report: make check-leaks
 check-leaks: $(MPI_TESTS)
 	$(AM_TESTS_ENVIRONMENT) TLMPI_LEAK_VERBOSE=1 $(SHELL) $(top_srcdir)/tests/launch.sh $(top_srcdir)/tests/mpi/leak_churn.sh
+# osu_compare.sh: tlmpi-osu-compare (bench/osu/osu-compare.sh) end to end with stand-ins for OSU's
+# benchmarks: modes and their environment, in place, the plain MPI skipped where not CUDA-aware,
+# the merged table, --from-dir, refusal of an OSU build without CUDA (python3; plots if matplotlib)
+TESTS += tests/mpi/osu_compare.sh
+EXTRA_DIST += tests/mpi/osu_compare.sh

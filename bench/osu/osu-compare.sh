@@ -1,0 +1,248 @@
+#!/bin/bash
+# osu-compare.sh (installed as tlmpi-osu-compare): the user's own OSU micro-benchmarks build against
+# tlmpi and every baseline this machine offers, in one run, on CUDA device buffers.
+#
+#   tlmpi-osu-compare [options] OSU_DIR [TLMPI]
+#   tlmpi-osu-compare --from-dir DIR [options]     (merge + plot outputs that exist; runs nothing)
+#
+# OSU_DIR: an existing OSU build (7.4 or newer, configured with CUDA against this MPI): the
+# directory holding osu_allreduce, or its build or install tree (c/mpi/collective/blocking,
+# libexec/osu-micro-benchmarks/mpi/collective/blocking). This script never builds OSU. TLMPI:
+# libtlmpi.so, a tlmpi build directory (.libs/libtlmpi.so) or an install prefix (lib/libtlmpi.so);
+# default: the library installed beside this command.
+#
+# Runs osu_allreduce, osu_allgather and osu_reduce_scatter_block with `-d cuda -c` (OSU validates
+# every size; `-T mpi_float` for the two reductions), OSU's sizes -s MIN:MAX (default 4 B .. 256 MiB;
+# OSU's -M raised to fit), on every rank count of -n "2 4", in these modes (-m LIST picks; default
+# auto,staging,nccl,node,mpi):
+#   auto       libtlmpi preloaded, TLMPI_TIER=auto (tlmpi's own choice)
+#   staging    TLMPI_TIER=staging (pinned host staging + the MPI's host collective: what a staging
+#              MPI such as Open MPI's coll/accelerator does)
+#   nccl       TLMPI_TIER=nccl (the flat NCCL tier; with ranks sharing a GPU NCCL talks over loopback
+#              sockets: every rank gets its own NCCL_HOSTID, tests/gpu/rank-env.sh)
+#   node       each node-tier algorithm forced through the tables: TLMPI_ALLREDUCE_TIERS=node/oneshot
+#              and node/twoshot, TLMPI_ALLGATHER_TIERS=node/push and node/pull,
+#              TLMPI_REDUCE_SCATTER_BLOCK_TIERS=node/pull
+#   mpi        the MPI alone, without tlmpi, only where it is CUDA-aware (Open MPI: ompi_info says
+#              *_built_with_cuda_support true; MPICH: mpichversion shows a --with-cuda configure and
+#              MPIR_CVAR_ENABLE_GPU is not 0); when that cannot be established it says so and skips:
+#              a device pointer is never handed to an MPI that is not CUDA-aware (Debian's MPICH,
+#              Debian's and Ubuntu's Open MPI)
+# and each again in place (-l) where the OSU build has it (its -h lists -l). Ranks start through
+# MPIEXEC (default mpiexec; MPICH's hydra and Open MPI both work) with tests/gpu/mpirun.sh; when
+# there are more ranks than GPUs, the whole run goes under an MPS daemon of its own
+# (tests/gpu/mps.sh) unless --no-mps or one is already running (CUDA_MPS_PIPE_DIRECTORY).
+#
+# Output in -o DIR (default ./osu-out): one raw OSU output per run (osu_<coll>-np<N>-<mode>
+# [-inplace].txt, with its exit status in .rc and tlmpi's TLMPI_STATS counters at the end: which
+# path served), meta.txt, osu-compare.csv and osu-compare.md (bench/osu/osu_merge.py: latency per
+# mode, speed-up of auto over every other mode, validation per mode), and a PNG per collective in
+# DIR/plots (bench/plot.py through bench/plot.sh, which installs python3-matplotlib when missing;
+# --no-plot skips). Other options: -a "OSU ARGS" (default "-i 200 -x 20"), -t SECONDS per run
+# (default 900), --no-in-place, --no-mps, --note TEXT (a caption line), --meta KEY=VALUE (a metadata
+# field of the table; with --from-dir for outputs without meta.txt). Exit status: 0 when every run exited 0 and OSU's validation passed everywhere.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." 2>/dev/null && pwd)
+# installed: everything beside this script in $TLMPI_OSU_HOME; in the source tree: where it lives
+home=${TLMPI_OSU_HOME:-$here}
+helper() {
+    for d in "$home" "$here" "$root/bench/osu" "$root/bench" "$root/tests/gpu"; do
+        [ -f "$d/$1" ] && { echo "$d/$1"; return 0; }
+    done
+    echo "tlmpi-osu-compare: helper $1 not found" >&2
+    return 1
+}
+usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
+
+out=$PWD/osu-out; nps="2 4"; modes=auto,staging,nccl,node,mpi; minsz=4; maxsz=268435456
+osu_args="-i 200 -x 20"; inplace=1; mps=1; plot=1; from=; note=; timeout_s=${RUN_TIMEOUT:-900}
+metas=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        -o|--out) out=$2; shift 2 ;;
+        -n|--np) nps=$2; shift 2 ;;
+        -m|--modes) modes=$2; shift 2 ;;
+        -s|--sizes) minsz=${2%%:*}; maxsz=${2##*:}; shift 2 ;;
+        -a|--osu-args) osu_args=$2; shift 2 ;;
+        -t|--timeout) timeout_s=$2; shift 2 ;;
+        --no-in-place) inplace=0; shift ;;
+        --no-mps) mps=0; shift ;;
+        --no-plot) plot=0; shift ;;
+        --from-dir) from=$2; shift 2 ;;
+        --note) note=$2; shift 2 ;;
+        --meta) metas+=(--meta "$2"); shift 2 ;;
+        -h|--help) usage 0 ;;
+        --) shift; break ;;
+        -*) echo "tlmpi-osu-compare: unknown option $1" >&2; usage 2 ;;
+        *) break ;;
+    esac
+done
+
+merge_and_plot() { # DIR
+    local d=$1 rc
+    python3 "$(helper osu_merge.py)" "$d" "${metas[@]}"
+    rc=$?
+    [ $rc = 2 ] && return 2
+    if [ "$plot" = 1 ]; then
+        sh "$(helper plot.sh)" --kind osu -o "$d/plots" --prefix osu ${note:+--note "$note"} "$d/osu-compare.csv" ||
+            echo "tlmpi-osu-compare: no plots (the tables are complete)" >&2
+    fi
+    echo "tlmpi-osu-compare: table $d/osu-compare.md, CSV $d/osu-compare.csv$([ "$plot" = 1 ] && echo ", plots in $d/plots")"
+    return $rc
+}
+
+if [ -n "$from" ]; then
+    [ -d "$from" ] || { echo "tlmpi-osu-compare: no directory $from" >&2; exit 2; }
+    merge_and_plot "$from"
+    exit $?
+fi
+
+[ $# -ge 1 ] || usage 2
+osu=$(cd "$1" 2>/dev/null && pwd) || { echo "tlmpi-osu-compare: no OSU directory $1" >&2; exit 2; }
+tl=${2:-${TLMPI_LIBDIR:+$TLMPI_LIBDIR/libtlmpi.so}}
+lib=
+for c in "$tl" "$tl/.libs/libtlmpi.so" "$tl/lib/libtlmpi.so" "$tl/lib64/libtlmpi.so"; do
+    [ -n "$tl" ] && [ -f "$c" ] && { lib=$(cd "$(dirname "$c")" && pwd)/$(basename "$c"); break; }
+done
+[ -n "$lib" ] || { echo "tlmpi-osu-compare: no libtlmpi.so (give a tlmpi build dir, prefix or the library)" >&2; exit 2; }
+bindir=
+for d in "$osu" "$osu/c/mpi/collective/blocking" "$osu/mpi/collective/blocking" \
+         "$osu/libexec/osu-micro-benchmarks/mpi/collective/blocking" "$osu/libexec/osu-micro-benchmarks/mpi/collective"; do
+    [ -x "$d/osu_allreduce" ] && { bindir=$d; break; }
+done
+[ -n "$bindir" ] || { echo "tlmpi-osu-compare: no osu_allreduce under $osu (an OSU build, 7.4 or newer)" >&2; exit 2; }
+benches="osu_allreduce osu_allgather osu_reduce_scatter_block"
+for b in $benches; do
+    [ -x "$bindir/$b" ] || { echo "tlmpi-osu-compare: $bindir/$b is missing" >&2; exit 2; }
+done
+mpirun=$(helper mpirun.sh) || exit 2
+helper rank-env.sh >/dev/null || exit 2
+mpiexec=${MPIEXEC:-mpiexec}
+command -v "$mpiexec" >/dev/null 2>&1 || { echo "tlmpi-osu-compare: no launcher $mpiexec (MPIEXEC)" >&2; exit 2; }
+export MPIEXEC=$mpiexec
+
+# Under MPS when ranks share a GPU: re-run this script inside tests/gpu/mps.sh once.
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+maxnp=0; for n in $nps; do [ "$n" -gt "$maxnp" ] && maxnp=$n; done
+if [ "$mps" = 1 ] && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ -z "${TLMPI_OSU_IN_MPS:-}" ] &&
+   [ "$ngpu" -ge 1 ] && [ "$maxnp" -gt "$ngpu" ]; then
+    mpssh=$(helper mps.sh) || exit 2
+    TLMPI_OSU_IN_MPS=1 exec sh "$mpssh" bash "$0" -o "$out" -n "$nps" -m "$modes" -s "$minsz:$maxsz" \
+        -a "$osu_args" -t "$timeout_s" $([ $inplace = 0 ] && echo --no-in-place) \
+        $([ $plot = 0 ] && echo --no-plot) ${note:+--note "$note"} "${metas[@]}" -- "$osu" "$lib"
+fi
+
+mkdir -p "$out"
+log=$out/log.txt
+: >"$log"
+say() { echo "$*" | tee -a "$log"; }
+
+# Was OSU built with CUDA? Its -h lists -d (accelerator) only then; else libcudart in ldd.
+help=$(timeout -k 5 60 sh "$mpirun" 1 "$bindir/osu_allreduce" -h 2>&1)
+if printf '%s\n' "$help" | grep -qE -- '(^|[[:space:]])-d([[:space:]]|,)|--accelerator'; then
+    say "OSU: $bindir, built with CUDA (its -h lists -d)"
+elif ldd "$bindir/osu_allreduce" 2>/dev/null | grep -qE 'libcudart|libcuda\.so'; then
+    say "OSU: $bindir, linked with the CUDA runtime (ldd; -h did not answer)"
+else
+    echo "tlmpi-osu-compare: $bindir/osu_allreduce was not built with CUDA (no -d in its -h, no libcudart):" \
+         "configure OSU with --enable-cuda" >&2
+    exit 2
+fi
+# in place: every benchmark's -h must list -l
+inplace_ok=0
+if [ "$inplace" = 1 ]; then
+    inplace_ok=1
+    for b in $benches; do
+        h=$([ $b = osu_allreduce ] && printf '%s' "$help" || timeout -k 5 60 sh "$mpirun" 1 "$bindir/$b" -h 2>&1)
+        printf '%s\n' "$h" | grep -qE -- '(^|[[:space:]])-l([[:space:]]|,)|--in-place' || inplace_ok=0
+    done
+    [ $inplace_ok = 1 ] || say "in place: this OSU build has no -l for all three benchmarks; out of place only"
+fi
+
+# Is the plain MPI CUDA-aware? Only a positive answer lets it see device buffers.
+plain=no; plain_why=
+if "$mpiexec" --version 2>&1 | grep -qiE 'open ?mpi|openrte'; then
+    oi=$(dirname "$(command -v "$mpiexec")")/ompi_info
+    [ -x "$oi" ] || oi=$(command -v ompi_info)
+    if [ -n "$oi" ] && "$oi" --parsable --all 2>/dev/null | grep -q 'built_with_cuda_support:value:true'; then
+        plain=yes; plain_why="Open MPI built with CUDA support ($oi)"
+    else
+        plain_why="Open MPI without CUDA support (ompi_info: built_with_cuda_support not true)"
+    fi
+elif "$mpiexec" --version 2>&1 | grep -qiE 'hydra|mpich'; then
+    mv=$(dirname "$(command -v "$mpiexec")")/mpichversion
+    [ -x "$mv" ] || mv=$(command -v mpichversion)
+    if [ "${MPIR_CVAR_ENABLE_GPU:-1}" = 0 ]; then
+        plain_why="MPICH with MPIR_CVAR_ENABLE_GPU=0"
+    elif [ -n "$mv" ] && "$mv" 2>/dev/null | grep -qE -- '--with-cuda(=|[[:space:]]|$)'; then
+        plain=yes; plain_why="MPICH configured --with-cuda ($mv)"
+    else
+        plain_why="MPICH without a CUDA configuration (mpichversion shows no --with-cuda)"
+    fi
+else
+    plain_why="unknown MPI: cannot tell whether it is CUDA-aware"
+fi
+skipped=
+case ",$modes," in *,mpi,*)
+    if [ $plain = yes ]; then say "plain MPI: $plain_why: measured as mpi-plain"
+    else say "plain MPI: $plain_why: not measured (never hand device buffers to it)"; skipped="mpi-plain ($plain_why)"; fi ;;
+esac
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+tv=$(strings "$lib" 2>/dev/null | grep -m1 -E '^tlmpi [0-9]' || true)
+{
+    echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "host=$(hostname)"
+    echo "gpu=${gpu:-unknown} (${ngpu:-0} GPUs)"
+    echo "mpi=$("$mpiexec" --version 2>&1 | head -1)"
+    echo "mps=$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo on || echo off)"
+    echo "tlmpi=$lib${tv:+ ($tv)}${TLMPI_COMMIT:+ commit $TLMPI_COMMIT}"
+    echo "options=-d cuda -c [-T mpi_float for the reductions] -m $minsz:$maxsz $osu_args"
+    [ -n "$skipped" ] && echo "skipped=$skipped"
+    env | grep -E '^(TLMPI|NCCL)_' | grep -vE '^(TLMPI_TIER|TLMPI_[A-Z_]*_TIERS|NCCL_HOSTID)=' | sort | sed 's/^/env./'
+} >"$out/meta.txt"
+
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TLMPI_TIMEOUT=${TLMPI_TIMEOUT:-120}
+rc=0
+for np in $nps; do
+    memlimit=$((maxsz * (np + 2)))
+    for b in $benches; do
+        case $b in
+            osu_allreduce) algos="oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
+            osu_allgather) algos="push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
+            osu_reduce_scatter_block) algos="pull"; tvar=TLMPI_REDUCE_SCATTER_BLOCK_TIERS; T="-T mpi_float" ;;
+        esac
+        list=
+        for m in ${modes//,/ }; do
+            case $m in
+                node) for a in $algos; do list="$list node-$a"; done ;;
+                mpi) [ $plain = yes ] && list="$list mpi-plain" ;;
+                *) list="$list $m" ;;
+            esac
+        done
+        for m in $list; do
+            for ip in 0 $([ $inplace_ok = 1 ] && echo 1); do
+                f=$out/$b-np$np-$m$([ $ip = 1 ] && echo -inplace).txt
+                (
+                    unset TLMPI_TIER TLMPI_ALLREDUCE_TIERS TLMPI_ALLGATHER_TIERS TLMPI_REDUCE_SCATTER_BLOCK_TIERS
+                    case $m in
+                        mpi-plain) unset GPU_TEST_GUARD_LIB ;;
+                        node-*) export "$tvar=node/${m#node-}" ;;
+                        *) export TLMPI_TIER=$m ;;
+                    esac
+                    # rank-env.sh preloads GPU_TEST_GUARD_LIB into the ranks only (not mpiexec)
+                    [ $m != mpi-plain ] && export GPU_TEST_GUARD_LIB=$lib TLMPI_STATS=1
+                    exec timeout -k 10 "$timeout_s" sh "$mpirun" "$np" "$bindir/$b" -d cuda -c $T \
+                        -m "$minsz:$maxsz" -M "$memlimit" $([ $ip = 1 ] && echo -l) $osu_args
+                ) >"$f" 2>&1
+                r=$?
+                echo $r >"${f%.txt}.rc"
+                [ $r = 0 ] || rc=1
+                say "$(basename "$f"): exit $r, $(grep -cE '^[0-9]+[[:space:]]' "$f") sizes, $(grep -ciE '[[:space:]]fail' "$f") failed"
+            done
+        done
+    done
+done
+merge_and_plot "$out" || rc=1
+exit $rc

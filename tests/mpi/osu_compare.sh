@@ -1,0 +1,97 @@
+#!/bin/sh
+# osu_compare.sh: bench/osu/osu-compare.sh (tlmpi-osu-compare) end to end on the CPU, with stand-ins
+# for OSU's three benchmarks that print OSU 7.4's output format (rank 0; one Fail injected in
+# node/twoshot at 64 B): every mode is run with the right environment (TLMPI_TIER, the node tables,
+# libtlmpi preloaded into the ranks only), in place as well, the plain MPI is skipped where it is not
+# CUDA-aware (never handed device buffers), the merged table has the latencies, speed-ups, empty
+# reduce_scatter_block sizes and the failure, the exit status says so, --from-dir gives the same
+# table again, and an OSU build without CUDA is refused. Plots are made too where matplotlib is
+# present (SKIP_APT=1: the test never installs anything). Skips (77) without python3 or mpiexec.
+set -u
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; }
+[ -n "${MPIEXEC:-}" ] || { echo "SKIP: no mpiexec"; exit 77; }
+src=${top_srcdir:-.}
+lib=$(cd "${top_builddir:-.}" && pwd)/.libs/libtlmpi.so
+[ -f "$lib" ] || { echo "FAIL: no $lib"; exit 1; }
+t=$(mktemp -d /tmp/tlmpi-osu-test.XXXXXX)
+trap 'rm -rf "$t"' EXIT
+fail=0
+check() { # description, command...
+    d=$1; shift
+    if "$@"; then echo "ok: $d"; else echo "FAIL: $d"; fail=1; fi
+}
+
+mkfake() { # DIR, with_cuda (1/0)
+    mkdir -p "$1"
+    for b in osu_allreduce osu_allgather osu_reduce_scatter_block; do
+        cat >"$1/$b" <<EOF
+#!/bin/sh
+case " \$* " in *" -h "*)
+    echo "Usage: $b [options]"
+    [ $2 = 1 ] && echo "  -d, --accelerator  TYPE     use accelerator device buffers, which can be of TYPE cuda"
+    echo "  -l, --in-place             use MPI_IN_PLACE"
+    exit 0 ;;
+esac
+r=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
+[ "\$r" = 0 ] || exit 0
+echo "# OSU MPI-CUDA Fake Latency Test v7.4"
+case " \$* " in *" -T mpi_float "*) echo "# Datatype: MPI_FLOAT." ;; *) echo "# Datatype: MPI_CHAR." ;; esac
+echo "# Size       Avg Latency(us)        Validation"
+mode="\${TLMPI_TIER:-}\${TLMPI_ALLREDUCE_TIERS:-}\${TLMPI_ALLGATHER_TIERS:-}\${TLMPI_REDUCE_SCATTER_BLOCK_TIERS:-}"
+case \$mode in auto) lat=10.00 ;; staging) lat=20.00 ;; *) lat=15.00 ;; esac
+[ -z "\${LD_PRELOAD:-}" ] && lat=40.00
+for s in 4 8 16 64 1024; do
+    v=Pass
+    [ "\$mode" = node/twoshot ] && [ \$s = 64 ] && v=Fail
+    printf '%-10d%18s%18s\n' \$s \$lat \$v
+done
+echo "fake-env: mode=\$mode preload=\$(case "\${LD_PRELOAD:-}" in *libtlmpi*) echo tlmpi ;; *) echo none ;; esac) args=\$*"
+EOF
+        chmod +x "$1/$b"
+    done
+}
+
+mkfake "$t/osu" 1
+SKIP_APT=1 bash "$src/bench/osu/osu-compare.sh" -o "$t/out" -n 2 -s 4:1024 -a "-i 5 -x 1" --no-mps \
+    "$t/osu" "$lib" >"$t/run.log" 2>&1
+rc=$?
+cat "$t/run.log"
+check "exit status 1 with a validation failure" [ $rc = 1 ]
+o=$t/out
+for f in osu_allreduce-np2-auto osu_allreduce-np2-staging osu_allreduce-np2-nccl osu_allreduce-np2-node-oneshot \
+         osu_allreduce-np2-node-twoshot osu_allgather-np2-node-push osu_allgather-np2-node-pull \
+         osu_reduce_scatter_block-np2-node-pull osu_reduce_scatter_block-np2-auto-inplace; do
+    check "ran $f" [ -s "$o/$f.txt" ]
+done
+check "no plain-MPI run on a non-CUDA-aware MPI" [ ! -e "$o/osu_allreduce-np2-mpi-plain.txt" ]
+check "the skip is said" grep -q "not measured (never hand device buffers to it)" "$o/log.txt"
+check "auto: TLMPI_TIER=auto, tlmpi preloaded" grep -q "fake-env: mode=auto preload=tlmpi" "$o/osu_allreduce-np2-auto.txt"
+check "node/oneshot through the allreduce table" grep -q "mode=node/oneshot preload=tlmpi" "$o/osu_allreduce-np2-node-oneshot.txt"
+check "node/pull through the reduce_scatter_block table" grep -q "mode=node/pull " "$o/osu_reduce_scatter_block-np2-node-pull.txt"
+check "OSU arguments: -d cuda -c, -T for reductions, sizes, -M" \
+    grep -q "args=-d cuda -c -T mpi_float -m 4:1024 -M 4096 -i 5 -x 1" "$o/osu_allreduce-np2-auto.txt"
+check "no -T for allgather" grep -q "args=-d cuda -c -m 4:1024" "$o/osu_allgather-np2-auto.txt"
+check "in place adds -l" grep -q "args=.* -l -i 5" "$o/osu_allgather-np2-staging-inplace.txt"
+md=$o/osu-compare.md
+check "table row: latency per mode and speed-ups" \
+    grep -qF "| 1024 | 10.00 | 20.00 | 15.00 | 15.00 | 15.00 | 2.00x | 1.50x | 1.50x | 1.50x | pass |" "$md"
+check "the failure is in the row" grep -qF "| 64 | 10.00 | 20.00 | 15.00 | 15.00 | 15.00 | 2.00x | 1.50x | 1.50x | 1.50x | node/twoshot Fail |" "$md"
+check "validation table counts it" grep -qF "| allreduce | 2 | no | node/twoshot | 5 | 4 | **1** | ok |" "$md"
+check "empty reduce_scatter_block size" grep -qF "| 4 | 10.00 | 20.00 | 15.00 | 15.00 | - | - | - | pass (empty call: 1 elements for 2 ranks) |" "$md"
+check "CSV row with busbw" grep -q ",2,allreduce,0,auto,1024,10.00,Pass,0.1024," "$o/osu-compare.csv"
+cp "$o/osu-compare.csv" "$t/first.csv"
+SKIP_APT=1 bash "$src/bench/osu/osu-compare.sh" --from-dir "$o" --no-plot >"$t/from.log" 2>&1
+check "--from-dir: same exit status" [ $? = 1 ]
+check "--from-dir: same CSV" cmp -s "$o/osu-compare.csv" "$t/first.csv"
+if SKIP_APT=1 sh "$src/bench/plot.sh" --kind osu -o "$t/plots" --prefix osu "$o/osu-compare.csv" >"$t/plot.log" 2>&1; then
+    check "a PNG per collective and variant" [ -s "$t/plots/osu-allreduce.png" -a -s "$t/plots/osu-reduce_scatter_block-inplace.png" ]
+else
+    echo "note: no plots here ($(tail -1 "$t/plot.log"))"
+fi
+
+mkfake "$t/osu-nocuda" 0
+bash "$src/bench/osu/osu-compare.sh" -o "$t/out2" -n 2 --no-mps "$t/osu-nocuda" "$lib" >"$t/nocuda.log" 2>&1
+check "an OSU build without CUDA is refused (exit 2)" [ $? = 2 ]
+check "... and says why" grep -q "was not built with CUDA" "$t/nocuda.log"
+check "... before running anything" [ ! -e "$t/out2/osu_allreduce-np2-auto.txt" ]
+exit $fail
