@@ -13,10 +13,9 @@
  * update and costs far less than the locked read-modify-write that MPI_THREAD_MULTIPLE needs
  * (two lock adds were about a third of the pass-through overhead). Readers use relaxed loads. */
 extern tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
-static inline void tlmpi_stat_add(tlmpi_coll_t coll, tlmpi_path_t path, uint64_t bytes)
+/* One call of `bytes` into a counter: plain increments unless threads may count at once. */
+static inline void tlmpi_stat_bump(tlmpi_stat_t *s, uint64_t bytes)
 {
-    tlmpi_stat_t *s = &tlmpi_stats[coll][path];
-
     if (TLMPI_LIKELY(tlmpi_g.thread_level != MPI_THREAD_MULTIPLE)) {
         __atomic_store_n(&s->calls, __atomic_load_n(&s->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
         __atomic_store_n(&s->bytes, __atomic_load_n(&s->bytes, __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
@@ -25,6 +24,10 @@ static inline void tlmpi_stat_add(tlmpi_coll_t coll, tlmpi_path_t path, uint64_t
         __atomic_fetch_add(&s->bytes, bytes, __ATOMIC_RELAXED);
     }
 }
+static inline void tlmpi_stat_add(tlmpi_coll_t coll, tlmpi_path_t path, uint64_t bytes)
+{
+    tlmpi_stat_bump(&tlmpi_stats[coll][path], bytes);
+}
 
 /* Per-algorithm counters of a path: a tier that chooses among algorithms per call counts the one it
  * ran (index in its algorithm list, which init registers by path) besides its path's counters. */
@@ -32,19 +35,10 @@ static inline void tlmpi_stat_add(tlmpi_coll_t coll, tlmpi_path_t path, uint64_t
 extern tlmpi_stat_t tlmpi_algo_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_STATS_MAX_ALGOS];
 static inline void tlmpi_stat_algo_add(tlmpi_coll_t coll, tlmpi_path_t path, int algo, uint64_t bytes)
 {
-    tlmpi_stat_t *s;
-
     if (TLMPI_UNLIKELY((unsigned)algo >= TLMPI_STATS_MAX_ALGOS)) {
         return;
     }
-    s = &tlmpi_algo_stats[coll][path][algo];
-    if (TLMPI_LIKELY(tlmpi_g.thread_level != MPI_THREAD_MULTIPLE)) {
-        __atomic_store_n(&s->calls, __atomic_load_n(&s->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->bytes, __atomic_load_n(&s->bytes, __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
-    } else {
-        __atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&s->bytes, bytes, __ATOMIC_RELAXED);
-    }
+    tlmpi_stat_bump(&tlmpi_algo_stats[coll][path][algo], bytes);
 }
 /* The algorithm names of a path (a tier's list; the strings must live as long as the process). */
 void tlmpi_stats_name_algos(tlmpi_path_t path, const char *const *names, int n);
