@@ -123,6 +123,7 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     tc->eligible = 1;
     tc->tier.dev = tc->topo.gpu_device;
     tc->tier.shared_gpu = tc->topo.shared_gpu;
+    tc->tier.gpu_sharers = tc->topo.gpu_sharers;
     tc->tier.nodes = tc->topo.node_count;
     tlmpi_plan_build(&tc->tier, &tc->plan);
     if (TLMPI_ENV_I(VERIFY_UNIFORM)) {

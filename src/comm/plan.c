@@ -432,7 +432,7 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     if (tlmpi_g.gpu_count > 0 && tc->dev >= 0) {
         have |= TLMPI_CAP_GPU;
         want |= TLMPI_CAP_STREAM;
-        tc->ctx = tlmpi_gpu_ctx_create(tc->dev, tc->shared_gpu, why_stream, sizeof(why_stream));
+        tc->ctx = tlmpi_gpu_ctx_create(tc->dev, tc->gpu_sharers, why_stream, sizeof(why_stream));
         if (tc->ctx) {
             have |= TLMPI_CAP_STREAM;
         }

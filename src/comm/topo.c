@@ -100,6 +100,7 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
             for (j = i + 1; j < t->local_size && ids[i][0]; j++) {
                 t->shared_gpu |= !strncmp(ids[i], ids[j], 32);
             }
+            t->gpu_sharers += t->gpu_busid[0] && !strncmp(ids[i], t->gpu_busid, 32);
         }
     }
     tlmpi_debug(TOPO, "rank %d/%d node %d/%d local %d/%d rail %d/%d regular %d gpu %d (%s) shared %d "

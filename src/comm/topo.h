@@ -21,6 +21,7 @@ typedef struct {
     int gpu_device;         /* CUDA device of this rank (current device at build), -1 none */
     char gpu_busid[32];     /* PCI bus id of that device, "" if none */
     int shared_gpu;         /* another rank of this node uses the same GPU */
+    int gpu_sharers;        /* ranks of this node on this rank's GPU, itself included (0: unknown) */
     int rail_id;            /* nearest NIC's index (hwloc, PCI order) if every rank of the comm
                              * knows its NIC, else local_rank on every rank (never mixed) */
     char nic[32];           /* nearest NIC name from hwloc, "" if none */

@@ -208,7 +208,7 @@ int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
 
 /* Decide how this context's stream is waited for (TLMPI_WAIT), with its device current. Spin needs
  * the driver's stream memory operations on a mapped host word; checked here once with a real write. */
-static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int shared_gpu)
+static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int gpu_sharers)
 {
     long mode = TLMPI_ENV_I(WAIT); /* 0 auto, 1 sync, 2 spin */
     unsigned flags = 0;
@@ -218,11 +218,12 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int shared_gpu)
 
     ctx->spin = 0;
     ctx->done_word = NULL;
-    /* auto polls the stream where ranks share the GPU: there (under MPS) the extra stream operation
-     * of the spin word cost 8-byte node collectives 4.2-4.6 us more than polling at 8 ranks on the
-     * H200 (bench/node_bench, 2026-12-01: +7.4..+9.5 us over the barrier floor with spin, +3.2..+4.9
-     * with sync) */
-    if (mode == 1 || (mode == 0 && shared_gpu)) {
+    /* auto polls the stream where 3 or more ranks share the GPU: there (under MPS) the extra stream
+     * operation of the spin word cost 8-byte node collectives more than polling (H200,
+     * bench/node_bench, 2026-12-01, over the barrier floor: 4 ranks spin +4.6..+5.3 us, poll
+     * +2.3..+3.0; 8 ranks spin +7.4..+9.5, poll +3.2..+5.1), while with 2 ranks spinning was about
+     * 1 us faster (+1.0..+1.3 against +2.1..+2.2) */
+    if (mode == 1 || (mode == 0 && gpu_sharers >= 3)) {
         return;
     }
     if (mode == 0 && cudaGetDeviceFlags(&flags) == cudaSuccess && (flags & cudaDeviceScheduleBlockingSync)) {
@@ -285,7 +286,7 @@ static void ctx_free(tlmpi_gpu_ctx_t *ctx)
     free(ctx);
 }
 
-tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int shared_gpu, char *why, size_t len)
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_t len)
 {
     tlmpi_gpu_ctx_t *ctx;
     unsigned flags;
@@ -317,7 +318,7 @@ tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int shared_gpu, char *why, size_t
         TLMPI_CUDA_CHECK_WHY(cudaEventCreateWithFlags((cudaEvent_t *)&ctx->legacy_ev, cudaEventDisableTiming),
                              why, len, err);
     }
-    ctx_setup_spin(ctx, shared_gpu);
+    ctx_setup_spin(ctx, gpu_sharers);
     tlmpi_gpu_restore_device(saved);
     return ctx;
 err:
@@ -344,10 +345,10 @@ void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx)
 
 #else /* !HAVE_CUDA */
 
-tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int shared_gpu, char *why, size_t len)
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_t len)
 {
     (void)dev;
-    (void)shared_gpu;
+    (void)gpu_sharers;
     snprintf(why, len, "built without CUDA");
     return NULL;
 }

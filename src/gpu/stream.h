@@ -35,9 +35,9 @@ typedef struct tlmpi_gpu_ctx {
 } tlmpi_gpu_ctx_t;
 
 /* Create a context on dev (the caller's current device is restored). NULL on failure, with the
- * reason in why (fault site stream_create). Not collective. shared_gpu: ranks of the comm share
- * the GPU (TLMPI_WAIT=auto then polls the stream instead of spinning on a GPU-written word). */
-tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int shared_gpu, char *why, size_t len);
+ * reason in why (fault site stream_create). Not collective. gpu_sharers: ranks of the node on this
+ * rank's GPU (3 or more: TLMPI_WAIT=auto polls the stream instead of spinning on a GPU-written word). */
+tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_t len);
 /* Wait for the context's work and destroy it. */
 void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx);
 /* Order ctx->stream after the caller's legacy-stream work (a no-op for blocking streams).

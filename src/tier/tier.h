@@ -59,6 +59,7 @@ typedef struct tlmpi_tier_comm {
     int rank, size;
     int dev;                    /* this rank's CUDA device (-1: none) */
     int shared_gpu;             /* this rank shares its GPU with another rank of its node */
+    int gpu_sharers;            /* ranks of this node on this rank's GPU, itself included (0: unknown) */
     int nodes;                  /* nodes the comm spans (fake nodes of TLMPI_TOPO_RANKS_PER_NODE count) */
     unsigned caps;              /* TLMPI_CAP_*, agreed */
     tlmpi_gpu_ctx_t *ctx;       /* the comm's own streams/events (NULL: none; then legacy stream) */
