@@ -287,7 +287,8 @@ static int node_transport(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, siz
                        "rank (here: %s); every rank uses the ipc transport", tc->id, dwhy);
         }
     }
-    nc->ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, data, tc->ctx->stream, why, len);
+    nc->ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, tc->gpu_sharers, tc->shared_gpu, data,
+                               tc->ctx->stream, why, len);
     if (!nc->ipc) {
         return -1;
     }

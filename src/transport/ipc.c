@@ -125,8 +125,8 @@ static int ipc_open_peers(tlmpi_ipc_t *ipc, const ipc_rec_t *recs, int rank, int
     return 0;
 }
 
-tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t data_bytes, void *stream,
-                              char *why, size_t len)
+tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, int ranks_on_gpu, int shared,
+                              size_t data_bytes, void *stream, char *why, size_t len)
 {
     tlmpi_ipc_t *ipc;
     ipc_rec_t *recs = NULL, mine;
@@ -175,16 +175,8 @@ tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t
             goto fail;
         }
     }
-    /* ranks that share this rank's GPU, and whether any GPU is shared (the same on every rank) */
-    ipc->t.ranks_on_gpu = 0;
-    for (q = 0; q < size; q++) {
-        int r;
-
-        ipc->t.ranks_on_gpu += !strncmp(recs[q].busid, mine.busid, sizeof(mine.busid));
-        for (r = q + 1; r < size; r++) {
-            ipc->t.shared |= !strncmp(recs[q].busid, recs[r].busid, sizeof(recs[q].busid));
-        }
-    }
+    ipc->t.ranks_on_gpu = ranks_on_gpu > 0 ? ranks_on_gpu : 1;
+    ipc->t.shared = shared;
     /* 2: map the peers, then agree on every rank's success and on the CTA limit */
     why[0] = '\0';
     ok = ipc_open_peers(ipc, recs, rank, size, why, len) == 0;
@@ -230,10 +222,10 @@ void tlmpi_ipc_destroy(tlmpi_ipc_t *ipc)
 
 #else /* !HAVE_CUDA */
 
-tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t data_bytes, void *stream,
-                              char *why, size_t len)
+tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, int ranks_on_gpu, int shared,
+                              size_t data_bytes, void *stream, char *why, size_t len)
 {
-    (void)comm, (void)rank, (void)size, (void)dev, (void)data_bytes, (void)stream;
+    (void)comm, (void)rank, (void)size, (void)dev, (void)ranks_on_gpu, (void)shared, (void)data_bytes, (void)stream;
     snprintf(why, len, "built without CUDA");
     return NULL;
 }

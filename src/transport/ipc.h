@@ -33,11 +33,12 @@ typedef struct tlmpi_ipc {
 size_t tlmpi_ipc_data_bytes(long long setting);
 
 /* Collective over comm (size <= TLMPI_NODE_MAX_RANKS ranks, all on one node; every rank calls it).
- * dev is this rank's device, stream the comm's stream (the header is cleared on it, and waited for,
+ * dev is this rank's device, ranks_on_gpu the comm's ranks on it and shared whether any GPU holds
+ * several of them (the comm's topology: comm/topo.h), stream the comm's stream (the header is cleared on it, and waited for,
  * bounded, before the exchange). Returns the transport, or NULL on every rank alike with this rank's
  * reason in why (its own failure, or which node ranks failed). The caller's device is restored. */
-tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, size_t data_bytes, void *stream,
-                              char *why, size_t len);
+tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, int ranks_on_gpu, int shared,
+                              size_t data_bytes, void *stream, char *why, size_t len);
 /* Unmap the peers' pools, free the own pool and the error record. Not collective: the caller makes
  * sure that no peer still reads or writes this rank's pool (node.c: a last device barrier). */
 void tlmpi_ipc_destroy(tlmpi_ipc_t *ipc);
