@@ -3,14 +3,39 @@
 #include "cudawrap.h"
 #include "hwtopo.h"
 #include "env.h"
+#include "global.h"
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int tlmpi_topo_fake_node_color(int rank, int rpn)
 {
     return rpn > 0 ? rank / rpn : 0;
+}
+
+int tlmpi_topo_gpu_kernel_sharers(int in_comm)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
+                                        "SLURM_NTASKS_PER_NODE" };
+    int local = 0, gpus = tlmpi_g.gpu_count > 0 ? tlmpi_g.gpu_count : 1, per, n;
+    size_t i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && local <= 0; i++) {
+        const char *v = getenv(vars[i]);
+
+        local = v ? atoi(v) : 0;
+    }
+    per = local > 0 ? (local + gpus - 1) / gpus : 0;
+    n = per > in_comm ? per : in_comm;
+    n = n > 0 ? n : 1;
+    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
+        int c = TLMPI_ENV_I(CONCURRENT_COLLS);
+
+        n *= c < 1 ? 1 : c > 64 ? 64 : c;
+    }
+    return n;
 }
 
 #define MPI_TRY(_call)                                                                       \

@@ -266,8 +266,11 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
         snprintf(why, len, "ncclDevCommCreate%s failed (injected: TLMPI_FAULT=devcomm_init)",
                  want_mc ? " (lsaMultimem)" : "");
     } else if (!dc->created) {
-        snprintf(why, len, "ncclDevCommCreate%s: %s (%s)", want_mc ? " (lsaMultimem)" : "", nccl_err(r),
-                 tlmpi_nccl.ncclGetLastError(nccl));
+        /* NCCL's symmetric memory needs cuMem, which NCCL_CUMEM_ENABLE's auto default turns off
+         * where the device reports no GPUDirect RDMA with VMM (some VMs, hosts without an RDMA NIC) */
+        snprintf(why, len, "ncclDevCommCreate%s: %s (%s)%s", want_mc ? " (lsaMultimem)" : "", nccl_err(r),
+                 tlmpi_nccl.ncclGetLastError(nccl),
+                 getenv("NCCL_CUMEM_ENABLE") ? "" : "; if NCCL said it has no symmetric memory, NCCL_CUMEM_ENABLE=1 may enable it");
     } else {
         ok = devcomm_pointers(dc, rank, size, want_mc, why, len) == 0;
     }

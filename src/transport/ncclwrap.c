@@ -7,10 +7,16 @@
 #include "env.h"
 #include "global.h"
 #include "log.h"
+#include "topo.h"
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +105,33 @@ int tlmpi_nccl_have_devcomm_api(const char **missing_p)
 static int env_ok = 1;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
+/* Under MPI_THREAD_MULTIPLE, NCCL kernels of several communicators (threads) and of the ranks
+ * sharing this GPU spin at once waiting for their peers; if they cannot all be resident, the GPU
+ * deadlocks (the peer kernel that would release a resident one never starts). Give each at most
+ * its share of the SMs (NCCL's kernels run one CTA per SM), unless the user set NCCL_MAX_CTAS. */
+static void cap_ctas(void)
+{
+#ifdef HAVE_CUDA
+    int dev = -1, sms = 0, share, n;
+    char v[16];
+
+    if (getenv("NCCL_MAX_CTAS") || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
+        (void)cudaGetLastError();
+        return;
+    }
+    share = tlmpi_topo_gpu_kernel_sharers(1);
+    n = sms / share;
+    n = n < 1 ? 1 : n;
+    if (n < 32) { /* NCCL's own default is at most 32 channels */
+        snprintf(v, sizeof(v), "%d", n);
+        setenv("NCCL_MAX_CTAS", v, 0);
+        tlmpi_info(NCCL, "MPI_THREAD_MULTIPLE: NCCL_MAX_CTAS=%d (%d SMs shared by %d kernels that may wait at once: "
+                   "ranks on this GPU x TLMPI_CONCURRENT_COLLS)", n, sms, share);
+    }
+#endif
+}
+
 /* NCCL reads its environment once per process, from whichever thread creates its first
  * communicator: set tlmpi's choices once, before any of tlmpi's NCCL communicators exists, and
  * never concurrently with another thread of tlmpi reading the environment. */
@@ -124,6 +157,7 @@ static void env_prepare(void)
          * NCCL documents that concurrent communicators can deadlock then. Connect at
          * ncclCommInitRank instead, unless the user chose. */
         setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+        cap_ctas();
     }
 }
 

@@ -7,6 +7,7 @@
 #include "cudawrap.h"
 #include "env.h"
 #include "global.h"
+#include "topo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,30 +112,9 @@ void tlmpi_xport_err_destroy(tlmpi_xport_t *t)
     (void)cudaGetLastError();
 }
 
-/* How many ranks may run node kernels on this rank's GPU at the same time: those of this comm that
- * share it, or, when larger, this node's MPI processes per visible GPU (from the launcher's
- * local-size variable: Open MPI, MPICH/Hydra, PMI, Slurm). Disjoint sub-communicators run at once
- * (one half of the ranks on one, the other half on another), and every rank's CTAs must be resident
- * together: counting only the comm's own ranks would let them overfill the GPU. */
-static int gpu_sharers(int in_comm)
-{
-    static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
-                                        "SLURM_NTASKS_PER_NODE" };
-    int local = 0, gpus = tlmpi_g.gpu_count > 0 ? tlmpi_g.gpu_count : 1, per;
-    size_t i;
-
-    for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && local <= 0; i++) {
-        const char *v = getenv(vars[i]);
-
-        local = v ? atoi(v) : 0;
-    }
-    per = local > 0 ? (local + gpus - 1) / gpus : 0;
-    return per > in_comm ? per : in_comm;
-}
-
 int tlmpi_xport_max_ctas(int dev, int ranks_on_gpu)
 {
-    int n = tlmpi_cuda_node_max_ctas(dev, gpu_sharers(ranks_on_gpu));
+    int n = tlmpi_cuda_node_max_ctas(dev, tlmpi_topo_gpu_kernel_sharers(ranks_on_gpu));
 
     (void)cudaGetLastError();
     return n;

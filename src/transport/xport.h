@@ -29,8 +29,8 @@ int tlmpi_xport_err_create(tlmpi_xport_t *t, char *why, size_t len);
 void tlmpi_xport_err_destroy(tlmpi_xport_t *t);
 
 /* The most CTAs a node kernel may use on device dev (0 if the occupancy query fails), for a comm
- * with ranks_on_gpu ranks on it: counted with this node's MPI processes per visible GPU where that
- * is more (disjoint sub-communicators run at once, and all their CTAs must be resident). */
+ * with ranks_on_gpu ranks on it: the resident capacity shared by tlmpi_topo_gpu_kernel_sharers
+ * kernels (all CTAs of every kernel that may wait at once must be resident). */
 int tlmpi_xport_max_ctas(int dev, int ranks_on_gpu);
 
 /* 1 if this rank may use NVLink multicast on device dev: TLMPI_NVLS is not 0, NCCL_NVLS_ENABLE is
