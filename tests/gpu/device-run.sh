@@ -105,7 +105,7 @@ if want node; then
     {
         echo '```'
         echo
-        echo "MPS: $(grep -c 'New client' "$nout/mps-control.log" 2>/dev/null || echo 0) client connections in the daemon's control log"
+        echo "MPS: $(grep -ci 'new client' "$nout/mps-control.log" 2>/dev/null || echo 0) client connections in the daemon's control log"
         echo
         echo "## without MPS: np ${NODE_NOMPS_NPS:-2}, level quick"
         echo

@@ -52,7 +52,8 @@
 #              nvls_on (the control: neither set): the fakes count requests (the NCCL inits of a real
 #              NCCL would create NVLS, and ncclDevCommCreate was asked for lsaMultimem: its warning
 #              says so); nvls_nomc (neither set, no multicast support): multicast emulated (no
-#              multicast support), no lsaMultimem asked for
+#              multicast support), no lsaMultimem asked for. Both controls are skipped where
+#              NCCL_NVLS_ENABLE is set in the caller's environment (GPU hosts export it as 0).
 # One line per case: "fault <case>: PASS|FAIL (...)"; exit 1 on any failure, 77 where mpi_fault is
 # not built (no CUDA or NCCL headers at configure time). A rank without its own log file (%r not
 # expanded to the rank) is a failure; its lines are then taken from the case's log files by their
@@ -244,12 +245,20 @@ check_run nvls0 staging 2 'launch failed' 'transport ipc.*multicast emulated \(T
 run_case nccl_nvls0 staging --env NCCL_NVLS_ENABLE=0 $ndev $fmc
 check_run nccl_nvls0 staging 2 'launch failed' 'transport ipc.*multicast emulated \(NCCL_NVLS_ENABLE=0\)' 0 'lsaMultimem'
 
-run_case nvls_on staging $ndev $fmc
-check_run nvls_on staging 2 'devcomm transport.*ncclDevCommCreate \(lsaMultimem\)' \
-    'multicast emulated \(the ipc transport creates no multicast object\)' +
+# the two controls need NCCL_NVLS_ENABLE unset; where the caller exported it (GPU hosts that must
+# never use NVLink multicast export NCCL_NVLS_ENABLE=0 in every command), they are skipped, not
+# run with the variable removed
+if [ -n "${NCCL_NVLS_ENABLE+set}" ]; then
+    echo "fault nvls_on: SKIP (NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE in the environment; the control needs it unset)"
+    echo "fault nvls_nomc: SKIP (NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE in the environment; the control needs it unset)"
+else
+    run_case nvls_on staging $ndev $fmc
+    check_run nvls_on staging 2 'devcomm transport.*ncclDevCommCreate \(lsaMultimem\)' \
+        'multicast emulated \(the ipc transport creates no multicast object\)' +
 
-run_case nvls_nomc staging $ndev
-check_run nvls_nomc staging 2 'launch failed' 'multicast emulated \(no multicast support' + 'lsaMultimem'
+    run_case nvls_nomc staging $ndev
+    check_run nvls_nomc staging 2 'launch failed' 'multicast emulated \(no multicast support' + 'lsaMultimem'
+fi
 
 # a stuck wait on rank 1: TLMPI_TIMEOUT aborts the job
 run_case timeout - --env TLMPI_TIER=nccl --env TLMPI_FAULT=wait_stuck:1 --env TLMPI_TIMEOUT=2
