@@ -49,8 +49,34 @@ static int comm_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+/* Before tlmpi aborts the job (a wait hit TLMPI_TIMEOUT): one line per live communicator of this
+ * process, saying what its thread was doing, so that a hang across communicators (threads under
+ * MPI_THREAD_MULTIPLE) shows which call of which communicator never started its device work.
+ * Reads the other threads' diagnostics without their cooperation (they may be stuck). */
+static void report_busy(void)
+{
+    tlmpi_comm_t *tc;
+    int n = 0;
+
+    if (pthread_mutex_trylock(&comm_lock) != 0) {
+        return;
+    }
+    for (tc = live_head; tc && n < 64; tc = tc->next, n++) {
+        int b = tc->tier.busy;
+
+        if (!tc->eligible || !tc->tier.calls) {
+            continue;
+        }
+        tlmpi_error(COMM, "at abort: communicator #%u (%d ranks): %lu device-buffer calls; %s%s%s, device work "
+                    "of call %lu enqueued", tc->tier.id, tc->tier.size, tc->tier.calls, b ? "in call " : "idle (in the application)",
+                    b ? tlmpi_coll_name((tlmpi_coll_t)(b - 1)) : "", b ? " now" : "", tc->tier.enqueued);
+    }
+    pthread_mutex_unlock(&comm_lock);
+}
+
 int tlmpi_comm_module_init(void)
 {
+    tlmpi_g.abort_report = report_busy;
     return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &tlmpi_g.comm_keyval, NULL);
 }
 

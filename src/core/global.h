@@ -30,6 +30,8 @@ typedef struct {
     int self_keyval;             /* MPI_COMM_SELF attribute whose delete callback tears down */
     int err_class, err_code;     /* tlmpi's MPI error class/code for errors after work started */
     unsigned config_gen;         /* bumped by tlmpi_config_set: plans refill their tables */
+    void (*abort_report)(void);  /* before tlmpi aborts the job: what this process's communicators
+                                    were doing (comm.c's tlmpi_comm_report_busy; set by init.c) */
     int nccl_nvls_off;           /* NCCL_NVLS_ENABLE=0 in the environment at init (the user's: tlmpi
                                     sets it only later, for TLMPI_NVLS=0) */
 } tlmpi_global_t;

@@ -120,12 +120,15 @@ static int coll_slow(tlmpi_call_t *c)
         verify_uniform(c, t, "tier");
     }
     tier = tlmpi_tiers[t];
+    tc->tier.calls++;
+    tc->tier.busy = 1 + (int)c->coll;
     st = tier->run(&tc->tier, c, algo, &mpi_rc);
     if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
         /* the tier declined before any data moved (on every rank alike): the fallback */
         tier = &tlmpi_tier_staging;
         st = tier->run(&tc->tier, c, 0, &mpi_rc);
     }
+    tc->tier.busy = 0;
     if (TLMPI_LIKELY(st == TLMPI_OK)) {
         tlmpi_stat_add(c->coll, tier->label, c->msg_bytes);
         return MPI_SUCCESS;

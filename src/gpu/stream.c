@@ -44,6 +44,9 @@ void tlmpi_gpu_abort(MPI_Comm comm)
      * (the launcher then ends the job) */
     signal(SIGALRM, SIG_DFL);
     alarm(10);
+    if (tlmpi_g.abort_report) {
+        tlmpi_g.abort_report();
+    }
     PMPI_Abort(comm, 1);
     abort(); /* PMPI_Abort does not return; be sure */
 }

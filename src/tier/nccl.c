@@ -295,6 +295,7 @@ static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     } else {
         TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, c->in, rb, n, t, o, s), st, out);
     }
+    tc->enqueued = tc->calls;
 out:
     {
         tlmpi_status_t ws = tlmpi_tier_wait(tc, c, "nccl", "the NCCL collective");

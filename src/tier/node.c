@@ -485,6 +485,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     }
     nc->epoch = args.epoch;
     nc->ran = 1;
+    tc->enqueued = tc->calls;
     if (TLMPI_UNLIKELY(other)) {
         TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, wait);
     }

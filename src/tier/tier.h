@@ -64,6 +64,11 @@ typedef struct tlmpi_tier_comm {
     unsigned caps;              /* TLMPI_CAP_*, agreed */
     tlmpi_gpu_ctx_t *ctx;       /* the comm's own streams/events (NULL: none; then legacy stream) */
     void *state[TLMPI_TIER_COUNT]; /* each tier's per-comm state */
+    /* diagnostics (written by the calling thread, read only when tlmpi aborts the job): device-buffer
+     * calls started, the one in progress (busy: 1 + tlmpi_coll_t, 0: none) and the last call whose
+     * device work a tier had enqueued (node, nccl) */
+    unsigned long calls, enqueued;
+    volatile int busy;
 } tlmpi_tier_comm_t;
 
 typedef struct tlmpi_tier {
