@@ -309,6 +309,7 @@ out:
 const tlmpi_tier_t tlmpi_tier_nccl = {
     .name = "nccl",
     .label = TLMPI_PATH_NCCL,
+    .device_waits = 1,
     .algos = nccl_algos,
     .n_algos = 1,
     .cap = TLMPI_CAP_NCCL | TLMPI_CAP_STREAM,
@@ -345,6 +346,7 @@ static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
 const tlmpi_tier_t tlmpi_tier_nccl = {
     .name = "nccl",
     .label = TLMPI_PATH_NCCL,
+    .device_waits = 1,
     .algos = nccl_algos,
     .n_algos = 1,
     .cap = TLMPI_CAP_NCCL,

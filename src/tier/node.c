@@ -571,6 +571,7 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
 const tlmpi_tier_t tlmpi_tier_node = {
     .name = "node",
     .label = TLMPI_PATH_NODE,
+    .device_waits = 1,
     .algos = node_algos,
     .n_algos = A_COUNT,
     .cap = NODE_CAPS,

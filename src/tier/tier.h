@@ -79,6 +79,8 @@ typedef struct tlmpi_tier {
     unsigned cap;               /* the capability the tier needs on a comm (its setup keeps it) */
     unsigned auto_unless;       /* agreed capabilities that take the tier out of the auto order */
     unsigned setup_caps;        /* capabilities its setup may add to the comm's (agreed by the setup) */
+    int device_waits;           /* its GPU kernels wait for the peers' kernels (node, nccl): two such
+                                   calls of one process at once (threads) can deadlock the GPU */
     /* this rank's capability bits; *want_p gets the bits it tried to have (a want without the
      * have, on any rank, is warned about once per rank), why the reason */
     unsigned (*local_caps)(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len);
