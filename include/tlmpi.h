@@ -72,6 +72,7 @@ typedef enum {
     TLMPI_PATH_NCCL,            /**< flat NCCL host collective */
     TLMPI_PATH_SELF,            /**< one-rank communicator: a device copy */
     TLMPI_PATH_NODE,            /**< tlmpi's own kernels among the ranks of one node */
+    TLMPI_PATH_HIER,            /**< 2D: the node tier inside each node, a rail exchange between nodes */
     TLMPI_PATH_COUNT
 } tlmpi_path_t;
 

@@ -91,6 +91,11 @@ tests_gpu_libtlmpi_guard_la_LDFLAGS = -module -avoid-version -shared -rpath /now
 tests_gpu_libtlmpi_guard_la_LIBADD = $(CUDA_LIBS) -ldl
 # MPI_THREAD_MULTIPLE with device buffers on the GPU host (tests/gpu/threads.sh; the same source as
 # tests/mpi/mpi_threads, with the real CUDA runtime and NCCL)
+check_PROGRAMS += tests/gpu/gpu_hier
+tests_gpu_gpu_hier_SOURCES = tests/mpi/mpi_hier.c tests/harness.h
+tests_gpu_gpu_hier_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_hier_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
+tests_gpu_gpu_hier_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 check_PROGRAMS += tests/gpu/gpu_threads
 tests_gpu_gpu_threads_SOURCES = tests/mpi/mpi_threads.c tests/harness.h
 tests_gpu_gpu_threads_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -129,6 +134,12 @@ tests_mpi_mpi_threads_SOURCES = tests/mpi/mpi_threads.c tests/harness.h
 tests_mpi_mpi_threads_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
 tests_mpi_mpi_threads_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
 tests_mpi_mpi_threads_LDFLAGS = -no-install
+# the hier tier on fake nodes (tests/mpi/hier.sh: 2x2, 3x2, 2x4, 4x2, NCCL rail)
+check_PROGRAMS += tests/mpi/mpi_hier
+tests_mpi_mpi_hier_SOURCES = tests/mpi/mpi_hier.c tests/harness.h
+tests_mpi_mpi_hier_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
+tests_mpi_mpi_hier_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_hier_LDFLAGS = -no-install
 # injected faults (TLMPI_FAULT): every rank on one agreed path, exact results (tests/mpi/fault.sh)
 check_PROGRAMS += tests/mpi/mpi_fault
 tests_mpi_mpi_fault_SOURCES = tests/mpi/mpi_fault.c tests/harness.h
@@ -141,6 +152,8 @@ endif
 # THREADS_REPEAT=N repeats its whole matrix. tests/gpu/threads.sh: the same on a GPU host.
 TESTS += tests/mpi/threads.sh
 EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
+TESTS += tests/mpi/hier.sh
+EXTRA_DIST += tests/mpi/hier.sh
 # tests/gpu/node.sh NPS BUILD_DIR [quick]: gpu_node on a GPU host (device-run.sh part node)
 EXTRA_DIST += tests/gpu/node.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);

@@ -23,6 +23,7 @@ static unsigned comm_count; /* tlmpi's numbers for communicators (diagnostics) *
 static __thread MPI_Comm tls_comm __attribute__((tls_model("initial-exec")));
 static __thread tlmpi_comm_t *tls_tc __attribute__((tls_model("initial-exec")));
 static __thread unsigned tls_gen __attribute__((tls_model("initial-exec")));
+static __thread int tls_sub; /* > 0 while a hier comm builds a sub comm's state: 1 + its TLMPI_TIER value */
 
 static void comm_destroy(tlmpi_comm_t *tc)
 {
@@ -151,6 +152,13 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     tc->tier.shared_gpu = tc->topo.shared_gpu;
     tc->tier.gpu_sharers = tc->topo.gpu_sharers;
     tc->tier.nodes = tc->topo.node_count;
+    tc->tier.local_rank = tc->topo.local_rank;
+    tc->tier.local_size = tc->topo.local_size;
+    tc->tier.node_index = tc->topo.node_index;
+    tc->tier.regular = tc->topo.regular;
+    tc->tier.node_comm = tc->topo.node_comm;
+    tc->tier.rail_comm = tc->topo.rail_comm;
+    tc->tier.sub = tls_sub;
     tlmpi_plan_build(&tc->tier, &tc->plan);
     if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
         verify_plan_uniform(tc);
@@ -202,6 +210,68 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_get_slow(MPI_Comm comm, unsi
     return tc;
 }
 
+tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
+                                  void *rbuf, MPI_Count count, int *mpi_rc_p)
+{
+    tlmpi_call_t c = *parent;
+    const tlmpi_tier_t *tier;
+    tlmpi_status_t st;
+    int t, algo = 0;
+
+    c.coll = coll;
+    c.sbuf = sbuf;
+    c.rbuf = rbuf;
+    c.count = c.rcount = count;
+    c.rtype = c.dtype;
+    c.comm = sub->comm;
+    c.smem = c.rmem; /* hier's buffers: the caller's receive buffer's kind, or scratch on its device */
+    c.sdev = c.rdev;
+    c.in_place = sbuf == MPI_IN_PLACE; /* as tlmpi_call_classify sets them */
+    c.msg_bytes = (size_t)count * (size_t)c.dt_size;
+    if (coll == TLMPI_COLL_ALLGATHER) {
+        c.opc = TLMPI_OP_SUM;
+    }
+    tlmpi_call_layout(&c, sub->tier.rank, sub->tier.size);
+    c.local_size = sub->tier.local_size;
+    t = tlmpi_plan_select(&sub->plan, &c, &algo);
+    tier = tlmpi_tiers[t];
+    sub->tier.calls++;
+    sub->tier.busy = 1 + (int)coll;
+    st = tier->run(&sub->tier, &c, algo, mpi_rc_p);
+    if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
+        st = tlmpi_tier_staging.run(&sub->tier, &c, 0, mpi_rc_p);
+    }
+    sub->tier.busy = 0;
+    return st;
+}
+
+tlmpi_comm_t *tlmpi_comm_get_sub(MPI_Comm comm, int tier_env)
+{
+    tlmpi_comm_t *tc;
+    void *attr = NULL;
+    int found = 0;
+
+    /* a sub comm is the topology's own (never the application's): not built yet */
+    if (PMPI_Comm_get_attr(comm, tlmpi_g.comm_keyval, &attr, &found) == MPI_SUCCESS && found) {
+        return attr;
+    }
+    tls_sub = 1 + tier_env;
+    tc = tlmpi_comm_get(comm);
+    tls_sub = 0;
+    return tc;
+}
+
+void tlmpi_comm_release_sub(MPI_Comm comm)
+{
+    void *attr = NULL;
+    int found = 0;
+
+    if (comm != MPI_COMM_NULL && PMPI_Comm_get_attr(comm, tlmpi_g.comm_keyval, &attr, &found) == MPI_SUCCESS &&
+        found) {
+        PMPI_Comm_delete_attr(comm, tlmpi_g.comm_keyval);
+    }
+}
+
 tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm)
 {
     unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
@@ -218,12 +288,17 @@ void tlmpi_comm_module_finalize(void)
      * built comms in different orders: a tier's teardown may wait for the comm's peers); deleting
      * the attribute runs comm_attr_delete, which unlinks the state */
     while (live_head) {
-        tlmpi_comm_t *tc = live_head, *o;
+        tlmpi_comm_t *tc = NULL, *o;
 
-        for (o = live_head->next; o; o = o->next) {
-            if (o->tier.id > tc->tier.id) {
+        /* a hier comm's node and rail comms go with it (its cleanup, in one order on every rank):
+         * their numbers come from other ranks 0, so they have no place in this order */
+        for (o = live_head; o; o = o->next) {
+            if (!o->tier.sub && (!tc || o->tier.id > tc->tier.id)) {
                 tc = o;
             }
+        }
+        if (!tc) {
+            tc = live_head; /* only orphaned sub comms are left */
         }
 
         if (PMPI_Comm_delete_attr(tc->comm, tlmpi_g.comm_keyval) != MPI_SUCCESS) {

@@ -31,6 +31,17 @@ int tlmpi_comm_module_init(void);
 /* Look up or build the state of comm. Collective on the first call for a comm. Returns NULL only
  * if MPI itself failed; an ineligible comm returns a state with eligible = 0. */
 tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm);
+/* The state of a hier comm's node or rail comm (topology-owned), built on first use with its plan
+ * ignoring TLMPI_TIER and the tables: tier_env is the TLMPI_TIER value it uses instead (0 auto).
+ * Collective over comm on the first call. */
+tlmpi_comm_t *tlmpi_comm_get_sub(MPI_Comm comm, int tier_env);
+/* Run one collective on a sub comm (hier's steps) through its plan, as the dispatcher runs a call:
+ * the parent call's classification (type, op, memory) with these buffers and count; not counted
+ * in the stats as a call of the parent's collective. */
+tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
+                                  void *rbuf, MPI_Count count, int *mpi_rc_p);
+/* Collective over comm: delete that state (a hier comm's cleanup, before its topology frees comm). */
+void tlmpi_comm_release_sub(MPI_Comm comm);
 /* Collective: rebuild comm's tables after tlmpi_config_set changed a setting. */
 void tlmpi_comm_refresh(tlmpi_comm_t *tc);
 /* Finalize: delete the state of every live comm (newest first), then free the keyval. */

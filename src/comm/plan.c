@@ -101,11 +101,11 @@ int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, s
     return 0;
 }
 
-/* TLMPI_TIER's enum (env.def: {auto,nccl,staging,mpi,self,node}) -> tier id */
+/* TLMPI_TIER's enum (env.def: {auto,nccl,staging,mpi,self,node,hier}) -> tier id */
 static int tier_of_env(long tier_env)
 {
     static const int map[] = { TLMPI_TIER_AUTO, TLMPI_TIER_NCCL, TLMPI_TIER_STAGING, TLMPI_TIER_MPI,
-                               TLMPI_TIER_SELF, TLMPI_TIER_NODE };
+                               TLMPI_TIER_SELF, TLMPI_TIER_NODE, TLMPI_TIER_HIER };
 
     return tier_env >= 0 && tier_env < (long)(sizeof(map) / sizeof(map[0])) ? map[tier_env] : TLMPI_TIER_AUTO;
 }
@@ -354,7 +354,10 @@ static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, int uniform)
     int c;
 
     current_specs(specs);
-    if (!uniform) {
+    if (tc->sub) {
+        /* a hier comm's node or rail comm: the tier hier chose for it, no tables */
+        bad = tlmpi_plan_fill(p, p->caps, (long)(tc->sub - 1), NULL, errs);
+    } else if (!uniform) {
         tlmpi_warn(COMM, "communicator #%u: TLMPI_TIER or TLMPI_*_TIERS differ between its ranks; every rank "
                    "uses the automatic plan for it", tc->id);
         bad = tlmpi_plan_fill(p, p->caps, 0, NULL, errs);

@@ -22,7 +22,7 @@ TLMPI_PUBLIC_ const char *tlmpi_version(void)
 
 static const char *const coll_names[TLMPI_COLL_COUNT] = { "allgather", "reduce_scatter_block", "allreduce" };
 static const char *const path_names[TLMPI_PATH_COUNT] = { "passthrough", "hostop", "staging", "nccl", "self",
-                                                          "node" };
+                                                          "node", "hier" };
 
 TLMPI_PUBLIC_ const char *tlmpi_coll_name(tlmpi_coll_t coll)
 {

@@ -135,6 +135,7 @@ static int coll_slow(tlmpi_call_t *c)
         tlmpi_comm_refresh(tc); /* collective: settings change identically on every rank */
     }
     tlmpi_call_layout(c, tc->tier.rank, tc->tier.size);
+    c->local_size = tc->tier.local_size;
     t = tlmpi_plan_select(&tc->plan, c, &algo);
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
         verify_uniform(c, t, "tier");

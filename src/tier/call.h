@@ -42,6 +42,7 @@ typedef struct tlmpi_call {
     /* layout (tlmpi_call_layout) */
     int in_place;
     int rank, size;             /* in comm */
+    int local_size;             /* ranks of this rank's node in comm (set by the dispatcher) */
     size_t msg_bytes;           /* the message size (see above); also what stats count */
     size_t in_bytes, out_bytes; /* bytes of the input and of the output vector */
     const char *in;             /* where the input starts (MPI_IN_PLACE resolved) */

@@ -17,6 +17,7 @@ const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT] = {
     [TLMPI_TIER_SELF] = &tlmpi_tier_self,
     [TLMPI_TIER_NODE] = &tlmpi_tier_node,
     [TLMPI_TIER_NCCL] = &tlmpi_tier_nccl,
+    [TLMPI_TIER_HIER] = &tlmpi_tier_hier,
     [TLMPI_TIER_MPI] = &tlmpi_tier_mpi,
     [TLMPI_TIER_STAGING] = &tlmpi_tier_staging,
 };

@@ -31,6 +31,7 @@ typedef enum {
     TLMPI_TIER_SELF = 0,
     TLMPI_TIER_NODE,
     TLMPI_TIER_NCCL,
+    TLMPI_TIER_HIER,
     TLMPI_TIER_MPI,
     TLMPI_TIER_STAGING,
     TLMPI_TIER_COUNT,
@@ -48,8 +49,10 @@ enum {
     TLMPI_CAP_SELF = 1u << 5,           /* one-rank communicator */
     TLMPI_CAP_SHARED_GPU = 1u << 6,     /* (OR) two ranks of a node share one GPU */
     TLMPI_CAP_NODE = 1u << 7,           /* the node tier's transport exists on every rank */
-    TLMPI_CAP_NODE_SLOW = 1u << 8       /* (OR, agreed by the node tier's setup) its barriers cost
+    TLMPI_CAP_NODE_SLOW = 1u << 8,      /* (OR, agreed by the node tier's setup) its barriers cost
                                            milliseconds: ranks time-slice a GPU without MPS */
+    TLMPI_CAP_HIER = 1u << 9            /* the comm spans 2+ nodes of 2+ ranks each, ranks numbered node
+                                           by node (rank = node * ranks per node + local rank) */
 };
 
 /* What a tier sees of a communicator (embedded in comm.c's state). */
@@ -61,6 +64,12 @@ typedef struct tlmpi_tier_comm {
     int shared_gpu;             /* this rank shares its GPU with another rank of its node */
     int gpu_sharers;            /* ranks of this node on this rank's GPU, itself included (0: unknown) */
     int nodes;                  /* nodes the comm spans (fake nodes of TLMPI_TOPO_RANKS_PER_NODE count) */
+    int local_rank, local_size; /* within this rank's node; node_index: the node's place among them */
+    int node_index;
+    int regular;                /* the same number of ranks on every node */
+    MPI_Comm node_comm, rail_comm; /* the topology's (owned by it; MPI_COMM_NULL: none) */
+    int sub;                    /* a node or rail communicator of a hier comm (its plan ignores
+                                   TLMPI_TIER and the tables: hier chose its tiers) */
     unsigned caps;              /* TLMPI_CAP_*, agreed */
     tlmpi_gpu_ctx_t *ctx;       /* the comm's own streams/events (NULL: none; then legacy stream) */
     void *state[TLMPI_TIER_COUNT]; /* each tier's per-comm state */
@@ -98,7 +107,8 @@ typedef struct tlmpi_tier {
     void (*describe)(const tlmpi_tier_comm_t *tc, char *buf, size_t len);
 } tlmpi_tier_t;
 
-extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_node, tlmpi_tier_nccl, tlmpi_tier_mpi, tlmpi_tier_staging;
+extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_node, tlmpi_tier_nccl, tlmpi_tier_hier, tlmpi_tier_mpi,
+    tlmpi_tier_staging;
 extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
 
 /* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */

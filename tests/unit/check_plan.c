@@ -31,6 +31,7 @@
 #define POOL TLMPI_CAP_STAGING_POOL
 #define NODE TLMPI_CAP_NODE
 #define SLOW TLMPI_CAP_NODE_SLOW
+#define HIER TLMPI_CAP_HIER
 #define DEV3 (GPU | STREAM | POOL)
 
 /* memory kinds of a call: send / receive (in place: the receive buffer only) */
@@ -115,6 +116,10 @@ static int ref_supports(int tier, tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_
         return (caps & AWARE) && (coll == AG || !(half && arith_op));
     case TLMPI_TIER_STAGING:
         return 1;
+    case TLMPI_TIER_HIER:
+        /* steps on the sub comms' own plans: anything contiguous on device buffers; allreduce
+         * counts that the ranks per node divide (the reference's calls: 4096 elements, 2 per node) */
+        return (caps & HIER) && (caps & STREAM) && (caps & GPU) && contig && ref_all_device(mk);
     case TLMPI_TIER_NODE:
         /* tlmpi's kernels: any contiguous allgather; reductions of every arithmetic type with
          * sum/prod/min/max (16-bit integers too); no alignment condition; SLOW does not matter here
@@ -135,7 +140,7 @@ static const unsigned cap_sets[] = {
     0, GPU, DEV3, DEV3 | NCCL, DEV3 | NCCL | AWARE, DEV3 | SELF, DEV3 | SELF | NCCL, GPU | NCCL | POOL,
     DEV3 | AWARE, AWARE, DEV3 | NCCL | SHARED, GPU | SELF | NCCL,
     DEV3 | NODE, DEV3 | NODE | NCCL, DEV3 | NODE | SHARED | SLOW, GPU | NODE | POOL, STREAM | NODE, GPU | NODE,
-    DEV3 | NODE | NCCL | AWARE | SHARED,
+    DEV3 | NODE | NCCL | AWARE | SHARED, DEV3 | HIER, DEV3 | HIER | NCCL | NODE, GPU | HIER, STREAM | HIER,
 };
 #define N_CAPS ((int)(sizeof(cap_sets) / sizeof(cap_sets[0])))
 
@@ -158,6 +163,7 @@ START_TEST(test_supports_exhaustive)
                                     continue; /* predefined arithmetic types are contiguous */
                                 }
                                 c = mkcall(coll, dt, op, contig, mk, 4096);
+                                c.local_size = 2;
                                 got = tlmpi_tiers[t]->supports(&c, cap_sets[ci]);
                                 want = ref_supports(t, coll, dt, coll == AG ? TLMPI_OP_SUM : op, contig, mk, cap_sets[ci]);
                                 checked++;
@@ -168,6 +174,18 @@ START_TEST(test_supports_exhaustive)
                             }
     ck_assert_msg(bad == 0, "%ld of %ld supports() answers differ from the reference", bad, checked);
     ck_assert(checked > 10000);
+    {
+        /* hier: an allreduce count the ranks per node do not divide, or one rank per node: no */
+        tlmpi_call_t c = mkcall(TLMPI_COLL_ALLREDUCE, TLMPI_DT_F32, TLMPI_OP_SUM, 1, 0, 4 * 4097);
+
+        c.local_size = 2;
+        ck_assert_int_eq(tlmpi_tier_hier.supports(&c, DEV3 | HIER), 0);
+        c = mkcall(TLMPI_COLL_ALLGATHER, TLMPI_DT_F32, TLMPI_OP_SUM, 1, 0, 4097);
+        c.local_size = 2;
+        ck_assert_int_eq(tlmpi_tier_hier.supports(&c, DEV3 | HIER), 1);
+        c.local_size = 1;
+        ck_assert_int_eq(tlmpi_tier_hier.supports(&c, DEV3 | HIER), 0);
+    }
 }
 END_TEST
 

@@ -1,0 +1,199 @@
+/*
+ * hier: the 2D collectives of a communicator that spans several nodes of several ranks each,
+ * composed of two calls on the topology's sub communicators, each through that sub communicator's
+ * own plan: the node comm (the ranks of this node: the node tier's kernels where it can) and the
+ * rail comm (the ranks with this rank's local index on every node: NCCL, staging, or what
+ * TLMPI_HIER_RAIL names). Ranks must be numbered node by node (rank = node * L + local rank, L ranks
+ * per node on N nodes), as with block placement and fake nodes.
+ *
+ *   allgather (block b)       node allgather of the own block into this node's L blocks of the
+ *                             output (they are already where the result wants them), then a rail
+ *                             allgather of those L*b bytes in place: node n's chunk lands at n*L*b
+ *   reduce_scatter_block (b)  rail reduce-scatter of the N chunks of L blocks (node n's chunk to the
+ *                             rail rank on node n), into scratch: the sum over nodes of this node's
+ *                             L blocks; then a node reduce-scatter of that into the own block
+ *   allreduce (count % L = 0) node reduce-scatter into a scratch slice of count/L elements, a rail
+ *                             allreduce of the slice in place, a node allgather into the output
+ *
+ * Each step is a complete blocking collective (its tier waits for its GPU work before the next step
+ * starts): the order between steps is the host's, not yet the streams'. Cross-node traffic per
+ * rank is that of the flat algorithms; inside a node the node tier moves it. Sub-calls are counted
+ * in TLMPI_STATS under their own tiers as well.
+ */
+#include "config.h"
+#include "tier.h"
+#include "comm.h"
+#include "cudawrap.h"
+#include "env.h"
+#include "global.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static const char *const hier_algos[] = { "nccl-rail" };
+
+struct tlmpi_hier_comm {
+    tlmpi_comm_t *node, *rail; /* the sub communicators' states */
+    void *scratch;             /* on the comm's device: RSB's L blocks, allreduce's slice */
+    size_t scratch_bytes;
+};
+
+static unsigned hier_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
+{
+    (void)why, (void)len;
+    if (tlmpi_g.gpu_count <= 0 || tc->dev < 0 || tc->nodes < 2 || tc->local_size < 2 || !tc->regular ||
+        tc->node_comm == MPI_COMM_NULL || tc->rail_comm == MPI_COMM_NULL ||
+        tc->rank != tc->node_index * tc->local_size + tc->local_rank) {
+        return 0;
+    }
+    (void)want_p; /* not wanted: where it cannot be, the flat tiers serve */
+    return TLMPI_CAP_HIER;
+}
+
+static int hier_supports(const tlmpi_call_t *c, unsigned caps)
+{
+    if ((caps & (TLMPI_CAP_HIER | TLMPI_CAP_GPU | TLMPI_CAP_STREAM)) != (TLMPI_CAP_HIER | TLMPI_CAP_GPU | TLMPI_CAP_STREAM) ||
+        !c->contiguous || !tlmpi_call_all_device(c) || c->local_size < 2) {
+        return 0;
+    }
+    /* allreduce: the node reduce-scatter needs equal slices */
+    return c->coll != TLMPI_COLL_ALLREDUCE || c->count % c->local_size == 0;
+}
+
+static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
+{
+    struct tlmpi_hier_comm *hc = calloc(1, sizeof(*hc));
+    int ok, all = 0;
+
+    if (!hc) {
+        snprintf(why, len, "out of memory");
+        return TLMPI_ERR_NO_MEMORY;
+    }
+    /* collective over the node comm, then over the rail comm: every rank of the comm in this order */
+    hc->node = tlmpi_comm_get_sub(tc->node_comm, 0);
+    hc->rail = tlmpi_comm_get_sub(tc->rail_comm, (int)TLMPI_ENV_I(HIER_RAIL));
+    ok = hc->node && hc->rail && hc->node->eligible && hc->rail->eligible;
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !all) {
+        snprintf(why, len, "%s", ok ? "the node or rail communicator of another rank cannot be accelerated"
+                                    : "its node or rail communicator cannot be accelerated");
+        free(hc); /* the sub states stay with their comms (the topology frees them) */
+        return TLMPI_ERR_NOT_FOUND;
+    }
+    tc->state[TLMPI_TIER_HIER] = hc;
+    tlmpi_info(COMM, "communicator #%u: hier over %d nodes x %d ranks: node comm #%u, rail comm #%u", tc->id,
+               tc->nodes, tc->local_size, hc->node->tier.id, hc->rail->tier.id);
+    return TLMPI_OK;
+}
+
+static void hier_cleanup(tlmpi_tier_comm_t *tc)
+{
+    struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
+
+    if (!hc) {
+        return;
+    }
+    tc->state[TLMPI_TIER_HIER] = NULL;
+    /* the sub comms' teardowns (collective over each) in one order on every rank of this comm */
+    tlmpi_comm_release_sub(tc->node_comm);
+    tlmpi_comm_release_sub(tc->rail_comm);
+#ifdef HAVE_CUDA
+    if (hc->scratch) {
+        int saved;
+
+        if (tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
+            cudaFree(hc->scratch);
+            tlmpi_gpu_restore_device(saved);
+        }
+        (void)cudaGetLastError();
+    }
+#endif
+    free(hc);
+}
+
+static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
+{
+    struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
+    const int L = tc->local_size, N = tc->nodes;
+    const size_t b = c->msg_bytes, es = (size_t)c->dt_size;
+    char *rb = c->rbuf;
+    tlmpi_status_t st;
+    int saved = -1;
+
+    (void)algo;
+    if (!hc) {
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    if (c->coll == TLMPI_COLL_ALLGATHER) {
+        /* 1: node allgather into this node's chunk (in place when the own block is already there) */
+        char *chunk = rb + (size_t)tc->node_index * L * b;
+        const void *own = c->in_place ? MPI_IN_PLACE : c->sbuf;
+
+        st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLGATHER, own, chunk, c->count, mpi_rc_p);
+        if (st != TLMPI_OK) {
+            return st;
+        }
+        /* 2: rail allgather of the chunks, in place */
+        return tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLGATHER, MPI_IN_PLACE, rb, c->count * L, mpi_rc_p);
+    }
+    /* the reductions stage through scratch on the comm's device */
+    {
+        size_t need = c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? (size_t)L * b : c->in_bytes / (size_t)L;
+        int e;
+
+        if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+            return TLMPI_ERR_UNSUPPORTED;
+        }
+        e = tlmpi_gpu_scratch_reserve(&hc->scratch, &hc->scratch_bytes, need ? need : 1);
+        tlmpi_gpu_restore_device(saved);
+        if (e != 0) {
+            /* the same size on every rank, but the allocation is local: this is an error, not a
+             * decline (the peers may have started) */
+            tlmpi_warn(COLL, "%s on tier hier: cannot allocate %zu bytes of scratch", tlmpi_coll_name(c->coll), need);
+            return TLMPI_ERR_NO_MEMORY;
+        }
+    }
+    if (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
+        /* 1: rail reduce-scatter of the N chunks of L blocks into scratch; 2: node reduce-scatter */
+        (void)N;
+        st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, c->in, hc->scratch, c->count * L, mpi_rc_p);
+        if (st != TLMPI_OK) {
+            return st;
+        }
+        return tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, hc->scratch, rb, c->count, mpi_rc_p);
+    }
+    /* allreduce: node reduce-scatter of slices, rail allreduce of the own slice, node allgather */
+    {
+        MPI_Count k = c->count / L;
+
+        (void)es;
+        st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, c->in, hc->scratch, k, mpi_rc_p);
+        if (st == TLMPI_OK) {
+            st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLREDUCE, MPI_IN_PLACE, hc->scratch, k, mpi_rc_p);
+        }
+        if (st == TLMPI_OK) {
+            st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLGATHER, hc->scratch, rb, k, mpi_rc_p);
+        }
+        return st;
+    }
+}
+
+const tlmpi_tier_t tlmpi_tier_hier = {
+    .name = "hier",
+    .label = TLMPI_PATH_HIER,
+    .algos = hier_algos,
+    .n_algos = 1,
+    .cap = TLMPI_CAP_HIER,
+    .auto_unless = TLMPI_CAP_HIER, /* not in auto until measured against the flat tiers: TLMPI_TIER=hier
+                                      or a table names it */
+    .device_waits = 1,             /* its steps run on the node tier and NCCL */
+    .local_caps = hier_local_caps,
+    .setup = hier_setup,
+    .supports = hier_supports,
+    .run = hier_run,
+    .cleanup = hier_cleanup,
+};

@@ -1,0 +1,54 @@
+#!/bin/sh
+# hier.sh [BUILD_DIR]: tests/mpi/mpi_hier (the hier tier on fake nodes, exact host references) with
+# TLMPI_TIER=hier in the layouts 4 = 2 nodes x 2, 6 = 3 x 2, 8 = 2 x 4 and 8 = 4 x 2
+# (TLMPI_TOPO_RANKS_PER_NODE), and 4 = 2 x 2 once more with TLMPI_HIER_RAIL=nccl (the rail step on
+# the NCCL tier). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
+# the fake NCCL really communicates); HIER_PROG=tests/gpu/gpu_hier and HIER_LAYOUTS run it on a GPU
+# host (tests/gpu/hier.sh). Each run has TLMPI_TIMEOUT=60 and runs under `timeout`. One line per
+# run, exit 1 on any failure, 77 where mpi_hier is not built.
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${top_srcdir:-$here/../..}
+builddir=${1:-${top_builddir:-.}}
+builddir=$(cd "$builddir" && pwd)
+MPIEXEC=${MPIEXEC:-mpiexec}
+export MPIEXEC
+prog=${HIER_PROG:-$builddir/tests/mpi/mpi_hier}
+if [ ! -x "$prog" ]; then
+    echo "SKIP: $prog not built (needs CUDA and NCCL headers at configure time)"
+    exit 77
+fi
+work=${OUT:-$builddir/tests/mpi/work-hier}
+mkdir -p "$work"
+limit=${HIER_TIMEOUT:-240}
+fails=0 runs=0
+for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl}; do
+    np=${lay%%x*} rest=${lay#*x} rpn=${rest%%:*} rail=auto
+    case $lay in *:*) rail=${lay##*:} ;; esac
+    log=$work/np$np-rpn$rpn-$rail.log
+    s=$(date +%s)
+    if [ -n "${HIER_MPIRUN:-}" ]; then
+        # a GPU host's launcher (tests/gpu/mpirun.sh: per-rank NCCL_HOSTID, so ranks may share a GPU)
+        TLMPI_TIER=hier TLMPI_TOPO_RANKS_PER_NODE=$rpn TLMPI_HIER_RAIL=$rail TLMPI_TIMEOUT=60 \
+            TLMPI_TEST_ITERS=${TLMPI_TEST_ITERS:-300} timeout -k 10 "$limit" sh "$HIER_MPIRUN" "$np" "$prog" >"$log" 2>&1
+    else
+        timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" --env TLMPI_TIER=hier \
+            --env TLMPI_TOPO_RANKS_PER_NODE="$rpn" --env TLMPI_HIER_RAIL="$rail" --env TLMPI_TIMEOUT=60 \
+            --env TLMPI_TEST_ITERS="${TLMPI_TEST_ITERS:-300}" ${TLMPI_TEST_SEED:+--env TLMPI_TEST_SEED=$TLMPI_TEST_SEED} \
+            -- "$prog" >"$log" 2>&1
+    fi
+    rc=$?
+    t=$(( $(date +%s) - s ))
+    runs=$((runs + 1))
+    res=$(grep -m1 -E '^mpi_hier: (PASS|FAIL|SKIP)' "$log")
+    if [ $rc = 0 ] && echo "$res" | grep -q PASS; then
+        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail: PASS, $t s ($(grep -m1 'cases per rank' "$log" | sed 's/^mpi_hier: //'))"
+    else
+        fails=$((fails + 1))
+        [ $rc = 124 ] || [ $rc = 137 ] && res="timed out after $limit s"
+        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail: FAIL (exit $rc, $t s): ${res:-no result line}; $log:"
+        grep -E 'FAIL|TLMPI_TIMEOUT|ERROR' "$log" | head -12 | sed 's/^/    /'
+    fi
+done
+[ $fails = 0 ] && { echo "hier: PASS $runs/$runs runs"; exit 0; }
+echo "hier: FAIL: $fails of $runs runs failed"
+exit 1

@@ -1,0 +1,247 @@
+/*
+ * mpi_hier: the hier tier (2D: node tier inside each node, a rail exchange between nodes) on fake
+ * nodes (TLMPI_TOPO_RANKS_PER_NODE), against exact host references. Run by tests/mpi/hier.sh with
+ * TLMPI_TIER=hier and, on a GPU host, by tests/gpu/hier.sh (4 ranks as 2 x 2, 6 as 3 x 2, 8 as
+ * 2 x 4 and 4 x 2).
+ *
+ * Cases, every one on fresh inputs (small integers, exact in every type whatever the summation
+ * order), the receive buffer poisoned with a byte that changes per case and a guard after it that
+ * must keep its poison:
+ *  - matrix: allreduce / allgather / reduce_scatter_block x int, float, double x sum, max x in
+ *    place or not x counts 1, 7, L*3, 4097, L*1031, 65536 + L (allreduce counts that L does not
+ *    divide fall back to staging: also checked);
+ *  - sub-communicators: a dup (hier again), the world with its ranks interleaved across the nodes
+ *    (not numbered node by node: the flat tiers serve it), even/odd halves (one rank per node
+ *    when L = 2: flat);
+ *  - back to back: TLMPI_TEST_ITERS (default 300) calls mixing collective, type, op, in place and
+ *    size on the world and the dup, each checked;
+ *  - the path: every collective took the hier path at least once on the world (TLMPI_STATS'
+ *    counters), never on the interleaved one.
+ * Built twice (tests/local.mk): tests/mpi/mpi_hier with the CPU stand-ins of tests/fakes (the node
+ * tier's kernels cannot run there, so its steps fall back to staging: the decomposition and the
+ * layouts are what is checked) and tests/gpu/gpu_hier with the real CUDA runtime.
+ */
+#include "config.h"
+#include "tlmpi.h"
+
+#include <cuda_runtime_api.h>
+#include "harness.h"
+
+#include <libgen.h>
+#include <unistd.h>
+
+#define GUARD 16
+enum { C_AR, C_AG, C_RSB, NCOLL };
+static const char *const coll_name[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
+static const tlmpi_coll_t coll_id[NCOLL] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER, TLMPI_COLL_REDUCE_SCATTER_BLOCK };
+enum { T_INT, T_FLOAT, T_DOUBLE, NTYPES };
+static const char *const type_name[NTYPES] = { "int", "float", "double" };
+
+static size_t g_cap;
+static unsigned char *d_s, *d_r, *h_in, *h_out;
+static uint64_t g_seed;
+static long g_cases;
+
+static MPI_Datatype mpi_type(int t) { return t == T_INT ? MPI_INT : t == T_FLOAT ? MPI_FLOAT : MPI_DOUBLE; }
+static size_t type_size(int t) { return t == T_DOUBLE ? 8 : 4; }
+
+static int val(uint64_t ds, int r, size_t i)
+{
+    uint64_t x = ds ^ ((uint64_t)(r + 1) << 44) ^ (uint64_t)i * 0x9E3779B97F4A7C15ULL;
+
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 29;
+    return (int)(x % 9) - 4;
+}
+
+static void put(int t, void *buf, size_t i, double v)
+{
+    if (t == T_INT) ((int *)buf)[i] = (int)v;
+    else if (t == T_FLOAT) ((float *)buf)[i] = (float)v;
+    else ((double *)buf)[i] = v;
+}
+
+static double get(int t, const void *buf, size_t i)
+{
+    return t == T_INT ? ((const int *)buf)[i] : t == T_FLOAT ? ((const float *)buf)[i] : ((const double *)buf)[i];
+}
+
+static long long path_calls(int coll, tlmpi_path_t p)
+{
+    tlmpi_stat_t st;
+
+    return tlmpi_get_stats(coll_id[coll], p, &st) == TLMPI_OK ? (long long)st.calls : -1;
+}
+
+/* One call on comm, checked; returns 0 or 1 failure. */
+static int one(MPI_Comm comm, int coll, int t, int sum, int inplace, size_t count, const char *tag)
+{
+    int rank, p, rc;
+    size_t es = type_size(t), in_n, out_n, buf_n, i, off = 0;
+    uint64_t ds = g_seed ^ (uint64_t)++g_cases * 0x94D049BB133111EBULL;
+    unsigned char pv = (unsigned char)(0xA0 | (g_cases & 0xF));
+    MPI_Op op = sum ? MPI_SUM : MPI_MAX;
+    const void *sbuf;
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &p);
+    in_n = coll == C_RSB ? count * (size_t)p : count;
+    out_n = coll == C_AG ? count * (size_t)p : count;
+    buf_n = inplace && in_n > out_n ? in_n : out_n;
+    if ((buf_n + GUARD) * es > g_cap) return 0;
+    for (i = 0; i < in_n; i++) put(t, h_in, i, val(ds, rank, i));
+    TST_CUDA(cudaMemset(d_r, pv, (buf_n + GUARD) * es));
+    if (inplace) {
+        off = coll == C_AG ? (size_t)rank * count * es : 0;
+        TST_CUDA(cudaMemcpy(d_r + off, h_in, in_n * es, cudaMemcpyHostToDevice));
+        sbuf = MPI_IN_PLACE;
+    } else {
+        TST_CUDA(cudaMemcpy(d_s, h_in, in_n * es, cudaMemcpyHostToDevice));
+        sbuf = d_s;
+    }
+    switch (coll) {
+    case C_AR: rc = MPI_Allreduce(sbuf, d_r, (int)count, mpi_type(t), op, comm); break;
+    case C_AG: rc = MPI_Allgather(sbuf, (int)count, mpi_type(t), d_r, (int)count, mpi_type(t), comm); break;
+    default: rc = MPI_Reduce_scatter_block(sbuf, d_r, (int)count, mpi_type(t), op, comm); break;
+    }
+    if (rc != MPI_SUCCESS) {
+        TST_FAIL("%s: %s %s %s%s count %zu np %d: error %d", tag, coll_name[coll], type_name[t], sum ? "sum" : "max",
+                 inplace ? " in place" : "", count, p, rc);
+        return 1;
+    }
+    memset(h_out, (unsigned char)~pv, (buf_n + GUARD) * es);
+    TST_CUDA(cudaMemcpy(h_out, d_r, (buf_n + GUARD) * es, cudaMemcpyDeviceToHost));
+    for (i = 0; i < out_n; i++) {
+        double want, got = get(t, h_out, i);
+
+        if (coll == C_AG) {
+            want = val(ds, (int)(i / count), i % count);
+        } else {
+            size_t gi = coll == C_RSB ? (size_t)rank * count + i : i;
+
+            want = val(ds, 0, gi);
+            for (int r = 1; r < p; r++) {
+                double x = val(ds, r, gi);
+
+                want = sum ? want + x : x > want ? x : want;
+            }
+        }
+        if (got != want) {
+            TST_FAIL("%s: %s %s %s%s count %zu np %d: element %zu = %.17g, expected %g", tag, coll_name[coll],
+                     type_name[t], coll == C_AG ? "" : sum ? "sum" : "max", inplace ? " in place" : "", count, p, i,
+                     got, want);
+            return 1;
+        }
+    }
+    for (i = buf_n * es; i < (buf_n + GUARD) * es; i++) {
+        if (h_out[i] != pv) {
+            TST_FAIL("%s: %s count %zu: wrote past its output (byte %zu)", tag, coll_name[coll], count, i);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void matrix(MPI_Comm comm, int L, const char *tag)
+{
+    const size_t counts[] = { 1, 7, (size_t)L * 3, 4097, (size_t)L * 1031, 65536 + (size_t)L };
+
+    for (int coll = 0; coll < NCOLL; coll++)
+        for (int t = 0; t < NTYPES; t++)
+            for (int sum = 0; sum < 2; sum++) {
+                if (coll == C_AG && !sum) continue; /* no op */
+                for (int ip = 0; ip < 2; ip++)
+                    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+                        one(comm, coll, t, sum, ip, counts[k], tag);
+            }
+}
+
+int main(int argc, char **argv)
+{
+    const char *rpn_env = getenv("TLMPI_TOPO_RANKS_PER_NODE"), *it_env = getenv("TLMPI_TEST_ITERS");
+    long iters = it_env && *it_env ? atol(it_env) : 300;
+    int L = rpn_env ? atoi(rpn_env) : 0, ndev = 0, c;
+    long long before[NCOLL], after[NCOLL], rev_before[NCOLL];
+    MPI_Comm dup, rev, half;
+    tst_rng_t g;
+
+#ifdef TLMPI_TEST_FAKE_CUDA
+    {
+        char exe[4096], lib[4200];
+        ssize_t len;
+
+        if (!getenv("TLMPI_NCCL_LIBRARY") && (len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+            exe[len] = '\0';
+            snprintf(lib, sizeof(lib), "%s/.libs/libfakenccl.so", dirname(exe));
+            setenv("TLMPI_NCCL_LIBRARY", lib, 1);
+        }
+        setenv("FAKE_CUDA_DEVICES", "8", 0);
+    }
+#endif
+    tst_init("mpi_hier", &argc, &argv);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        (void)cudaGetLastError();
+        return tst_skip("no CUDA device");
+    }
+    if (L < 2 || tst_size % L || tst_size / L < 2) {
+        return tst_skip("needs TLMPI_TOPO_RANKS_PER_NODE=L with L >= 2 and at least 2 fake nodes");
+    }
+    TST_CUDA(cudaSetDevice(tst_rank % ndev));
+    g_cap = ((size_t)(65536 + L) * (size_t)tst_size + GUARD) * 8;
+    TST_CUDA(cudaMalloc((void **)&d_s, g_cap));
+    TST_CUDA(cudaMalloc((void **)&d_r, g_cap));
+    h_in = malloc(g_cap);
+    h_out = malloc(g_cap);
+    tst_rng_sync();
+    g_seed = tst_rand();
+    if (tst_rank == 0) {
+        printf("mpi_hier: %d ranks as %d nodes x %d, TLMPI_TIER=%s, TLMPI_HIER_RAIL=%s\n", tst_size, tst_size / L, L,
+               getenv("TLMPI_TIER") ? getenv("TLMPI_TIER") : "(unset)",
+               getenv("TLMPI_HIER_RAIL") ? getenv("TLMPI_HIER_RAIL") : "(unset)");
+        fflush(stdout);
+    }
+    for (c = 0; c < NCOLL; c++) before[c] = path_calls(c, TLMPI_PATH_HIER);
+    matrix(MPI_COMM_WORLD, L, "world");
+    for (c = 0; c < NCOLL; c++) after[c] = path_calls(c, TLMPI_PATH_HIER);
+    for (c = 0; c < NCOLL; c++) {
+        TST_CHECK(after[c] > before[c], "%s never took the hier path on the world (%lld calls)", coll_name[c],
+                  after[c] - before[c]);
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    matrix(dup, L, "dup");
+    /* ranks interleaved across the nodes (comm rank k on node k % N): not numbered node by node,
+     * so not hier (the flat tiers serve it) */
+    MPI_Comm_split(MPI_COMM_WORLD, 0, (tst_rank % L) * (tst_size / L) + tst_rank / L, &rev);
+    for (c = 0; c < NCOLL; c++) rev_before[c] = path_calls(c, TLMPI_PATH_HIER);
+    matrix(rev, L, "interleaved");
+    for (c = 0; c < NCOLL; c++) {
+        TST_CHECK(path_calls(c, TLMPI_PATH_HIER) == rev_before[c], "%s took the hier path on the interleaved world",
+                  coll_name[c]);
+    }
+    MPI_Comm_split(MPI_COMM_WORLD, tst_rank % 2, tst_rank, &half);
+    matrix(half, L, "half");
+    /* back to back, mixed */
+    tst_rng_seed(&g, g_seed ^ 0x5151);
+    for (long it = 0; it < iters; it++) {
+        int coll = (int)(tst_rand_r(&g) % NCOLL), t = (int)(tst_rand_r(&g) % NTYPES);
+        int sum = coll == C_AG ? 1 : (int)(tst_rand_r(&g) % 2), ip = (int)(tst_rand_r(&g) % 2);
+        size_t count = 1 + (size_t)(tst_rand_r(&g) % 20000);
+
+        if (tst_rand_r(&g) % 2) count = (count + L - 1) / L * L; /* allreduce: hier, else staging */
+        one(it % 2 ? dup : MPI_COMM_WORLD, coll, t, sum, ip, count, "b2b");
+    }
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&rev);
+    MPI_Comm_free(&dup);
+    cudaFree(d_s);
+    cudaFree(d_r);
+    free(h_in);
+    free(h_out);
+    if (tst_rank == 0) {
+        printf("mpi_hier: %ld cases per rank; hier calls on the world: allreduce %lld, allgather %lld, "
+               "reduce_scatter_block %lld\n", g_cases, after[C_AR] - before[C_AR], after[C_AG] - before[C_AG],
+               after[C_RSB] - before[C_RSB]);
+    }
+    return tst_finish();
+}
