@@ -61,8 +61,10 @@ typedef enum { DT_FLOAT, DT_DOUBLE, DT_INT, DT_BF16, DT_F16, DT_CHAR, DT_COUNT }
 static const char *const dt_names[DT_COUNT] = {"float", "double", "int", "bf16", "f16", "char"};
 static const int dt_sizes[DT_COUNT] = {4, 8, 4, 2, 2, 1};
 
-typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_COUNT } bench_mode_t;
-static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl"};
+/* node and hier (forced tiers) are measured only when -M names them */
+typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_COUNT } bench_mode_t;
+#define MODE_DEFAULT_COUNT (MODE_RAW_NCCL + 1)
+static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier"};
 
 static const tlmpi_coll_t coll_ids[3] = {TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER,
                                          TLMPI_COLL_REDUCE_SCATTER_BLOCK};
@@ -1126,7 +1128,7 @@ static void usage(void)
            "  -s LIST    explicit sizes, e.g. 8,64k,1m,64m,256m (overrides -m)\n"
            "             sizes are NCCL's S: the full vector (allreduce), sendcount*n*elem (allgather),\n"
            "             recvcount*n*elem (reduce_scatter); rounded down to whole elements per rank\n"
-           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default all)\n"
+           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier\n"
            "  -T TYPE    float|double|int|bf16|f16|char (default float)\n"
            "  -i N       timed iterations per measurement (default 0 = enough for -w seconds, 5..1000)\n"
            "  -x N       warm-up calls (default 20 up to 1 MiB, 5 above)\n"
@@ -1178,8 +1180,8 @@ static int parse_opts(int argc, char **argv)
     for (i = 0; i < 3; i++) {
         g_o.colls[i] = i;
     }
-    g_o.nmodes = MODE_COUNT;
-    for (i = 0; i < MODE_COUNT; i++) {
+    g_o.nmodes = MODE_DEFAULT_COUNT;
+    for (i = 0; i < MODE_DEFAULT_COUNT; i++) {
         g_o.modes[i] = i;
     }
     while ((ch = getopt_long(argc, argv, "C:m:s:M:T:i:x:w:r:cHo:h", lopts, NULL)) != -1) {

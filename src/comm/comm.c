@@ -5,6 +5,7 @@
 #include "log.h"
 #include "plan.h"
 #include "tier.h"
+#include "stats.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -239,9 +240,13 @@ tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent,
     sub->tier.busy = 1 + (int)coll;
     st = tier->run(&sub->tier, &c, algo, mpi_rc_p);
     if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
-        st = tlmpi_tier_staging.run(&sub->tier, &c, 0, mpi_rc_p);
+        tier = &tlmpi_tier_staging;
+        st = tier->run(&sub->tier, &c, 0, mpi_rc_p);
     }
     sub->tier.busy = 0;
+    if (st == TLMPI_OK) {
+        tlmpi_stat_add(coll, tier->label, c.msg_bytes); /* the step, under its own tier */
+    }
     return st;
 }
 

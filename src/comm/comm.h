@@ -36,8 +36,9 @@ tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm);
  * Collective over comm on the first call. */
 tlmpi_comm_t *tlmpi_comm_get_sub(MPI_Comm comm, int tier_env);
 /* Run one collective on a sub comm (hier's steps) through its plan, as the dispatcher runs a call:
- * the parent call's classification (type, op, memory) with these buffers and count; not counted
- * in the stats as a call of the parent's collective. */
+ * the parent call's classification (type, op, memory) with these buffers and count. Counted in
+ * the stats under the step's collective and tier (a hier call counts once under hier, and each of
+ * its steps under the tier that ran it). */
 tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
                                   void *rbuf, MPI_Count count, int *mpi_rc_p);
 /* Collective over comm: delete that state (a hier comm's cleanup, before its topology frees comm). */

@@ -17,8 +17,9 @@
  *
  * Each step is a complete blocking collective (its tier waits for its GPU work before the next step
  * starts): the order between steps is the host's, not yet the streams'. Cross-node traffic per
- * rank is that of the flat algorithms; inside a node the node tier moves it. Sub-calls are counted
- * in TLMPI_STATS under their own tiers as well.
+ * rank is that of the flat algorithms; inside a node the node tier moves it. Each step is counted
+ * in TLMPI_STATS under its own collective and tier as well (hier/allreduce 1 call: node RSB, rail
+ * allreduce, node allgather).
  */
 #include "config.h"
 #include "tier.h"

@@ -41,7 +41,7 @@ for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl}; do
     runs=$((runs + 1))
     res=$(grep -m1 -E '^mpi_hier: (PASS|FAIL|SKIP)' "$log")
     if [ $rc = 0 ] && echo "$res" | grep -q PASS; then
-        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail: PASS, $t s ($(grep -m1 'cases per rank' "$log" | sed 's/^mpi_hier: //'))"
+        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail: PASS, $t s ($(grep -m1 'cases per rank' "$log" | sed 's/^mpi_hier: //'); $(grep -m1 'steps on the world' "$log" | sed 's/^mpi_hier: //'))"
     else
         fails=$((fails + 1))
         [ $rc = 124 ] || [ $rc = 137 ] && res="timed out after $limit s"

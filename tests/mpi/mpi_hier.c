@@ -162,7 +162,7 @@ int main(int argc, char **argv)
     const char *rpn_env = getenv("TLMPI_TOPO_RANKS_PER_NODE"), *it_env = getenv("TLMPI_TEST_ITERS");
     long iters = it_env && *it_env ? atol(it_env) : 300;
     int L = rpn_env ? atoi(rpn_env) : 0, ndev = 0, c;
-    long long before[NCOLL], after[NCOLL], rev_before[NCOLL];
+    long long before[NCOLL], after[NCOLL], rev_before[NCOLL], step0[NCOLL][TLMPI_PATH_COUNT];
     MPI_Comm dup, rev, half;
     tst_rng_t g;
 
@@ -201,9 +201,32 @@ int main(int argc, char **argv)
                getenv("TLMPI_HIER_RAIL") ? getenv("TLMPI_HIER_RAIL") : "(unset)");
         fflush(stdout);
     }
-    for (c = 0; c < NCOLL; c++) before[c] = path_calls(c, TLMPI_PATH_HIER);
+    for (c = 0; c < NCOLL; c++) {
+        before[c] = path_calls(c, TLMPI_PATH_HIER);
+        for (int k = 0; k < TLMPI_PATH_COUNT; k++) step0[c][k] = path_calls(c, (tlmpi_path_t)k);
+    }
     matrix(MPI_COMM_WORLD, L, "world");
-    for (c = 0; c < NCOLL; c++) after[c] = path_calls(c, TLMPI_PATH_HIER);
+    for (c = 0; c < NCOLL; c++) {
+        after[c] = path_calls(c, TLMPI_PATH_HIER);
+        for (int k = 0; k < TLMPI_PATH_COUNT; k++) step0[c][k] = path_calls(c, (tlmpi_path_t)k) - step0[c][k];
+    }
+    /* the steps' tiers (HIER_EXPECT_STEPS=node,nccl on a GPU host: the node tier's kernels and the
+     * NCCL rail must each have served some step) */
+    {
+        const char *want = getenv("HIER_EXPECT_STEPS");
+        long long node = 0, nccl = 0, staged = 0;
+
+        for (c = 0; c < NCOLL; c++) {
+            node += step0[c][TLMPI_PATH_NODE];
+            nccl += step0[c][TLMPI_PATH_NCCL];
+            staged += step0[c][TLMPI_PATH_STAGING];
+        }
+        if (tst_rank == 0) {
+            printf("mpi_hier: rank 0 steps on the world: node %lld, nccl %lld, staging %lld\n", node, nccl, staged);
+        }
+        if (want && strstr(want, "node")) TST_CHECK(node > 0, "no step ran on the node tier");
+        if (want && strstr(want, "nccl")) TST_CHECK(nccl > 0, "no step ran on the NCCL tier");
+    }
     for (c = 0; c < NCOLL; c++) {
         TST_CHECK(after[c] > before[c], "%s never took the hier path on the world (%lld calls)", coll_name[c],
                   after[c] - before[c]);
