@@ -157,6 +157,7 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     tc->tier.local_size = tc->topo.local_size;
     tc->tier.node_index = tc->topo.node_index;
     tc->tier.regular = tc->topo.regular;
+    tc->tier.one_host = tc->topo.one_host;
     tc->tier.node_comm = tc->topo.node_comm;
     tc->tier.rail_comm = tc->topo.rail_comm;
     tc->tier.sub = tls_sub;

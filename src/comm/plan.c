@@ -305,7 +305,7 @@ void tlmpi_plan_describe_comm(const tlmpi_tier_comm_t *tc, const tlmpi_plan_t *p
     tlmpi_plan_describe(p, buf, len);
     o = strlen(buf);
     for (t = 0; t < TLMPI_TIER_COUNT && o + 1 < len; t++) {
-        char d[256];
+        char d[1200]; /* hier's names its sub comms' plans */
 
         if (!tlmpi_tiers[t]->describe || !(p->setup_done & (1u << t)) ||
             (p->caps & tlmpi_tiers[t]->cap) != tlmpi_tiers[t]->cap) {

@@ -52,7 +52,7 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
 {
     tlmpi_status_t status = TLMPI_OK;
     MPI_Comm real_node = MPI_COMM_NULL;
-    int is_leader, max[3], local_max[3], hw_rail = -1;
+    int is_leader, max[3], local_max[3], hw_rail = -1, real_size = 0;
     tlmpi_hwtopo_info_t hw;
 
     memset(t, 0, sizeof(*t));
@@ -67,13 +67,16 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
         /* the color comes from the world rank, not from the position in comm, so that a process
          * is on the same fake node in every communicator (as with real nodes) */
         MPI_TRY(PMPI_Comm_rank(real_node, &r));
+        MPI_TRY(PMPI_Comm_size(real_node, &real_size));
         MPI_TRY(PMPI_Comm_rank(MPI_COMM_WORLD, &wr));
         MPI_TRY(PMPI_Comm_split(real_node, tlmpi_topo_fake_node_color(wr, ranks_per_node), r, &t->node_comm));
-        MPI_TRY(PMPI_Comm_free(&real_node));
+        /* real_node stays until the GPU sharing is known: fake nodes of one host share its GPUs */
     } else {
+        MPI_TRY(PMPI_Comm_size(real_node, &real_size));
         t->node_comm = real_node;
         real_node = MPI_COMM_NULL;
     }
+    t->one_host = real_size == t->size; /* the same answer on every rank */
     MPI_TRY(PMPI_Comm_rank(t->node_comm, &t->local_rank));
     MPI_TRY(PMPI_Comm_size(t->node_comm, &t->local_size));
     /* node index: count the node leaders (local rank 0) with a lower rank in comm */
@@ -114,19 +117,28 @@ tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t 
     MPI_TRY(PMPI_Comm_rank(t->rail_comm, &t->rail_rank));
     MPI_TRY(PMPI_Comm_size(t->rail_comm, &t->rail_size));
 
-    /* shared GPU: every rank of the node gathers the node's bus ids (local_size is the same on all
-     * of them, so all take the same branch) and looks for a duplicate; the answer is node-uniform */
-    if (t->local_size <= 64) {
-        char ids[64][32];
-        int i, j;
+    /* shared GPU: every rank of the comm on this host (its real node: fake nodes of one host share
+     * its GPUs) gathers their bus ids (the host's rank count is the same on all of them, so all
+     * take the same branch) and looks for a duplicate; the answer is host-uniform */
+    {
+        MPI_Comm host = real_node != MPI_COMM_NULL ? real_node : t->node_comm;
+        int hn = real_node != MPI_COMM_NULL ? real_size : t->local_size;
 
-        MPI_TRY(PMPI_Allgather(t->gpu_busid, 32, MPI_CHAR, ids, 32, MPI_CHAR, t->node_comm));
-        for (i = 0; i < t->local_size; i++) {
-            for (j = i + 1; j < t->local_size && ids[i][0]; j++) {
-                t->shared_gpu |= !strncmp(ids[i], ids[j], 32);
+        if (hn <= 64) {
+            char ids[64][32];
+            int i, j;
+
+            MPI_TRY(PMPI_Allgather(t->gpu_busid, 32, MPI_CHAR, ids, 32, MPI_CHAR, host));
+            for (i = 0; i < hn; i++) {
+                for (j = i + 1; j < hn && ids[i][0]; j++) {
+                    t->shared_gpu |= !strncmp(ids[i], ids[j], 32);
+                }
+                t->gpu_sharers += t->gpu_busid[0] && !strncmp(ids[i], t->gpu_busid, 32);
             }
-            t->gpu_sharers += t->gpu_busid[0] && !strncmp(ids[i], t->gpu_busid, 32);
         }
+    }
+    if (real_node != MPI_COMM_NULL) {
+        MPI_TRY(PMPI_Comm_free(&real_node));
     }
     tlmpi_debug(TOPO, "rank %d/%d node %d/%d local %d/%d rail %d/%d regular %d gpu %d (%s) shared %d "
                 "rail id %d nic %s %s", t->rank, t->size, t->node_index, t->node_count, t->local_rank,

@@ -18,10 +18,12 @@ typedef struct {
     int local_rank, local_size;
     int rail_rank, rail_size;
     int regular;            /* same number of ranks on every node */
+    int one_host;           /* every rank of the comm is on this rank's real node (shared memory),
+                             * fake nodes or not */
     int gpu_device;         /* CUDA device of this rank (current device at build), -1 none */
     char gpu_busid[32];     /* PCI bus id of that device, "" if none */
-    int shared_gpu;         /* another rank of this node uses the same GPU */
-    int gpu_sharers;        /* ranks of this node on this rank's GPU, itself included (0: unknown) */
+    int shared_gpu;         /* another rank of the comm on this host (real node) uses the same GPU */
+    int gpu_sharers;        /* ranks of the comm on this host on this rank's GPU, itself included (0: unknown) */
     int rail_id;            /* nearest NIC's index (hwloc, PCI order) if every rank of the comm
                              * knows its NIC, else local_rank on every rank (never mixed) */
     char nic[32];           /* nearest NIC name from hwloc, "" if none */

@@ -28,6 +28,7 @@
 #include "env.h"
 #include "global.h"
 #include "log.h"
+#include "plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,11 @@
 #include <cuda_runtime_api.h>
 #endif
 
-static const char *const hier_algos[] = { "nccl-rail" };
+static const char *const hier_algos[] = { "2d" };
+
+/* TLMPI_HIER_RAIL {auto,nccl,staging,ipc} -> the TLMPI_TIER value of the rail comm's plan (ipc: the
+ * node tier's kernels between the rail's ranks, which must share one host: the emulated rail) */
+static const int rail_tier_env[4] = { TLMPI_TIER_ENV_AUTO, TLMPI_TIER_ENV_NCCL, TLMPI_TIER_ENV_STAGING, TLMPI_TIER_ENV_NODE };
 
 struct tlmpi_hier_comm {
     tlmpi_comm_t *node, *rail; /* the sub communicators' states */
@@ -66,6 +71,8 @@ static int hier_supports(const tlmpi_call_t *c, unsigned caps)
     return c->coll != TLMPI_COLL_ALLREDUCE || c->count % c->local_size == 0;
 }
 
+static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len);
+
 static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
 {
     struct tlmpi_hier_comm *hc = calloc(1, sizeof(*hc));
@@ -77,7 +84,7 @@ static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
     }
     /* collective over the node comm, then over the rail comm: every rank of the comm in this order */
     hc->node = tlmpi_comm_get_sub(tc->node_comm, 0);
-    hc->rail = tlmpi_comm_get_sub(tc->rail_comm, (int)TLMPI_ENV_I(HIER_RAIL));
+    hc->rail = tlmpi_comm_get_sub(tc->rail_comm, rail_tier_env[TLMPI_ENV_I(HIER_RAIL) & 3]);
     ok = hc->node && hc->rail && hc->node->eligible && hc->rail->eligible;
     if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !all) {
         snprintf(why, len, "%s", ok ? "the node or rail communicator of another rank cannot be accelerated"
@@ -86,8 +93,12 @@ static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
         return TLMPI_ERR_NOT_FOUND;
     }
     tc->state[TLMPI_TIER_HIER] = hc;
-    tlmpi_info(COMM, "communicator #%u: hier over %d nodes x %d ranks: node comm #%u, rail comm #%u", tc->id,
-               tc->nodes, tc->local_size, hc->node->tier.id, hc->rail->tier.id);
+    if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
+        char d[1200];
+
+        hier_describe(tc, d, sizeof(d));
+        tlmpi_info(COMM, "communicator #%u hier: %s", tc->id, d);
+    }
     return TLMPI_OK;
 }
 
@@ -114,6 +125,24 @@ static void hier_cleanup(tlmpi_tier_comm_t *tc)
     }
 #endif
     free(hc);
+}
+
+/* For tlmpi_info / TLMPI_LOG_LEVEL=info: the layout, the rail setting and the sub comms' plans. */
+static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
+{
+    static const char *const rail_names[4] = { "auto", "nccl", "staging", "ipc (emulated rail)" };
+    const struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
+    char np[512], rp[512];
+
+    if (!hc) {
+        snprintf(buf, len, "not set up");
+        return;
+    }
+    tlmpi_plan_describe_comm(&hc->node->tier, &hc->node->plan, np, sizeof(np));
+    tlmpi_plan_describe_comm(&hc->rail->tier, &hc->rail->plan, rp, sizeof(rp));
+    snprintf(buf, len, "%d nodes x %d ranks, host-ordered steps; node comm #%u {%s}; rail comm #%u, TLMPI_HIER_RAIL=%s {%s}",
+             tc->nodes, tc->local_size, hc->node->tier.id, np, hc->rail->tier.id,
+             rail_names[TLMPI_ENV_I(HIER_RAIL) & 3], rp);
 }
 
 static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
@@ -197,4 +226,5 @@ const tlmpi_tier_t tlmpi_tier_hier = {
     .supports = hier_supports,
     .run = hier_run,
     .cleanup = hier_cleanup,
+    .describe = hier_describe,
 };

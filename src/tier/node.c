@@ -153,8 +153,12 @@ static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *w
     int least = TLMPI_ENV_I(NODE_TRANSPORT) == NODE_XPORT_DEVCOMM && node_named() ? 1 : 2;
 
     (void)why, (void)len;
+    /* a hier comm's rail comm may ask for it across fake nodes of one host: the emulated rail
+     * (TLMPI_HIER_RAIL=ipc; its sub value is 1 + TLMPI_TIER's index of node) */
+    int rail_ipc = tc->sub == 1 + TLMPI_TIER_ENV_NODE && tc->one_host;
+
     if (tlmpi_g.gpu_count <= 0 || tc->dev < 0 || !TLMPI_ENV_I(NODE) || tc->size < least ||
-        tc->size > TLMPI_NODE_MAX_RANKS || tc->nodes != 1) {
+        tc->size > TLMPI_NODE_MAX_RANKS || (tc->nodes != 1 && !rail_ipc)) {
         return 0;
     }
     *want_p = TLMPI_CAP_NODE;

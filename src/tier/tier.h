@@ -25,6 +25,10 @@
 #include <mpi.h>
 #include <stddef.h>
 
+/* TLMPI_TIER's values (env.def's enum order {auto,nccl,staging,mpi,self,node,hier}) that code outside
+ * plan.c names */
+enum { TLMPI_TIER_ENV_AUTO = 0, TLMPI_TIER_ENV_NCCL = 1, TLMPI_TIER_ENV_STAGING = 2, TLMPI_TIER_ENV_NODE = 5 };
+
 /* Internal tier ids: the order is the auto preference order (best first). Public stats labels
  * (tlmpi_path_t) are separate: each tier names its label. */
 typedef enum {
@@ -67,6 +71,7 @@ typedef struct tlmpi_tier_comm {
     int local_rank, local_size; /* within this rank's node; node_index: the node's place among them */
     int node_index;
     int regular;                /* the same number of ranks on every node */
+    int one_host;               /* all its ranks on one real node (fake nodes or not) */
     MPI_Comm node_comm, rail_comm; /* the topology's (owned by it; MPI_COMM_NULL: none) */
     int sub;                    /* a node or rail communicator of a hier comm (its plan ignores
                                    TLMPI_TIER and the tables: hier chose its tiers) */

@@ -2,7 +2,7 @@
 # hier.sh [BUILD_DIR]: tests/mpi/mpi_hier (the hier tier on fake nodes, exact host references) with
 # TLMPI_TIER=hier in the layouts 4 = 2 nodes x 2, 6 = 3 x 2, 8 = 2 x 4 and 8 = 4 x 2
 # (TLMPI_TOPO_RANKS_PER_NODE), and 4 = 2 x 2 once more with TLMPI_HIER_RAIL=nccl (the rail step on
-# the NCCL tier). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
+# the NCCL tier) and =ipc (on the node tier's kernels: the emulated rail). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
 # the fake NCCL really communicates); HIER_PROG=tests/gpu/gpu_hier and HIER_LAYOUTS run it on a GPU
 # host (tests/gpu/hier.sh). Each run has TLMPI_TIMEOUT=60 and runs under `timeout`. One line per
 # run, exit 1 on any failure, 77 where mpi_hier is not built.
@@ -21,7 +21,7 @@ work=${OUT:-$builddir/tests/mpi/work-hier}
 mkdir -p "$work"
 limit=${HIER_TIMEOUT:-240}
 fails=0 runs=0
-for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl}; do
+for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc}; do
     np=${lay%%x*} rest=${lay#*x} rpn=${rest%%:*} rail=auto
     case $lay in *:*) rail=${lay##*:} ;; esac
     log=$work/np$np-rpn$rpn-$rail.log
