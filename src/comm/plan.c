@@ -29,7 +29,7 @@ int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, s
         return -1;
     }
     while (*p) {
-        const char *end = strchr(p, ','), *colon, *slash;
+        const char *end = strchr(p, ','), *colon, *slash, *at;
         size_t n = end ? (size_t)(end - p) : strlen(p), name_len;
         tlmpi_plan_entry_t *e;
         int tier, algo = 0;
@@ -42,15 +42,16 @@ int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, s
         }
         e = &t->e[t->n];
         colon = memchr(p, ':', n);
-        slash = memchr(p, '/', colon ? (size_t)(colon - p) : n);
-        name_len = (size_t)((slash ? slash : colon ? colon : p + n) - p);
+        at = memchr(p, '@', colon ? (size_t)(colon - p) : n);
+        slash = memchr(p, '/', at ? (size_t)(at - p) : colon ? (size_t)(colon - p) : n);
+        name_len = (size_t)((slash ? slash : at ? at : colon ? colon : p + n) - p);
         tier = tlmpi_tier_by_name(p, name_len);
         if (tier < 0) {
             snprintf(err, len, "unknown tier '%.*s' (auto, self, node, nccl, staging, mpi)", (int)name_len, p);
             return -1;
         }
         if (slash) {
-            size_t alen = (size_t)((colon ? colon : p + n) - slash - 1);
+            size_t alen = (size_t)((at ? at : colon ? colon : p + n) - slash - 1);
 
             algo = tier == TLMPI_TIER_AUTO ? -1 : tlmpi_tier_algo_by_name(tier, slash + 1, alen);
             if (algo < 0) {
@@ -60,7 +61,26 @@ int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, s
         }
         e->tier = (uint8_t)tier;
         e->algo = (uint8_t)algo;
+        e->ctas = 0;
         e->max_bytes = SIZE_MAX;
+        if (at) {
+            size_t nl = (size_t)((colon ? colon : p + n) - at - 1);
+            char *stop;
+            long k;
+
+            if (nl == 0 || nl >= sizeof(num) || tier == TLMPI_TIER_AUTO) {
+                snprintf(err, len, "bad CTA knob in '%.*s' (tier[/algo]@ctas, a named tier)", (int)n, p);
+                return -1;
+            }
+            memcpy(num, at + 1, nl);
+            num[nl] = '\0';
+            k = strtol(num, &stop, 10);
+            if (*stop || k < 1 || k > 255) {
+                snprintf(err, len, "bad CTA count '%s' (1..255)", num);
+                return -1;
+            }
+            e->ctas = (uint8_t)k;
+        }
         if (colon) {
             size_t nl = (size_t)(p + n - colon - 1);
 
@@ -144,7 +164,7 @@ unsigned tlmpi_plan_fill(tlmpi_plan_t *p, unsigned caps, long tier_env, const ch
             bad |= 1u << c;
         }
         tab->n = 1;
-        tab->e[0] = (tlmpi_plan_entry_t){ SIZE_MAX, (uint8_t)tier_of_env(tier_env), 0 };
+        tab->e[0] = (tlmpi_plan_entry_t){ SIZE_MAX, (uint8_t)tier_of_env(tier_env), 0, 0 };
     }
     fill_auto_order(p);
     return bad;
@@ -160,7 +180,7 @@ int tlmpi_plan_select(const tlmpi_plan_t *p, const tlmpi_call_t *c, int *algo_p)
         i++;
     }
     e = &tab->e[i];
-    *algo_p = e->algo;
+    *algo_p = TLMPI_ALGO_WORD(e->algo, e->ctas);
     if (e->tier == TLMPI_TIER_AUTO) {
         for (i = 0; i < p->n_auto; i++) {
             if (tlmpi_tiers[p->auto_order[i]]->supports(c, p->caps)) {
@@ -286,6 +306,9 @@ void tlmpi_plan_describe(const tlmpi_plan_t *p, char *buf, size_t len)
                 o += o < len ? (size_t)snprintf(buf + o, len - o, "}") : 0;
             } else {
                 o += describe_tier(e->tier, (tlmpi_coll_t)c, e->algo, buf + o, len - o);
+                if (e->ctas && o < len) {
+                    o += (size_t)snprintf(buf + o, len - o, "@%u", e->ctas);
+                }
             }
             if (o < len && e->max_bytes != SIZE_MAX) {
                 o += (size_t)snprintf(buf + o, len - o, "<=%zu", e->max_bytes);

@@ -24,6 +24,7 @@ typedef struct {
     size_t max_bytes;           /* entry applies to msg_bytes <= max_bytes (SIZE_MAX: no limit) */
     uint8_t tier;               /* tlmpi_tier_id_t, or TLMPI_TIER_AUTO */
     uint8_t algo;               /* index in the tier's algorithm list */
+    uint8_t ctas;               /* knob: CTAs per kernel (tiers with kernels; 0: the tier's choice) */
 } tlmpi_plan_entry_t;
 
 typedef struct {
@@ -42,16 +43,16 @@ typedef struct tlmpi_plan {
 
 /* ---- pure parts (no MPI, no CUDA; unit-tested) ---- */
 
-/* Parse a threshold table "tier[/algo][:max_bytes],...,tier". 0 on success; -1 with a message in
- * err. Sizes take k/m/g suffixes; each entry but the last needs a limit, limits increase, the last
- * entry has none. */
+/* Parse a threshold table "tier[/algo][@ctas][:max_bytes],...,tier". 0 on success; -1 with a
+ * message in err. Sizes take k/m/g suffixes; each entry but the last needs a limit, limits
+ * increase, the last entry has none; @ctas (1..255, a named tier only) is the CTA-count knob. */
 int tlmpi_plan_parse_table(const char *spec, tlmpi_plan_table_t *t, char *err, size_t len);
 /* Fill the tables and the auto order from caps, TLMPI_TIER (tier_env: its enum index) and the
  * three table strings (NULL or "" = none). Returns a bit per collective whose table was invalid
  * (then TLMPI_TIER decides for it); errs[coll] gets each message. */
 unsigned tlmpi_plan_fill(tlmpi_plan_t *p, unsigned caps, long tier_env, const char *const specs[TLMPI_COLL_COUNT],
                          char errs[TLMPI_COLL_COUNT][160]);
-/* The tier for a call (and its algorithm in *algo_p): the table entry for its size; an AUTO entry
+/* The tier for a call (and, in *algo_p, the algorithm word its run gets: TLMPI_ALGO_WORD): the table entry for its size; an AUTO entry
  * takes the first tier of the auto order that supports the call; a named tier that cannot serve
  * the call falls back to staging (or to the CUDA-aware MPI when staging cannot serve it). */
 int tlmpi_plan_select(const tlmpi_plan_t *p, const tlmpi_call_t *c, int *algo_p);

@@ -430,7 +430,9 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     tlmpi_node_args_t args;
     cudaStream_t s;
     int a, ctas, e, saved = -1, other;
-    long forced = (long)TLMPI_ENV_I(NODE_CTAS);
+    /* CTAs: the plan entry's knob (tables, tuning file), else TLMPI_NODE_CTAS, else by size; at
+     * most the agreed limit that keeps every rank's CTAs resident */
+    long forced = TLMPI_ALGO_CTAS(algo) ? TLMPI_ALGO_CTAS(algo) : (long)TLMPI_ENV_I(NODE_CTAS);
     char *tin = NULL, *tout = NULL;
 
     (void)mpi_rc_p;
@@ -438,7 +440,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         return TLMPI_ERR_UNSUPPORTED; /* not set up (cannot happen when supports() said yes) */
     }
     s = (cudaStream_t)tc->ctx->stream;
-    a = node_algo(c->coll, algo, c->msg_bytes);
+    a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes);
     args.kind = (int)node_kind(c->coll, a);
     args.dtype = (int)c->dt;
     args.op = (int)c->opc;

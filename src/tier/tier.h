@@ -29,6 +29,12 @@
  * plan.c names */
 enum { TLMPI_TIER_ENV_AUTO = 0, TLMPI_TIER_ENV_NCCL = 1, TLMPI_TIER_ENV_STAGING = 2, TLMPI_TIER_ENV_NODE = 5 };
 
+/* The `algo` argument of a tier's run: the algorithm's index in bits 0-7, the plan entry's CTA knob
+ * in bits 8-15 (0: the tier's own choice). */
+#define TLMPI_ALGO_WORD(_algo, _ctas) ((int)(_algo) | (int)(_ctas) << 8)
+#define TLMPI_ALGO_INDEX(_w) ((_w) & 0xff)
+#define TLMPI_ALGO_CTAS(_w) (((_w) >> 8) & 0xff)
+
 /* Internal tier ids: the order is the auto preference order (best first). Public stats labels
  * (tlmpi_path_t) are separate: each tier names its label. */
 typedef enum {

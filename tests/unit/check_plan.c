@@ -311,6 +311,14 @@ static const parse_case_t parse_cases[] = {
     { "node/auto:4k,nccl", 1, 2, T_NODE, 4096 },
     { "node/ring:64k,staging", 0, 0, 0, 0 },   /* unknown algorithm of node */
     { "nccl/oneshot:64k,staging", 0, 0, 0, 0 },/* node's algorithm on another tier */
+    { "node/oneshot@16:64k,node/twoshot@64", 1, 2, T_NODE, 65536 }, /* CTA knobs */
+    { "node@8", 1, 1, T_NODE, SIZE_MAX },
+    { "hier:1m,hier/2d@4", 1, 2, TLMPI_TIER_HIER, 1 << 20 },
+    { "node@0", 0, 0, 0, 0 },                  /* CTA knob out of range */
+    { "node@256", 0, 0, 0, 0 },
+    { "node@x:4k,staging", 0, 0, 0, 0 },
+    { "node@:4k,staging", 0, 0, 0, 0 },
+    { "auto@8", 0, 0, 0, 0 },                  /* a knob needs a named tier */
 };
 #define N_PARSE ((int)(sizeof(parse_cases) / sizeof(parse_cases[0])))
 
@@ -327,6 +335,22 @@ START_TEST(test_parse)
         ck_assert_int_eq(t.e[0].tier, k->tier0);
         ck_assert_msg(t.e[0].max_bytes == k->max0, "'%s': max0 %zu", k->spec, t.e[0].max_bytes);
         ck_assert_msg(t.e[t.n - 1].max_bytes == SIZE_MAX, "'%s': last entry limited", k->spec);
+        if (strchr(k->spec, '@')) {
+            /* the knob reaches the run's algorithm word */
+            tlmpi_plan_t p;
+            tlmpi_call_t c;
+            int algo = -1, want = t.e[t.n - 1].ctas;
+
+            memset(&p, 0, sizeof(p));
+            p.caps = DEV3 | NODE | HIER;
+            p.table[TLMPI_COLL_ALLREDUCE] = t;
+            c = mkcall(TLMPI_COLL_ALLREDUCE, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, (size_t)1 << 30);
+            c.local_size = 2;
+            if (tlmpi_plan_select(&p, &c, &algo) == t.e[t.n - 1].tier) { /* (node: CUDA builds only) */
+                ck_assert_msg(want > 0 && TLMPI_ALGO_CTAS(algo) == want, "'%s': knob %d in word 0x%x", k->spec, want,
+                              algo);
+            }
+        }
     } else {
         ck_assert_msg(err[0] != '\0', "'%s': no message", k->spec);
     }
