@@ -51,6 +51,10 @@ const char *tlmpi_status_string(tlmpi_status_t status);
 /** \brief Version of the library that is loaded (may differ from the header's). */
 const char *tlmpi_version(void);
 
+/** \brief The library generation a tuning file must name to be used (version and build features;
+ * tlmpi_tune writes it, TLMPI_TUNING_FILE checks it). */
+const char *tlmpi_generation(void);
+
 /** \brief The intercepted collectives. */
 typedef enum {
     TLMPI_COLL_ALLGATHER = 0,

@@ -140,6 +140,12 @@ tests_mpi_mpi_hier_SOURCES = tests/mpi/mpi_hier.c tests/harness.h
 tests_mpi_mpi_hier_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
 tests_mpi_mpi_hier_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_hier_LDFLAGS = -no-install
+# the autotuner against the CPU fakes (tests/mpi/tune.sh)
+check_PROGRAMS += tests/mpi/mpi_tune
+tests_mpi_mpi_tune_SOURCES = tools/tlmpi_tune.c
+tests_mpi_mpi_tune_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
+tests_mpi_mpi_tune_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_tune_LDFLAGS = -no-install
 # injected faults (TLMPI_FAULT): every rank on one agreed path, exact results (tests/mpi/fault.sh)
 check_PROGRAMS += tests/mpi/mpi_fault
 tests_mpi_mpi_fault_SOURCES = tests/mpi/mpi_fault.c tests/harness.h
@@ -154,6 +160,8 @@ TESTS += tests/mpi/threads.sh
 EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
 TESTS += tests/mpi/hier.sh
 EXTRA_DIST += tests/mpi/hier.sh
+TESTS += tests/mpi/tune.sh
+EXTRA_DIST += tests/mpi/tune.sh
 # tests/gpu/node.sh NPS BUILD_DIR [quick]: gpu_node on a GPU host (device-run.sh part node)
 EXTRA_DIST += tests/gpu/node.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);

@@ -8,6 +8,8 @@
  */
 #include "config.h"
 #include "plan.h"
+#include "tuning.h"
+#include "cudawrap.h"
 #include "env.h"
 #include "global.h"
 #include "log.h"
@@ -283,7 +285,8 @@ void tlmpi_plan_describe(const tlmpi_plan_t *p, char *buf, size_t len)
 
     buf[0] = '\0';
     for (c = 0; c < TLMPI_COLL_COUNT && o < len; c++) {
-        o += (size_t)snprintf(buf + o, len - o, "%s%s:", c ? "; " : "", tlmpi_coll_name(c));
+        o += (size_t)snprintf(buf + o, len - o, "%s%s%s:", c ? "; " : "", tlmpi_coll_name(c),
+                              p->tuned & (1u << c) ? " (tuned)" : "");
         for (i = 0; i < p->table[c].n && o < len; i++) {
             const tlmpi_plan_entry_t *e = &p->table[c].e[i];
 
@@ -361,22 +364,65 @@ static const struct {
     { TLMPI_CAP_NODE, TLMPI_TIER_NODE, "the node tier (tlmpi's intra-node kernels)", "its calls go to the next tier" },
 };
 
-static void current_specs(const char *specs[TLMPI_COLL_COUNT])
+/* The tables a plan is filled from: TLMPI_<COLL>_TIERS, else the tuning file's for this comm's
+ * layout (TLMPI_TUNING_FILE; not for a hier comm's sub comms, whose tiers hier chose). Hashed and
+ * agreed like any setting, so a file that differs between ranks gives every rank the automatic plan. */
+typedef struct {
+    const char *specs[TLMPI_COLL_COUNT];
+    char tuned[TLMPI_COLL_COUNT][TLMPI_TUNING_SPEC_LEN];
+    unsigned tuned_mask;        /* bit per collective whose table came from the file */
+} specs_t;
+
+static void current_specs(const tlmpi_tier_comm_t *tc, specs_t *s)
 {
-    specs[TLMPI_COLL_ALLGATHER] = TLMPI_ENV_S(ALLGATHER_TIERS);
-    specs[TLMPI_COLL_REDUCE_SCATTER_BLOCK] = TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS);
-    specs[TLMPI_COLL_ALLREDUCE] = TLMPI_ENV_S(ALLREDUCE_TIERS);
+    const char *file = TLMPI_ENV_S(TUNING_FILE);
+    int c;
+
+    s->specs[TLMPI_COLL_ALLGATHER] = TLMPI_ENV_S(ALLGATHER_TIERS);
+    s->specs[TLMPI_COLL_REDUCE_SCATTER_BLOCK] = TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS);
+    s->specs[TLMPI_COLL_ALLREDUCE] = TLMPI_ENV_S(ALLREDUCE_TIERS);
+    s->tuned_mask = 0;
+    if (file && *file && !tc->sub) {
+        static int told_missing;
+        char name[128] = "", gpu[128], why[512];
+        tlmpi_tuning_key_t key;
+        int r;
+
+        tlmpi_gpu_name(tc->dev, name, sizeof(name));
+        tlmpi_tuning_gpu_token(name[0] ? name : "none", gpu, sizeof(gpu));
+        key.generation = tlmpi_tuning_generation();
+        key.nodes = tc->nodes;
+        key.ranks_per_node = tc->local_size;
+        key.gpu = gpu;
+        r = tlmpi_tuning_lookup(file, &key, s->tuned, why, sizeof(why));
+        if (r < 0) {
+            tlmpi_warn_once(ENV, "TLMPI_TUNING_FILE: %s; not used", why);
+        } else if (r == 0) {
+            if (!__atomic_exchange_n(&told_missing, 1, __ATOMIC_RELAXED)) {
+                tlmpi_info(ENV, "TLMPI_TUNING_FILE: %s; the defaults decide", why);
+            }
+        } else {
+            for (c = 0; c < TLMPI_COLL_COUNT; c++) {
+                if ((!s->specs[c] || !*s->specs[c]) && s->tuned[c][0]) {
+                    s->specs[c] = s->tuned[c];
+                    s->tuned_mask |= 1u << c;
+                }
+            }
+        }
+    }
 }
 
 /* Fill the tables from the current settings; uniform is the agreement on the settings' hash. */
 static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, int uniform)
 {
-    const char *specs[TLMPI_COLL_COUNT];
+    specs_t sp;
+    const char *const *specs = sp.specs;
     char errs[TLMPI_COLL_COUNT][160];
     unsigned bad;
     int c;
 
-    current_specs(specs);
+    current_specs(tc, &sp);
+    p->tuned = 0;
     if (tc->sub) {
         /* a hier comm's node or rail comm: the tier hier chose for it, no tables */
         bad = tlmpi_plan_fill(p, p->caps, (long)(tc->sub - 1), NULL, errs);
@@ -386,12 +432,14 @@ static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, int uniform)
         bad = tlmpi_plan_fill(p, p->caps, 0, NULL, errs);
     } else {
         bad = tlmpi_plan_fill(p, p->caps, (long)TLMPI_ENV_I(TIER), specs, errs);
+        p->tuned = sp.tuned_mask & ~bad;
     }
     for (c = 0; c < TLMPI_COLL_COUNT; c++) {
         if (bad & (1u << c)) {
             /* the same text on every rank: the settings were agreed uniform */
-            tlmpi_warn_once(ENV, "%s='%s' is invalid (%s); TLMPI_TIER decides for %s", coll_env_name[c], specs[c],
-                            errs[c], tlmpi_coll_name(c));
+            tlmpi_warn_once(ENV, "%s='%s'%s is invalid (%s); TLMPI_TIER decides for %s", coll_env_name[c], specs[c],
+                            sp.tuned_mask & (1u << c) ? " (from TLMPI_TUNING_FILE)" : "", errs[c],
+                            tlmpi_coll_name(c));
         }
     }
     p->gen = __atomic_load_n(&tlmpi_g.config_gen, __ATOMIC_RELAXED);
@@ -448,7 +496,7 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
 
 void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
 {
-    const char *specs[TLMPI_COLL_COUNT];
+    specs_t sp;
     unsigned have = 0, want = 0, agreed, lost;
     uint64_t w[5], h;
     char why_stream[160] = "", why[TLMPI_TIER_COUNT][160];
@@ -470,8 +518,8 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
         have |= tlmpi_tiers[t]->local_caps(tc, &tw, why[t], sizeof(why[t]));
         want |= tw;
     }
-    current_specs(specs);
-    h = tlmpi_plan_settings_hash((long)TLMPI_ENV_I(TIER), specs);
+    current_specs(tc, &sp);
+    h = tlmpi_plan_settings_hash((long)TLMPI_ENV_I(TIER), sp.specs);
     w[0] = ~(uint64_t)have;
     w[1] = want;
     w[2] = h;
@@ -512,11 +560,11 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
 
 void tlmpi_plan_refresh(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
 {
-    const char *specs[TLMPI_COLL_COUNT];
+    specs_t sp;
     uint64_t w[2], h;
 
-    current_specs(specs);
-    h = tlmpi_plan_settings_hash((long)TLMPI_ENV_I(TIER), specs);
+    current_specs(tc, &sp);
+    h = tlmpi_plan_settings_hash((long)TLMPI_ENV_I(TIER), sp.specs);
     w[0] = h;
     w[1] = ~h;
     if (PMPI_Allreduce(MPI_IN_PLACE, w, 2, MPI_UINT64_T, MPI_BOR, tc->comm) != MPI_SUCCESS) {

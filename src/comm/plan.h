@@ -39,6 +39,7 @@ typedef struct tlmpi_plan {
     int n_auto;
     unsigned setup_done;        /* bit per tier: setup ran, successfully or not (never retried) */
     unsigned gen;               /* settings generation the tables were filled from */
+    unsigned tuned;             /* bit per collective whose table came from TLMPI_TUNING_FILE */
 } tlmpi_plan_t;
 
 /* ---- pure parts (no MPI, no CUDA; unit-tested) ---- */

@@ -6,6 +6,8 @@
 #include "cudawrap.h"
 #include "log.h"
 
+#include <stdio.h>
+
 #ifdef HAVE_CUDA
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -175,6 +177,26 @@ int tlmpi_gpu_multicast_supported(int dev)
 #else
     (void)dev;
     return 0;
+#endif
+}
+
+void tlmpi_gpu_name(int dev, char *buf, size_t len)
+{
+    if (!len) {
+        return;
+    }
+    buf[0] = '\0';
+#ifdef HAVE_CUDA
+    {
+        struct cudaDeviceProp pr;
+
+        if (dev >= 0 && cudaGetDeviceProperties(&pr, dev) == cudaSuccess) {
+            snprintf(buf, len, "%s", pr.name);
+        }
+        (void)cudaGetLastError();
+    }
+#else
+    (void)dev;
 #endif
 }
 

@@ -16,6 +16,8 @@ void tlmpi_gpu_versions(int *runtime_p, int *driver_p);
 /* Current device of the calling thread (-1 if none); PCI bus id string of a device. */
 int tlmpi_gpu_current_device(void);
 int tlmpi_gpu_pci_bus_id(int dev, char *buf, int len);
+/* The device's name ("NVIDIA H200"), "" if unknown. */
+void tlmpi_gpu_name(int dev, char *buf, size_t len);
 
 /* Make dev current for the calling thread; *saved_p gets the previous device, or -1 if dev was
  * already current. tlmpi_gpu_restore_device(saved) undoes it (no-op for -1). Return 0 or -1. */

@@ -90,6 +90,15 @@ static void reg_end(void) { __atomic_store_n(&reg_seq, reg_seq + 1, __ATOMIC_REL
 cudaError_t cudaGetDeviceCount(int *n) { *n = ndev(); return cudaSuccess; }
 cudaError_t cudaGetDevice(int *d) { *d = cur_dev; return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { if (d < 0 || d >= ndev()) return last_err = cudaErrorInvalidDevice; cur_dev = d; return cudaSuccess; }
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
+{
+    if (!p || d < 0 || d >= ndev()) return last_err = cudaErrorInvalidDevice;
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "Fake CUDA GPU");
+    p->multiProcessorCount = 4;
+    p->major = 9;
+    return cudaSuccess;
+}
 cudaError_t cudaDeviceGetPCIBusId(char *b, int l, int d) { snprintf(b, l, "0000:00:0%d.0", d); return cudaSuccess; }
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d)
 {

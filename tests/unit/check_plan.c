@@ -12,12 +12,14 @@
 #include "env.h"
 #include "global.h"
 #include "stats.h"
+#include "tuning.h"
 
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define AG TLMPI_COLL_ALLGATHER
 #define RSB TLMPI_COLL_REDUCE_SCATTER_BLOCK
@@ -321,6 +323,62 @@ static const parse_case_t parse_cases[] = {
     { "auto@8", 0, 0, 0, 0 },                  /* a knob needs a named tier */
 };
 #define N_PARSE ((int)(sizeof(parse_cases) / sizeof(parse_cases[0])))
+
+
+/* the tuning file reader (src/comm/tuning.c) on files written here */
+static int tuning_try(const char *text, const char *gpu, int nodes, int rpn, char specs[TLMPI_COLL_COUNT][TLMPI_TUNING_SPEC_LEN],
+                      char *why, size_t len)
+{
+    char path[] = "/tmp/tlmpi-check-tuning-XXXXXX";
+    int fd = mkstemp(path), r;
+    tlmpi_tuning_key_t key = { "tlmpi-test gen", nodes, rpn, gpu };
+
+    ck_assert(fd >= 0);
+    ck_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    r = tlmpi_tuning_lookup(path, &key, specs, why, len);
+    unlink(path);
+    return r;
+}
+
+START_TEST(test_tuning_file)
+{
+    char specs[TLMPI_COLL_COUNT][TLMPI_TUNING_SPEC_LEN], why[512];
+    const char *two = "tlmpi-tuning 1\n# comment\ngeneration tlmpi-test gen\n"
+                      "layout nodes=1 ranks_per_node=4 gpu=NVIDIA_H200\nallreduce node/oneshot@16:256k,node/twoshot\n"
+                      "allgather nccl\n"
+                      "layout nodes=2 ranks_per_node=4 gpu=NVIDIA_H200\nreduce_scatter_block hier\n"
+                      "layout nodes=1 ranks_per_node=4 gpu=NVIDIA_H200\nallreduce staging\n";
+    char gpu[64];
+
+    ck_assert_int_eq(tuning_try(two, "NVIDIA_H200", 1, 4, specs, why, sizeof(why)), 1);
+    ck_assert_str_eq(specs[TLMPI_COLL_ALLREDUCE], "node/oneshot@16:256k,node/twoshot"); /* the first section wins */
+    ck_assert_str_eq(specs[TLMPI_COLL_ALLGATHER], "nccl");
+    ck_assert_str_eq(specs[TLMPI_COLL_REDUCE_SCATTER_BLOCK], "");
+    ck_assert_int_eq(tuning_try(two, "NVIDIA_H200", 2, 4, specs, why, sizeof(why)), 1);
+    ck_assert_str_eq(specs[TLMPI_COLL_REDUCE_SCATTER_BLOCK], "hier");
+    ck_assert_str_eq(specs[TLMPI_COLL_ALLREDUCE], "");
+    /* another layout or GPU: 0, naming what the file has */
+    ck_assert_int_eq(tuning_try(two, "NVIDIA_H100", 1, 4, specs, why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "no section") && strstr(why, "nodes=2 ranks_per_node=4"), "%s", why);
+    ck_assert_int_eq(tuning_try(two, "NVIDIA_H200", 1, 8, specs, why, sizeof(why)), 0);
+    /* another generation, a bad header, a line before the generation, an unknown line: -1 */
+    ck_assert_int_eq(tuning_try("tlmpi-tuning 1\ngeneration other\nlayout nodes=1 ranks_per_node=4 gpu=x\n", "x", 1, 4,
+                                specs, why, sizeof(why)), -1);
+    ck_assert_msg(strstr(why, "measured with 'other'"), "%s", why);
+    ck_assert_int_eq(tuning_try("tlmpi tuning\n", "x", 1, 4, specs, why, sizeof(why)), -1);
+    ck_assert_int_eq(tuning_try("tlmpi-tuning 1\nallreduce nccl\ngeneration tlmpi-test gen\n", "x", 1, 4, specs, why,
+                                sizeof(why)), -1);
+    ck_assert_int_eq(tuning_try("tlmpi-tuning 1\ngeneration tlmpi-test gen\nlayout nodes=1 ranks_per_node=4 gpu=x\n"
+                                "bcast nccl\n", "x", 1, 4, specs, why, sizeof(why)), -1);
+    ck_assert_int_eq(tuning_try("tlmpi-tuning 1\ngeneration tlmpi-test gen\nlayout nodes=one\n", "x", 1, 4, specs, why,
+                                sizeof(why)), -1);
+    ck_assert_int_eq(tuning_try("", "x", 1, 4, specs, why, sizeof(why)), -1); /* no generation */
+    tlmpi_tuning_gpu_token("NVIDIA H200 NVL", gpu, sizeof(gpu));
+    ck_assert_str_eq(gpu, "NVIDIA_H200_NVL");
+    ck_assert_msg(strncmp(tlmpi_tuning_generation(), "tlmpi-", 6) == 0, "%s", tlmpi_tuning_generation());
+}
+END_TEST
 
 START_TEST(test_parse)
 {
@@ -651,6 +709,7 @@ int main(void)
     tcase_add_test(tc, test_algo_stats);
     tcase_add_test(tc, test_agreement);
     tcase_add_test(tc, test_names);
+    tcase_add_test(tc, test_tuning_file);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

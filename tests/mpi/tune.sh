@@ -1,0 +1,55 @@
+#!/bin/sh
+# tune.sh [BUILD_DIR]: tests/mpi/mpi_tune (tools/tlmpi_tune.c linked with the CPU fakes) with 2 ranks
+# on a few small sizes: it must write a tuning file of this library's generation and layout, and a
+# plan built with that file must say "(tuned)" for each collective the file names; a file of
+# another generation must be ignored with one warning per rank, and one without this layout with
+# an info line and no "(tuned)". Exit 77 where mpi_tune is not built.
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${top_srcdir:-$here/../..}
+builddir=${1:-${top_builddir:-.}}
+builddir=$(cd "$builddir" && pwd)
+MPIEXEC=${MPIEXEC:-mpiexec}
+export MPIEXEC
+prog=$builddir/tests/mpi/mpi_tune
+if [ ! -x "$prog" ]; then
+    echo "SKIP: $prog not built (needs CUDA headers at configure time)"
+    exit 77
+fi
+work=$builddir/tests/mpi/work-tune
+rm -rf "$work"
+mkdir -p "$work"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+launch() { timeout -k 10 240 sh "$srcdir/tests/launch.sh" --np 2 --env TLMPI_TIMEOUT=60 "$@"; }
+
+# 1. tune: the file, with this generation and layout
+launch -- "$prog" -o "$work/t.txt" -s 1k,64k -p 2 -t 0.005 -k 0,4 >"$work/tune.log" 2>&1 || bad "tlmpi_tune exited $? ($work/tune.log)"
+grep -q '^tlmpi-tuning 1$' "$work/t.txt" 2>/dev/null || bad "no tuning file header in $work/t.txt"
+grep -q '^generation tlmpi-' "$work/t.txt" 2>/dev/null || bad "no generation line"
+grep -q '^layout nodes=1 ranks_per_node=2 gpu=' "$work/t.txt" 2>/dev/null || bad "no layout line for 1 node x 2"
+grep -q '^| allreduce | 1024 |' "$work/tune.log" || bad "no allreduce row in the tuner's table"
+# 2. a file naming every collective (the tuner's own may keep the defaults: ties): the plan uses it
+{ sed -n '1,/^layout/p' "$work/t.txt"; echo "allreduce staging:4k,nccl"; echo "allgather nccl"; echo "reduce_scatter_block staging"; } >"$work/f.txt"
+launch --env TLMPI_LOG_FILE="$work/f.%r.log" -- "$prog" -c "$work/f.txt" >"$work/f.out" 2>&1 || bad "check run exited $?"
+for c in allgather reduce_scatter_block allreduce; do
+    grep -q "$c (tuned):" "$work/f.out" || bad "the plan does not say '$c (tuned)' ($work/f.out)"
+done
+grep -q 'allreduce (tuned): staging<=4096 nccl' "$work/f.out" || bad "the allreduce table is not the file's"
+# 3. another generation: ignored, one warning per rank
+sed 's/^generation .*/generation tlmpi-0.0.0 other/' "$work/f.txt" >"$work/g.txt"
+launch --env TLMPI_LOG_FILE="$work/g.%r.log" -- "$prog" -c "$work/g.txt" >"$work/g.out" 2>&1 || bad "generation run exited $?"
+grep -q '(tuned)' "$work/g.out" && bad "a file of another generation was used"
+for r in 0 1; do
+    n=$(grep -c 'TLMPI_TUNING_FILE.*measured with' "$work/g.$r.log" 2>/dev/null)
+    [ "$n" = 1 ] || bad "rank $r: $n generation warnings, expected 1"
+done
+# 4. another layout: not used, an info line
+sed 's/^layout nodes=1 ranks_per_node=2/layout nodes=2 ranks_per_node=4/' "$work/f.txt" >"$work/l.txt"
+launch --env TLMPI_LOG_LEVEL=info --env TLMPI_LOG_FILE="$work/l.%r.log" -- "$prog" -c "$work/l.txt" >"$work/l.out" 2>&1 || bad "layout run exited $?"
+grep -q '(tuned)' "$work/l.out" && bad "a file without this layout was used"
+grep -q 'has no section for nodes=1 ranks_per_node=2' "$work/l.0.log" || bad "no info line about the missing layout"
+if [ $fail = 0 ]; then
+    echo "tune: PASS ($(grep -c '^| ' "$work/tune.log") table rows; file: $(grep -v '^#' "$work/t.txt" | wc -l) lines)"
+    exit 0
+fi
+exit 1
