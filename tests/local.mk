@@ -92,12 +92,12 @@ tests_gpu_libtlmpi_guard_la_LIBADD = $(CUDA_LIBS) -ldl
 # MPI_THREAD_MULTIPLE with device buffers on the GPU host (tests/gpu/threads.sh; the same source as
 # tests/mpi/mpi_threads, with the real CUDA runtime and NCCL)
 check_PROGRAMS += tests/gpu/gpu_hier
-tests_gpu_gpu_hier_SOURCES = tests/mpi/mpi_hier.c tests/harness.h
+tests_gpu_gpu_hier_SOURCES = tests/mpi/mpi_hier.c tests/mpi/exact_values.h tests/harness.h
 tests_gpu_gpu_hier_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_hier_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
 tests_gpu_gpu_hier_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 check_PROGRAMS += tests/gpu/gpu_threads
-tests_gpu_gpu_threads_SOURCES = tests/mpi/mpi_threads.c tests/harness.h
+tests_gpu_gpu_threads_SOURCES = tests/mpi/mpi_threads.c tests/mpi/exact_values.h tests/harness.h
 tests_gpu_gpu_threads_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_threads_LDADD = libtlmpi.la $(CUDA_LIBS) -lpthread -lm
 tests_gpu_gpu_threads_LDFLAGS = -no-install $(CUDA_LDFLAGS)
@@ -130,20 +130,20 @@ tests_mpi_mpi_fake_device_LDFLAGS = -no-install
 # MPI_THREAD_MULTIPLE: 4 threads, each on its own dup, device buffers, every tier (tests/mpi/threads.sh
 # runs it with 2 and 4 ranks per mode)
 check_PROGRAMS += tests/mpi/mpi_threads
-tests_mpi_mpi_threads_SOURCES = tests/mpi/mpi_threads.c tests/harness.h
-tests_mpi_mpi_threads_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
+tests_mpi_mpi_threads_SOURCES = tests/mpi/mpi_threads.c tests/mpi/exact_values.h tests/harness.h tests/fakes/fake_env.c
+tests_mpi_mpi_threads_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_threads_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
 tests_mpi_mpi_threads_LDFLAGS = -no-install
 # the hier tier on fake nodes (tests/mpi/hier.sh: 2x2, 3x2, 2x4, 4x2, NCCL rail)
 check_PROGRAMS += tests/mpi/mpi_hier
-tests_mpi_mpi_hier_SOURCES = tests/mpi/mpi_hier.c tests/harness.h
-tests_mpi_mpi_hier_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
+tests_mpi_mpi_hier_SOURCES = tests/mpi/mpi_hier.c tests/mpi/exact_values.h tests/harness.h tests/fakes/fake_env.c
+tests_mpi_mpi_hier_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_hier_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_hier_LDFLAGS = -no-install
 # the autotuner against the CPU fakes (tests/mpi/tune.sh)
 check_PROGRAMS += tests/mpi/mpi_tune
-tests_mpi_mpi_tune_SOURCES = tools/tlmpi_tune.c
-tests_mpi_mpi_tune_CPPFLAGS = $(TEST_CPPFLAGS) -DTLMPI_TEST_FAKE_CUDA=1
+tests_mpi_mpi_tune_SOURCES = tools/tlmpi_tune.c tests/fakes/fake_env.c
+tests_mpi_mpi_tune_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_tune_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_tune_LDFLAGS = -no-install
 # injected faults (TLMPI_FAULT): every rank on one agreed path, exact results (tests/mpi/fault.sh)

@@ -29,7 +29,6 @@
 #include "tlmpi.h"
 
 #include <cuda_runtime_api.h>
-#include <libgen.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -149,19 +148,6 @@ int main(int argc, char **argv)
     struct cudaDeviceProp pr;
     FILE *f = NULL;
 
-#ifdef TLMPI_TEST_FAKE_CUDA
-    {
-        char exe[4096], lib[4200];
-        ssize_t len;
-
-        if (!getenv("TLMPI_NCCL_LIBRARY") && (len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
-            exe[len] = '\0';
-            snprintf(lib, sizeof(lib), "%s/.libs/libfakenccl.so", dirname(exe));
-            setenv("TLMPI_NCCL_LIBRARY", lib, 1);
-        }
-        setenv("FAKE_CUDA_DEVICES", "8", 0);
-    }
-#endif
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);

@@ -26,46 +26,18 @@
 
 #include <cuda_runtime_api.h>
 #include "harness.h"
+#include "exact_values.h"
 
-#include <libgen.h>
 #include <unistd.h>
 
 #define GUARD 16
-enum { C_AR, C_AG, C_RSB, NCOLL };
 static const char *const coll_name[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
 static const tlmpi_coll_t coll_id[NCOLL] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER, TLMPI_COLL_REDUCE_SCATTER_BLOCK };
-enum { T_INT, T_FLOAT, T_DOUBLE, NTYPES };
-static const char *const type_name[NTYPES] = { "int", "float", "double" };
 
 static size_t g_cap;
 static unsigned char *d_s, *d_r, *h_in, *h_out;
 static uint64_t g_seed;
 static long g_cases;
-
-static MPI_Datatype mpi_type(int t) { return t == T_INT ? MPI_INT : t == T_FLOAT ? MPI_FLOAT : MPI_DOUBLE; }
-static size_t type_size(int t) { return t == T_DOUBLE ? 8 : 4; }
-
-static int val(uint64_t ds, int r, size_t i)
-{
-    uint64_t x = ds ^ ((uint64_t)(r + 1) << 44) ^ (uint64_t)i * 0x9E3779B97F4A7C15ULL;
-
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 29;
-    return (int)(x % 9) - 4;
-}
-
-static void put(int t, void *buf, size_t i, double v)
-{
-    if (t == T_INT) ((int *)buf)[i] = (int)v;
-    else if (t == T_FLOAT) ((float *)buf)[i] = (float)v;
-    else ((double *)buf)[i] = v;
-}
-
-static double get(int t, const void *buf, size_t i)
-{
-    return t == T_INT ? ((const int *)buf)[i] : t == T_FLOAT ? ((const float *)buf)[i] : ((const double *)buf)[i];
-}
 
 static long long path_calls(int coll, tlmpi_path_t p)
 {
@@ -112,22 +84,11 @@ static int one(MPI_Comm comm, int coll, int t, int sum, int inplace, size_t coun
     }
     memset(h_out, (unsigned char)~pv, (buf_n + GUARD) * es);
     TST_CUDA(cudaMemcpy(h_out, d_r, (buf_n + GUARD) * es, cudaMemcpyDeviceToHost));
-    for (i = 0; i < out_n; i++) {
-        double want, got = get(t, h_out, i);
+    {
+        double got, want;
 
-        if (coll == C_AG) {
-            want = val(ds, (int)(i / count), i % count);
-        } else {
-            size_t gi = coll == C_RSB ? (size_t)rank * count + i : i;
-
-            want = val(ds, 0, gi);
-            for (int r = 1; r < p; r++) {
-                double x = val(ds, r, gi);
-
-                want = sum ? want + x : x > want ? x : want;
-            }
-        }
-        if (got != want) {
+        i = exact_first_bad(coll, t, sum, ds, rank, p, count, h_out, out_n, &got, &want);
+        if (i < out_n) {
             TST_FAIL("%s: %s %s %s%s count %zu np %d: element %zu = %.17g, expected %g", tag, coll_name[coll],
                      type_name[t], coll == C_AG ? "" : sum ? "sum" : "max", inplace ? " in place" : "", count, p, i,
                      got, want);
@@ -166,19 +127,6 @@ int main(int argc, char **argv)
     MPI_Comm dup, rev, half;
     tst_rng_t g;
 
-#ifdef TLMPI_TEST_FAKE_CUDA
-    {
-        char exe[4096], lib[4200];
-        ssize_t len;
-
-        if (!getenv("TLMPI_NCCL_LIBRARY") && (len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
-            exe[len] = '\0';
-            snprintf(lib, sizeof(lib), "%s/.libs/libfakenccl.so", dirname(exe));
-            setenv("TLMPI_NCCL_LIBRARY", lib, 1);
-        }
-        setenv("FAKE_CUDA_DEVICES", "8", 0);
-    }
-#endif
     tst_init("mpi_hier", &argc, &argv);
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
         (void)cudaGetLastError();

@@ -20,7 +20,7 @@
  *
  * Built twice from this file (tests/local.mk): tests/mpi/mpi_threads with the CPU stand-ins of
  * tests/fakes (the fake CUDA runtime linked in, the fake NCCL dlopen'ed by tlmpi from this
- * program's .libs unless TLMPI_NCCL_LIBRARY says otherwise; TLMPI_TEST_FAKE_CUDA is defined), and
+ * program's .libs unless TLMPI_NCCL_LIBRARY says otherwise: tests/fakes/fake_env.c), and
  * tests/gpu/gpu_threads with the real CUDA runtime and NCCL. Run by tests/mpi/threads.sh and
  * tests/gpu/threads.sh. Exit 77 where the MPI gives less than MPI_THREAD_MULTIPLE.
  */
@@ -29,24 +29,20 @@
 
 #include <cuda_runtime_api.h>
 #include "harness.h"
+#include "exact_values.h"
 
-#include <libgen.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #define NTHREADS 4
 #define MAXCOUNT 65536
 #define GUARD 16 /* elements after the output that must keep their poison */
-#define NCOLL 3
 
-enum { C_AR, C_AG, C_RSB };
 static const char *const coll_name[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
 static const tlmpi_coll_t coll_id[NCOLL] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER,
                                              TLMPI_COLL_REDUCE_SCATTER_BLOCK };
 static const char *const table_env[NCOLL] = { "TLMPI_ALLREDUCE_TIERS", "TLMPI_ALLGATHER_TIERS",
                                               "TLMPI_REDUCE_SCATTER_BLOCK_TIERS" };
-enum { T_INT, T_FLOAT, T_DOUBLE, NTYPES };
-static const char *const type_name[NTYPES] = { "int", "float", "double" };
 
 typedef struct {
     int id;
@@ -62,32 +58,6 @@ typedef struct {
 
 static int g_size;
 static uint64_t g_seed;
-
-static MPI_Datatype mpi_type(int t) { return t == T_INT ? MPI_INT : t == T_FLOAT ? MPI_FLOAT : MPI_DOUBLE; }
-static size_t type_size(int t) { return t == T_DOUBLE ? 8 : 4; }
-
-/* input of rank r, element i, of the call with data seed ds: an integer in [-4, 4] */
-static int val(uint64_t ds, int r, size_t i)
-{
-    uint64_t x = ds ^ ((uint64_t)(r + 1) << 44) ^ (uint64_t)i * 0x9E3779B97F4A7C15ULL;
-
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 29;
-    return (int)(x % 9) - 4;
-}
-
-static void put(int t, void *buf, size_t i, double v)
-{
-    if (t == T_INT) ((int *)buf)[i] = (int)v;
-    else if (t == T_FLOAT) ((float *)buf)[i] = (float)v;
-    else ((double *)buf)[i] = v;
-}
-
-static double get(int t, const void *buf, size_t i)
-{
-    return t == T_INT ? ((const int *)buf)[i] : t == T_FLOAT ? ((const float *)buf)[i] : ((const double *)buf)[i];
-}
 
 /* the poisoned bytes as the type would read them (compared bytewise) */
 static int is_poison(const unsigned char *p, size_t n, unsigned char v)
@@ -168,25 +138,13 @@ static void *worker(void *arg)
         }
         memset(h_out, (unsigned char)~pv, (buf_n + GUARD) * es);
         TST_CUDA(cudaMemcpy(h_out, d_r, (buf_n + GUARD) * es, cudaMemcpyDeviceToHost));
-        for (i = 0; i < out_n; i++) {
-            double want, got = get(t, h_out, i);
+        {
+            double got, want;
 
-            if (coll == C_AG) {
-                want = val(ds, (int)(i / count), i % count);
-            } else {
-                size_t gi = coll == C_RSB ? (size_t)rank * count + i : i;
-
-                want = val(ds, 0, gi);
-                for (int r = 1; r < p; r++) {
-                    double x = val(ds, r, gi);
-
-                    want = sum ? want + x : x > want ? x : want;
-                }
-            }
-            if (got != want) {
+            i = exact_first_bad(coll, t, sum, ds, rank, p, count, h_out, out_n, &got, &want);
+            if (i < out_n) {
                 w->fails++;
                 TST_FAIL("%s: element %zu = %.17g, expected %g", what, i, got, want);
-                break;
             }
         }
         rc = is_poison(h_out + buf_n * es, GUARD * es, pv);
@@ -217,21 +175,6 @@ int main(int argc, char **argv)
     long iters = it_env && *it_env ? atol(it_env) : 200;
     double t0;
 
-#ifdef TLMPI_TEST_FAKE_CUDA
-    {
-        char exe[4096], lib[4200];
-        ssize_t len;
-
-        /* the fake NCCL next to this program (libtool puts the module in .libs) */
-        if (!getenv("TLMPI_NCCL_LIBRARY") && (len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
-            exe[len] = '\0';
-            snprintf(lib, sizeof(lib), "%s/.libs/libfakenccl.so", dirname(exe));
-            setenv("TLMPI_NCCL_LIBRARY", lib, 1);
-        }
-        /* a fake GPU per rank (distinct bus ids: auto may then pick NCCL), set before any thread */
-        setenv("FAKE_CUDA_DEVICES", "8", 0);
-    }
-#endif
     if (!tier || !*tier) tier = "auto";
     provided = tst_init_thread("mpi_threads", &argc, &argv, MPI_THREAD_MULTIPLE);
     if (provided < MPI_THREAD_MULTIPLE) return tst_skip("the MPI provides no MPI_THREAD_MULTIPLE");
