@@ -525,6 +525,9 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     w[2] = h;
     w[3] = ~h;
     w[4] = tc->shared_gpu ? TLMPI_CAP_SHARED_GPU : 0;
+    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE && __atomic_load_n(&tlmpi_device_waiting_calls, __ATOMIC_RELAXED)) {
+        w[4] |= TLMPI_CAP_CONCURRENT; /* another thread's collective waits on the GPU right now */
+    }
     if (PMPI_Allreduce(MPI_IN_PLACE, w, 5, MPI_UINT64_T, MPI_BOR, tc->comm) != MPI_SUCCESS) {
         w[0] = ~(uint64_t)0; /* no capability: staging, which needs none of them */
         w[1] = 0;
@@ -534,6 +537,11 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     uniform = tlmpi_plan_hashes_agree(w[2], w[3]);
     p->caps = agreed | (unsigned)w[4];
     tc->caps = p->caps;
+    if (p->caps & TLMPI_CAP_CONCURRENT) {
+        tlmpi_info(COMM, "communicator #%u: built while another thread's collective ran on a tier whose GPU kernels "
+                   "wait for their peers (on some rank): auto leaves node, nccl and hier out for it (such kernels "
+                   "can deadlock when they run at the same time)", tc->id);
+    }
     lost = (unsigned)w[1] & ~agreed;
     for (i = 0; i < (int)(sizeof(cap_text) / sizeof(cap_text[0])); i++) {
         const char *here = cap_text[i].tier < 0 ? why_stream : why[cap_text[i].tier];

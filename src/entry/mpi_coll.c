@@ -78,12 +78,11 @@ static void verify_uniform(const tlmpi_call_t *c, int value, const char *what)
  * can hold up the other communicator's kernel or the application's legacy-stream work queued behind
  * it on the same hardware work queue (seen on one H200 under MPS, 2 and 4 ranks x 4 threads, within
  * the first calls; CUDA_DEVICE_MAX_CONNECTIONS=1 made it immediate). NCCL documents the same for
- * its own communicators. The first time this process sees it: one warning. */
-static unsigned device_waiting_calls;
-
+ * its own communicators. The first time this process sees it: one warning. A plan built while such
+ * a call runs leaves those tiers out of auto (TLMPI_CAP_CONCURRENT, plan.c). */
 static void concurrent_check(const tlmpi_comm_t *tc, const tlmpi_tier_t *tier)
 {
-    if (__atomic_fetch_add(&device_waiting_calls, 1, __ATOMIC_RELAXED) > 0) {
+    if (__atomic_fetch_add(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED) > 0) {
         tlmpi_warn_once(COLL, "MPI_THREAD_MULTIPLE: communicator #%u starts a collective on tier %s while another "
                         "thread's collective on another communicator runs on a tier whose GPU kernels also wait "
                         "for their peers; such kernels can deadlock the GPU when they run at the same time (a "
@@ -155,7 +154,7 @@ static int coll_slow(tlmpi_call_t *c)
     }
     tc->tier.busy = 0;
     if (TLMPI_UNLIKELY(waiting)) {
-        __atomic_sub_fetch(&device_waiting_calls, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED);
     }
     if (TLMPI_LIKELY(st == TLMPI_OK)) {
         tlmpi_stat_add(c->coll, tier->label, c->msg_bytes);

@@ -61,8 +61,11 @@ enum {
     TLMPI_CAP_NODE = 1u << 7,           /* the node tier's transport exists on every rank */
     TLMPI_CAP_NODE_SLOW = 1u << 8,      /* (OR, agreed by the node tier's setup) its barriers cost
                                            milliseconds: ranks time-slice a GPU without MPS */
-    TLMPI_CAP_HIER = 1u << 9            /* the comm spans 2+ nodes of 2+ ranks each, ranks numbered node
+    TLMPI_CAP_HIER = 1u << 9,           /* the comm spans 2+ nodes of 2+ ranks each, ranks numbered node
                                            by node (rank = node * ranks per node + local rank) */
+    TLMPI_CAP_CONCURRENT = 1u << 10     /* (OR) under MPI_THREAD_MULTIPLE, some rank built the plan while
+                                           another communicator's collective of its process ran on a tier
+                                           whose kernels wait for peers: auto leaves those tiers out */
 };
 
 /* What a tier sees of a communicator (embedded in comm.c's state). */
@@ -121,6 +124,10 @@ typedef struct tlmpi_tier {
 extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_node, tlmpi_tier_nccl, tlmpi_tier_hier, tlmpi_tier_mpi,
     tlmpi_tier_staging;
 extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
+
+/* Calls of this process now running on a tier with device_waits (kept under MPI_THREAD_MULTIPLE
+ * only, by the dispatcher; read by the plan build). */
+extern unsigned tlmpi_device_waiting_calls;
 
 /* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */
 int tlmpi_tier_by_name(const char *name, size_t len);

@@ -380,6 +380,30 @@ START_TEST(test_tuning_file)
 }
 END_TEST
 
+/* a plan built while another thread's collective waited on the GPU: auto leaves node, nccl, hier out */
+START_TEST(test_concurrent_auto)
+{
+    char errs[TLMPI_COLL_COUNT][160];
+    tlmpi_plan_t p;
+    tlmpi_call_t c = mkcall(TLMPI_COLL_ALLREDUCE, TLMPI_DT_F32, TLMPI_OP_SUM, 1, MK_DEV_DEV, 4096);
+    int algo, t;
+
+    memset(&p, 0, sizeof(p));
+    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL, 0, NULL, errs);
+    t = tlmpi_plan_select(&p, &c, &algo);
+#ifdef HAVE_CUDA
+    ck_assert_int_eq(t, T_NODE);
+#else
+    ck_assert_int_eq(t, T_NCCL);
+#endif
+    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL | TLMPI_CAP_CONCURRENT, 0, NULL, errs);
+    ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_STG);
+    /* a named tier is still the user's choice */
+    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL | TLMPI_CAP_CONCURRENT, 1 /* TLMPI_TIER=nccl */, NULL, errs);
+    ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_NCCL);
+}
+END_TEST
+
 START_TEST(test_parse)
 {
     const parse_case_t *k = &parse_cases[_i];
@@ -710,6 +734,7 @@ int main(void)
     tcase_add_test(tc, test_agreement);
     tcase_add_test(tc, test_names);
     tcase_add_test(tc, test_tuning_file);
+    tcase_add_test(tc, test_concurrent_auto);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
