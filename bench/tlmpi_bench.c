@@ -61,10 +61,11 @@ typedef enum { DT_FLOAT, DT_DOUBLE, DT_INT, DT_BF16, DT_F16, DT_CHAR, DT_COUNT }
 static const char *const dt_names[DT_COUNT] = {"float", "double", "int", "bf16", "f16", "char"};
 static const int dt_sizes[DT_COUNT] = {4, 8, 4, 2, 2, 1};
 
-/* node and hier (forced tiers) are measured only when -M names them */
-typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_COUNT } bench_mode_t;
+/* node and hier (forced tiers) and tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE; every
+ * other mode runs without one) are measured only when -M names them */
+typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_TUNED, MODE_COUNT } bench_mode_t;
 #define MODE_DEFAULT_COUNT (MODE_RAW_NCCL + 1)
-static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier"};
+static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier", "tuned"};
 
 static const tlmpi_coll_t coll_ids[3] = {TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER,
                                          TLMPI_COLL_REDUCE_SCATTER_BLOCK};
@@ -840,7 +841,21 @@ static int set_tier(int mode)
     if (mode == MODE_RAW_NCCL) {
         return 1;
     }
-    s = tlmpi_config_set("TIER", mode_names[mode]);
+    if (mode == MODE_TUNED) {
+        const char *f = getenv("TLMPI_BENCH_TUNING_FILE");
+
+        if (!f || !*f || tlmpi_config_set("TUNING_FILE", f) != TLMPI_OK) {
+            if (g_rank == 0) {
+                fprintf(stderr, "tlmpi_bench: mode tuned needs TLMPI_BENCH_TUNING_FILE (a tlmpi_tune file); mode skipped\n");
+            }
+            return 0;
+        }
+        s = tlmpi_config_set("TIER", "auto");
+    } else {
+        /* the tuning file only in mode tuned: TLMPI_TUNING_FILE in the environment is set aside */
+        s = tlmpi_config_set("TUNING_FILE", "");
+        s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode_names[mode]) : s;
+    }
     if (s != TLMPI_OK) {
         if (g_rank == 0) {
             fprintf(stderr, "tlmpi_bench: tlmpi_config_set(TIER, %s): %s; mode skipped\n", mode_names[mode],
@@ -1128,7 +1143,8 @@ static void usage(void)
            "  -s LIST    explicit sizes, e.g. 8,64k,1m,64m,256m (overrides -m)\n"
            "             sizes are NCCL's S: the full vector (allreduce), sendcount*n*elem (allgather),\n"
            "             recvcount*n*elem (reduce_scatter); rounded down to whole elements per rank\n"
-           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier\n"
+           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier,\n"
+           "             tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE)\n"
            "  -T TYPE    float|double|int|bf16|f16|char (default float)\n"
            "  -i N       timed iterations per measurement (default 0 = enough for -w seconds, 5..1000)\n"
            "  -x N       warm-up calls (default 20 up to 1 MiB, 5 above)\n"

@@ -209,8 +209,8 @@ int tlmpi_env_load(tlmpi_env_lookup_fn lookup, char **environ_p)
         for (i = 0; i < TLMPI_ENV_COUNT && !known; i++) {
             known = strlen(tlmpi_env_desc[i].name) == n && !strncmp(e + 6, tlmpi_env_desc[i].name, n);
         }
-        /* test-only variables of the test suite itself are not ours to judge */
-        if (!known && strncmp(e, "TLMPI_TEST_", 11)) {
+        /* the test suite's and the benchmarks' own variables are not ours to judge */
+        if (!known && strncmp(e, "TLMPI_TEST_", 11) && strncmp(e, "TLMPI_BENCH_", 12)) {
             tlmpi_warn(ENV, "unknown variable %.*s (see tlmpi_info for the list)", (int)(eq - e), e);
             bad++;
         }

@@ -12,6 +12,12 @@
 #             "2 3 4 8") ranks on the GPU under an MPS daemon of the job at level NODE_LEVEL (full),
 #             then NODE_NOMPS_NPS (2) ranks without MPS at level quick; NODE_DEVCOMM=1 adds the
 #             1-rank devcomm runs    -> node-summary.md, node-logs.tar.gz
+#   hier      the hier tier on fake nodes (tests/mpi/hier.sh with gpu_hier) under MPS: HIER_LAYOUTS
+#             (default: 4x2, 6x2, 8x4, 8x2 with the ipc rail, the same with the NCCL rail), steps
+#             required on the node tier (and NCCL where the rail is) -> hier.txt, hier-logs.tar.gz
+#   tune      tools/tlmpi_tune under MPS with TUNE_NPS (2 4) ranks (TUNE_SIZES, TUNE_PASSES), then one
+#             bench run per rank count with modes auto,tuned,staging,raw-nccl (tuned: the file just
+#             written), round-robin repetitions -> tune-npN.txt (file and table), tune-bench.csv
 #   nodebench the node tier's benchmark (bench/node-bench.sh: floor, 8 B latency, sweep node vs
 #             staging, HBM efficiency) under MPS, NODEBENCH_NPS (2 4 8) -> nodebench.md,
 #             nodebench.csv, nodebench-logs.tar.gz
@@ -120,6 +126,39 @@ if want node; then
     cp "$nout/summary.md" "$final/node-summary.md"
     tar czf "$final/node-logs.tar.gz" -C /tmp tlmpi-node-out 2>/dev/null
     grep -E '^node|^MPS|^node part|FAIL' "$nout/summary.md" | head -40
+fi
+if want hier; then
+    b=$(build_dir)
+    hout=/tmp/tlmpi-hier-out
+    rm -rf "$hout"
+    mkdir -p "$hout"
+    for rail in ipc nccl; do
+        lays=${HIER_LAYOUTS:-4x2:RAIL 6x2:RAIL 8x4:RAIL 8x2:RAIL}
+        steps=node
+        [ $rail = nccl ] && steps=node,nccl
+        OUT=$hout/$rail HIER_EXPECT_STEPS=$steps HIER_PROG=$b/tests/gpu/gpu_hier HIER_MPIRUN=$here/mpirun.sh \
+            HIER_LAYOUTS=$(echo "$lays" | sed "s/RAIL/$rail/g") TLMPI_TEST_ITERS=${TLMPI_TEST_ITERS:-1000} \
+            sh "$here/mps.sh" sh "$root/tests/mpi/hier.sh" "$b" >>"$final/hier.txt" 2>&1 || rc=1
+    done
+    tar czf "$final/hier-logs.tar.gz" -C /tmp tlmpi-hier-out 2>/dev/null
+    cat "$final/hier.txt"
+fi
+if want tune; then
+    b=$(build_dir)
+    tout=/tmp/tlmpi-tune-out
+    rm -rf "$tout"
+    mkdir -p "$tout"
+    for np in ${TUNE_NPS:-2 4}; do
+        f=$tout/tuning-np$np.txt
+        TLMPI_TIMEOUT=120 sh "$here/mps.sh" sh "$here/mpirun.sh" "$np" "$b/tools/tlmpi_tune" -o "$f" \
+            -s "${TUNE_SIZES:-8,1k,16k,64k,256k,1m,4m,16m,64m}" -p "${TUNE_PASSES:-3}" >"$tout/tune-np$np.log" 2>&1 || rc=1
+        { cat "$tout/tune-np$np.log"; echo; cat "$f" 2>/dev/null; } >"$final/tune-np$np.txt"
+        OUT=$tout/bench-np$np NPS=$np MODES=auto,tuned,staging,raw-nccl TLMPI_BENCH_TUNING_FILE=$f \
+            SIZES=${TUNE_BENCH_SIZES:-8,64k,1m,16m,64m} REPS=${TUNE_REPS:-5} TARGET_S=0.05 \
+            sh "$here/mps.sh" bash "$root/bench/run-gpu.sh" "$b" >"$tout/bench-np$np.log" 2>&1 || rc=1
+        cat "$tout/bench-np$np/results.csv" >>"$final/tune-bench.csv" 2>/dev/null
+    done
+    tail -30 "$final"/tune-np*.txt
 fi
 if want nodebench; then
     b=$(build_dir)

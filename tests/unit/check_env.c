@@ -197,6 +197,7 @@ START_TEST(test_load_and_unknown)
         "TLMPI_ENABLEX=1",      /* prefix of a known name plus more: unknown */
         "TLMPI_TIER=staging",   /* known */
         "TLMPI_TEST_NP=4",      /* the test suite's own: ignored */
+        "TLMPI_BENCH_TUNING_FILE=x", /* the benchmarks' own: ignored */
         "TLMPI_NOEQUALS",       /* no '=': not a variable assignment */
         "PATH=/usr/bin",
         "XTLMPI_TIER=1",
