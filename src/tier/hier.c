@@ -170,21 +170,26 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         /* 2: rail allgather of the chunks, in place */
         return tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLGATHER, MPI_IN_PLACE, rb, c->count * L, mpi_rc_p);
     }
-    /* the reductions stage through scratch on the comm's device */
+    /* the reductions stage through scratch on the comm's device; it grows at the same calls on
+     * every rank (the sizes are uniform), and a growth is agreed: where any rank could not allocate,
+     * every rank declines before any data moved (the call is staged) */
     {
         size_t need = c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? (size_t)L * b : c->in_bytes / (size_t)L;
-        int e;
 
-        if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
-            return TLMPI_ERR_UNSUPPORTED;
-        }
-        e = tlmpi_gpu_scratch_reserve(&hc->scratch, &hc->scratch_bytes, need ? need : 1);
-        tlmpi_gpu_restore_device(saved);
-        if (e != 0) {
-            /* the same size on every rank, but the allocation is local: this is an error, not a
-             * decline (the peers may have started) */
-            tlmpi_warn(COLL, "%s on tier hier: cannot allocate %zu bytes of scratch", tlmpi_coll_name(c->coll), need);
-            return TLMPI_ERR_NO_MEMORY;
+        need = need ? need : 1;
+        if (need > hc->scratch_bytes || !hc->scratch) {
+            int ok = 0, all = 0;
+
+            if (tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
+                ok = tlmpi_gpu_scratch_reserve(&hc->scratch, &hc->scratch_bytes, need) == 0;
+                tlmpi_gpu_restore_device(saved);
+            }
+            if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !all) {
+                tlmpi_warn_once(COLL, "%s on tier hier: %zu bytes of scratch could not be allocated on some rank "
+                                "(here: %s); such calls are staged", tlmpi_coll_name(c->coll), need,
+                                ok ? "allocated" : "failed");
+                return TLMPI_ERR_UNSUPPORTED;
+            }
         }
     }
     if (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
