@@ -12,8 +12,12 @@
  *   reduce_scatter_block (b)  rail reduce-scatter of the N chunks of L blocks (node n's chunk to the
  *                             rail rank on node n), into scratch: the sum over nodes of this node's
  *                             L blocks; then a node reduce-scatter of that into the own block
- *   allreduce (count % L = 0) node reduce-scatter into a scratch slice of count/L elements, a rail
- *                             allreduce of the slice in place, a node allgather into the output
+ *   allreduce, 2d             (count % L = 0) node reduce-scatter into a scratch slice of count/L
+ *                             elements, a rail allreduce of the slice in place, a node allgather
+ *                             into the output
+ *   allreduce, oneshot        (small messages, up to TLMPI_HIER_ONESHOT_MAX, and counts L does not
+ *                             divide) node allreduce into the output, then a rail allreduce of it in
+ *                             place: two steps, each of the whole vector
  *
  * Each step is a complete blocking collective (its tier waits for its GPU work before the next step
  * starts): the order between steps is the host's, not yet the streams'. Cross-node traffic per
@@ -29,6 +33,7 @@
 #include "global.h"
 #include "log.h"
 #include "plan.h"
+#include "stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +42,34 @@
 #include <cuda_runtime_api.h>
 #endif
 
-static const char *const hier_algos[] = { "2d" };
+enum { H_AUTO, H_2D, H_ONESHOT, H_COUNT };
+static const char *const hier_algos[H_COUNT] = { "auto", "2d", "oneshot" };
+
+/* The algorithm a call runs (never H_AUTO), from rank-uniform inputs only. */
+static int hier_algo(const tlmpi_call_t *c, int algo, int L)
+{
+    if (c->coll != TLMPI_COLL_ALLREDUCE) {
+        return H_2D;
+    }
+    if (c->count % L != 0) {
+        return H_ONESHOT; /* 2d needs equal slices */
+    }
+    if (algo == H_2D || algo == H_ONESHOT) {
+        return algo;
+    }
+    return c->msg_bytes <= (size_t)TLMPI_ENV_I(HIER_ONESHOT_MAX) ? H_ONESHOT : H_2D;
+}
+
+static void hier_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t len)
+{
+    if (coll != TLMPI_COLL_ALLREDUCE) {
+        snprintf(buf, len, "2d");
+    } else if (algo == H_2D || algo == H_ONESHOT) {
+        snprintf(buf, len, "%s", hier_algos[algo]);
+    } else {
+        snprintf(buf, len, "auto(oneshot<=%lld,2d)", (long long)TLMPI_ENV_I(HIER_ONESHOT_MAX));
+    }
+}
 
 /* TLMPI_HIER_RAIL {auto,nccl,staging,ipc} -> the TLMPI_TIER value of the rail comm's plan (ipc: the
  * node tier's kernels between the rail's ranks, which must share one host: the emulated rail) */
@@ -67,8 +99,7 @@ static int hier_supports(const tlmpi_call_t *c, unsigned caps)
         !c->contiguous || !tlmpi_call_all_device(c) || c->local_size < 2) {
         return 0;
     }
-    /* allreduce: the node reduce-scatter needs equal slices */
-    return c->coll != TLMPI_COLL_ALLREDUCE || c->count % c->local_size == 0;
+    return 1; /* allreduce counts the ranks per node do not divide run one-shot */
 }
 
 static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len);
@@ -152,11 +183,22 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     const size_t b = c->msg_bytes, es = (size_t)c->dt_size;
     char *rb = c->rbuf;
     tlmpi_status_t st;
-    int saved = -1;
+    int saved = -1, a = hier_algo(c, TLMPI_ALGO_INDEX(algo), L);
 
-    (void)algo;
     if (!hc) {
         return TLMPI_ERR_UNSUPPORTED;
+    }
+    if (a == H_ONESHOT) {
+        /* allreduce: node allreduce into the output, then the rail allreduce of it in place */
+        st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLREDUCE, c->in_place ? MPI_IN_PLACE : c->sbuf, rb, c->count,
+                                mpi_rc_p);
+        if (st == TLMPI_OK) {
+            st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLREDUCE, MPI_IN_PLACE, rb, c->count, mpi_rc_p);
+        }
+        if (st == TLMPI_OK) {
+            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
+        }
+        return st;
     }
     if (c->coll == TLMPI_COLL_ALLGATHER) {
         /* 1: node allgather into this node's chunk (in place when the own block is already there) */
@@ -168,7 +210,11 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
             return st;
         }
         /* 2: rail allgather of the chunks, in place */
-        return tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLGATHER, MPI_IN_PLACE, rb, c->count * L, mpi_rc_p);
+        st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLGATHER, MPI_IN_PLACE, rb, c->count * L, mpi_rc_p);
+        if (st == TLMPI_OK) {
+            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
+        }
+        return st;
     }
     /* the reductions stage through scratch on the comm's device; it grows at the same calls on
      * every rank (the sizes are uniform), and a growth is agreed: where any rank could not allocate,
@@ -199,7 +245,11 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         if (st != TLMPI_OK) {
             return st;
         }
-        return tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, hc->scratch, rb, c->count, mpi_rc_p);
+        st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, hc->scratch, rb, c->count, mpi_rc_p);
+        if (st == TLMPI_OK) {
+            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
+        }
+        return st;
     }
     /* allreduce: node reduce-scatter of slices, rail allreduce of the own slice, node allgather */
     {
@@ -213,6 +263,9 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         if (st == TLMPI_OK) {
             st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLGATHER, hc->scratch, rb, k, mpi_rc_p);
         }
+        if (st == TLMPI_OK) {
+            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
+        }
         return st;
     }
 }
@@ -221,7 +274,8 @@ const tlmpi_tier_t tlmpi_tier_hier = {
     .name = "hier",
     .label = TLMPI_PATH_HIER,
     .algos = hier_algos,
-    .n_algos = 1,
+    .n_algos = H_COUNT,
+    .describe_algo = hier_describe_algo,
     .cap = TLMPI_CAP_HIER,
     .auto_unless = TLMPI_CAP_HIER, /* not in auto until measured against the flat tiers: TLMPI_TIER=hier
                                       or a table names it */

@@ -8,8 +8,8 @@
  * order), the receive buffer poisoned with a byte that changes per case and a guard after it that
  * must keep its poison:
  *  - matrix: allreduce / allgather / reduce_scatter_block x int, float, double x sum, max x in
- *    place or not x counts 1, 7, L*3, 4097, L*1031, 65536 + L (allreduce counts that L does not
- *    divide fall back to staging: also checked);
+ *    place or not x counts 1, 7, L*3, 4097, L*1031, 65536 + L (allreduce: one-shot up to
+ *    TLMPI_HIER_ONESHOT_MAX and where L does not divide the count, 2d above);
  *  - sub-communicators: a dup (hier again), the world with its ranks interleaved across the nodes
  *    (not numbered node by node: the flat tiers serve it), even/odd halves (one rank per node
  *    when L = 2: flat);
@@ -199,7 +199,7 @@ int main(int argc, char **argv)
         int sum = coll == C_AG ? 1 : (int)(tst_rand_r(&g) % 2), ip = (int)(tst_rand_r(&g) % 2);
         size_t count = 1 + (size_t)(tst_rand_r(&g) % 20000);
 
-        if (tst_rand_r(&g) % 2) count = (count + L - 1) / L * L; /* allreduce: hier, else staging */
+        if (tst_rand_r(&g) % 2) count = (count + L - 1) / L * L; /* allreduce: 2d possible, else one-shot */
         one(it % 2 ? dup : MPI_COMM_WORLD, coll, t, sum, ip, count, "b2b");
     }
     MPI_Comm_free(&half);
