@@ -240,8 +240,15 @@ int main(int argc, char **argv)
         }
         snprintf(cands[nc].spec, sizeof(cands[nc].spec), "nccl");
         cands[nc++].path = TLMPI_PATH_NCCL;
-        snprintf(cands[nc].spec, sizeof(cands[nc].spec), "hier");
-        cands[nc++].path = TLMPI_PATH_HIER;
+        if (coll == C_AR) {
+            snprintf(cands[nc].spec, sizeof(cands[nc].spec), "hier/oneshot");
+            cands[nc++].path = TLMPI_PATH_HIER;
+            snprintf(cands[nc].spec, sizeof(cands[nc].spec), "hier/2d");
+            cands[nc++].path = TLMPI_PATH_HIER;
+        } else {
+            snprintf(cands[nc].spec, sizeof(cands[nc].spec), "hier");
+            cands[nc++].path = TLMPI_PATH_HIER;
+        }
         snprintf(cands[nc].spec, sizeof(cands[nc].spec), "staging");
         cands[nc++].path = TLMPI_PATH_STAGING;
         for (int si = 0; si < ns; si++) {
