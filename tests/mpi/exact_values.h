@@ -76,4 +76,33 @@ static inline size_t exact_first_bad(int coll, int t, int sum, uint64_t ds, int 
     return n;
 }
 
+/* One call of coll on comm (rank of p) with this rank's fresh inputs (seed ds) from host buffer
+ * h_in into device buffers d_s / d_r: the receive buffer and guard elements after it poisoned
+ * with pv first, the input placed in d_r (in place: allgather at the own block) or d_s. Needs
+ * tests/harness.h and the CUDA runtime before this header. Returns the MPI return code. */
+static inline int exact_run(MPI_Comm comm, int coll, int t, MPI_Op op, int inplace, size_t count, int rank, int p,
+                            uint64_t ds, unsigned char pv, size_t guard, void *h_in, unsigned char *d_s,
+                            unsigned char *d_r)
+{
+    size_t es = type_size(t), in_n = coll == C_RSB ? count * (size_t)p : count;
+    size_t out_n = coll == C_AG ? count * (size_t)p : count, buf_n = inplace && in_n > out_n ? in_n : out_n;
+    const void *sbuf = d_s;
+
+    for (size_t i = 0; i < in_n; i++) put(t, h_in, i, val(ds, rank, i));
+    TST_CUDA(cudaMemset(d_r, pv, (buf_n + guard) * es));
+    if (inplace) {
+        size_t off = coll == C_AG ? (size_t)rank * count * es : 0;
+
+        TST_CUDA(cudaMemcpy(d_r + off, h_in, in_n * es, cudaMemcpyHostToDevice));
+        sbuf = MPI_IN_PLACE;
+    } else {
+        TST_CUDA(cudaMemcpy(d_s, h_in, in_n * es, cudaMemcpyHostToDevice));
+    }
+    switch (coll) {
+    case C_AR: return MPI_Allreduce(sbuf, d_r, (int)count, mpi_type(t), op, comm);
+    case C_AG: return MPI_Allgather(sbuf, (int)count, mpi_type(t), d_r, (int)count, mpi_type(t), comm);
+    default: return MPI_Reduce_scatter_block(sbuf, d_r, (int)count, mpi_type(t), op, comm);
+    }
+}
+
 #endif

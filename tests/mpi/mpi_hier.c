@@ -50,11 +50,10 @@ static long long path_calls(int coll, tlmpi_path_t p)
 static int one(MPI_Comm comm, int coll, int t, int sum, int inplace, size_t count, const char *tag)
 {
     int rank, p, rc;
-    size_t es = type_size(t), in_n, out_n, buf_n, i, off = 0;
+    size_t es = type_size(t), in_n, out_n, buf_n, i;
     uint64_t ds = g_seed ^ (uint64_t)++g_cases * 0x94D049BB133111EBULL;
     unsigned char pv = (unsigned char)(0xA0 | (g_cases & 0xF));
     MPI_Op op = sum ? MPI_SUM : MPI_MAX;
-    const void *sbuf;
 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &p);
@@ -62,21 +61,7 @@ static int one(MPI_Comm comm, int coll, int t, int sum, int inplace, size_t coun
     out_n = coll == C_AG ? count * (size_t)p : count;
     buf_n = inplace && in_n > out_n ? in_n : out_n;
     if ((buf_n + GUARD) * es > g_cap) return 0;
-    for (i = 0; i < in_n; i++) put(t, h_in, i, val(ds, rank, i));
-    TST_CUDA(cudaMemset(d_r, pv, (buf_n + GUARD) * es));
-    if (inplace) {
-        off = coll == C_AG ? (size_t)rank * count * es : 0;
-        TST_CUDA(cudaMemcpy(d_r + off, h_in, in_n * es, cudaMemcpyHostToDevice));
-        sbuf = MPI_IN_PLACE;
-    } else {
-        TST_CUDA(cudaMemcpy(d_s, h_in, in_n * es, cudaMemcpyHostToDevice));
-        sbuf = d_s;
-    }
-    switch (coll) {
-    case C_AR: rc = MPI_Allreduce(sbuf, d_r, (int)count, mpi_type(t), op, comm); break;
-    case C_AG: rc = MPI_Allgather(sbuf, (int)count, mpi_type(t), d_r, (int)count, mpi_type(t), comm); break;
-    default: rc = MPI_Reduce_scatter_block(sbuf, d_r, (int)count, mpi_type(t), op, comm); break;
-    }
+    rc = exact_run(comm, coll, t, op, inplace, count, rank, p, ds, pv, GUARD, h_in, d_s, d_r);
     if (rc != MPI_SUCCESS) {
         TST_FAIL("%s: %s %s %s%s count %zu np %d: error %d", tag, coll_name[coll], type_name[t], sum ? "sum" : "max",
                  inplace ? " in place" : "", count, p, rc);

@@ -99,11 +99,10 @@ static void *worker(void *arg)
     for (long it = 0; it < w->iters; it++) {
         int coll = (int)(tst_rand_r(&g) % NCOLL), t = (int)(tst_rand_r(&g) % NTYPES);
         int sum = (int)(tst_rand_r(&g) % 2), inplace = (int)(tst_rand_r(&g) % 2);
-        size_t es = type_size(t), count = pick_count(&g, es), in_n, out_n, buf_n, i, off;
+        size_t es = type_size(t), count = pick_count(&g, es), in_n, out_n, buf_n, i;
         uint64_t ds = tst_rand_r(&g);
         unsigned char pv = (unsigned char)(0xA0 | (tst_rand_r(&g) & 0xF));
         MPI_Op op = sum ? MPI_SUM : MPI_MAX;
-        void *sbuf;
         char what[200];
 
         in_n = coll == C_RSB ? count * (size_t)p : count;
@@ -112,22 +111,8 @@ static void *worker(void *arg)
         snprintf(what, sizeof(what), "thread %d iter %ld: %s %s%s%s count %zu np %d", w->id, it,
                  coll_name[coll], type_name[t], coll == C_AG ? "" : sum ? " sum" : " max",
                  inplace ? " in place" : "", count, p);
-        for (i = 0; i < in_n; i++) put(t, h_in, i, val(ds, rank, i));
-        /* poison the receive buffer and a guard after it, then place the input */
-        TST_CUDA(cudaMemset(d_r, pv, (buf_n + GUARD) * es));
-        if (inplace) {
-            off = coll == C_AG ? (size_t)rank * count * es : 0;
-            TST_CUDA(cudaMemcpy(d_r + off, h_in, in_n * es, cudaMemcpyHostToDevice));
-            sbuf = MPI_IN_PLACE;
-        } else {
-            TST_CUDA(cudaMemcpy(d_s, h_in, in_n * es, cudaMemcpyHostToDevice));
-            sbuf = d_s;
-        }
-        switch (coll) {
-        case C_AR: rc = MPI_Allreduce(sbuf, d_r, (int)count, mpi_type(t), op, w->comm); break;
-        case C_AG: rc = MPI_Allgather(sbuf, (int)count, mpi_type(t), d_r, (int)count, mpi_type(t), w->comm); break;
-        default: rc = MPI_Reduce_scatter_block(sbuf, d_r, (int)count, mpi_type(t), op, w->comm); break;
-        }
+        /* poison the receive buffer and a guard after it, place the input, call */
+        rc = exact_run(w->comm, coll, t, op, inplace, count, rank, p, ds, pv, GUARD, h_in, d_s, d_r);
         w->calls[coll]++;
         if (rc != MPI_SUCCESS) {
             char eb[MPI_MAX_ERROR_STRING + 64];
