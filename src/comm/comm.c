@@ -212,6 +212,51 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_get_slow(MPI_Comm comm, unsi
     return tc;
 }
 
+/* Calls of this process now on a tier whose kernels wait for peers on the GPU (MPI_THREAD_MULTIPLE
+ * only). Two at once (threads on different communicators) can deadlock: each rank's waiting kernel
+ * can hold up the other communicator's kernel or the application's legacy-stream work queued behind
+ * it on the same hardware work queue (seen on one H200 under MPS, 2 and 4 ranks x 4 threads, within
+ * the first calls; CUDA_DEVICE_MAX_CONNECTIONS=1 made it immediate). NCCL documents the same for
+ * its own communicators. The first time this process sees it: one warning. A plan built while such
+ * a call runs leaves those tiers out of auto (TLMPI_CAP_CONCURRENT, plan.c). */
+static void concurrent_check(const tlmpi_comm_t *tc, const tlmpi_tier_t *tier)
+{
+    if (__atomic_fetch_add(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED) > 0) {
+        tlmpi_warn_once(COLL, "MPI_THREAD_MULTIPLE: communicator #%u starts a collective on tier %s while another "
+                        "thread's collective on another communicator runs on a tier whose GPU kernels also wait "
+                        "for their peers; such kernels can deadlock the GPU when they run at the same time (a "
+                        "waiting kernel holds up work queued behind it; NCCL has the same limit). A hang ends at "
+                        "TLMPI_TIMEOUT with a report; TLMPI_TIER=staging (or a table without node and nccl) "
+                        "avoids it", tc->tier.id, tier->name);
+    }
+}
+
+tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, int algo, int top,
+                              const tlmpi_tier_t **tier_p, int *mpi_rc_p)
+{
+    const tlmpi_tier_t *tier = tlmpi_tiers[t];
+    int waiting = top && TLMPI_UNLIKELY(tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) && tier->device_waits;
+    tlmpi_status_t st;
+
+    tc->tier.calls++;
+    tc->tier.busy = 1 + (int)c->coll;
+    if (TLMPI_UNLIKELY(waiting)) {
+        concurrent_check(tc, tier);
+    }
+    st = tier->run(&tc->tier, c, algo, mpi_rc_p);
+    if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
+        /* the tier declined before any data moved (on every rank alike): the fallback */
+        tier = &tlmpi_tier_staging;
+        st = tier->run(&tc->tier, c, 0, mpi_rc_p);
+    }
+    tc->tier.busy = 0;
+    if (TLMPI_UNLIKELY(waiting)) {
+        __atomic_sub_fetch(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED);
+    }
+    *tier_p = tier;
+    return st;
+}
+
 tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
                                   void *rbuf, MPI_Count count, int *mpi_rc_p)
 {
@@ -236,15 +281,8 @@ tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent,
     tlmpi_call_layout(&c, sub->tier.rank, sub->tier.size);
     c.local_size = sub->tier.local_size;
     t = tlmpi_plan_select(&sub->plan, &c, &algo);
-    tier = tlmpi_tiers[t];
-    sub->tier.calls++;
-    sub->tier.busy = 1 + (int)coll;
-    st = tier->run(&sub->tier, &c, algo, mpi_rc_p);
-    if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
-        tier = &tlmpi_tier_staging;
-        st = tier->run(&sub->tier, &c, 0, mpi_rc_p);
-    }
-    sub->tier.busy = 0;
+    /* a step runs inside its parent's call, which the concurrency accounting already counts */
+    st = tlmpi_comm_run(sub, &c, t, algo, 0, &tier, mpi_rc_p);
     if (st == TLMPI_OK) {
         tlmpi_stat_add(coll, tier->label, c.msg_bytes); /* the step, under its own tier */
     }
@@ -254,13 +292,8 @@ tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent,
 tlmpi_comm_t *tlmpi_comm_get_sub(MPI_Comm comm, int tier_env)
 {
     tlmpi_comm_t *tc;
-    void *attr = NULL;
-    int found = 0;
 
-    /* a sub comm is the topology's own (never the application's): not built yet */
-    if (PMPI_Comm_get_attr(comm, tlmpi_g.comm_keyval, &attr, &found) == MPI_SUCCESS && found) {
-        return attr;
-    }
+    /* read only where the state is built (a sub comm is the topology's own, never the application's) */
     tls_sub = 1 + tier_env;
     tc = tlmpi_comm_get(comm);
     tls_sub = 0;

@@ -73,31 +73,12 @@ static void verify_uniform(const tlmpi_call_t *c, int value, const char *what)
 }
 
 /* The slow path: device buffers, or a half type that needs tlmpi's op. */
-/* Calls of this process now on a tier whose kernels wait for peers on the GPU (MPI_THREAD_MULTIPLE
- * only). Two at once (threads on different communicators) can deadlock: each rank's waiting kernel
- * can hold up the other communicator's kernel or the application's legacy-stream work queued behind
- * it on the same hardware work queue (seen on one H200 under MPS, 2 and 4 ranks x 4 threads, within
- * the first calls; CUDA_DEVICE_MAX_CONNECTIONS=1 made it immediate). NCCL documents the same for
- * its own communicators. The first time this process sees it: one warning. A plan built while such
- * a call runs leaves those tiers out of auto (TLMPI_CAP_CONCURRENT, plan.c). */
-static void concurrent_check(const tlmpi_comm_t *tc, const tlmpi_tier_t *tier)
-{
-    if (__atomic_fetch_add(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED) > 0) {
-        tlmpi_warn_once(COLL, "MPI_THREAD_MULTIPLE: communicator #%u starts a collective on tier %s while another "
-                        "thread's collective on another communicator runs on a tier whose GPU kernels also wait "
-                        "for their peers; such kernels can deadlock the GPU when they run at the same time (a "
-                        "waiting kernel holds up work queued behind it; NCCL has the same limit). A hang ends at "
-                        "TLMPI_TIMEOUT with a report; TLMPI_TIER=staging (or a table without node and nccl) "
-                        "avoids it", tc->tier.id, tier->name);
-    }
-}
-
 static int coll_slow(tlmpi_call_t *c)
 {
     tlmpi_comm_t *tc;
     const tlmpi_tier_t *tier;
     tlmpi_status_t st;
-    int rc, t, algo = 0, mpi_rc = MPI_SUCCESS, waiting = 0;
+    int rc, t, algo = 0, mpi_rc = MPI_SUCCESS;
     int is_dev = tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem);
     /* memory-type signature of the call, checked under TLMPI_VERIFY_UNIFORM */
     int mem_sig = (c->sbuf == MPI_IN_PLACE ? 4 : tlmpi_mem_is_device(c->smem)) | tlmpi_mem_is_device(c->rmem) << 1;
@@ -139,23 +120,7 @@ static int coll_slow(tlmpi_call_t *c)
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
         verify_uniform(c, t, "tier");
     }
-    tier = tlmpi_tiers[t];
-    tc->tier.calls++;
-    tc->tier.busy = 1 + (int)c->coll;
-    if (TLMPI_UNLIKELY(tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) && tier->device_waits) {
-        waiting = 1;
-        concurrent_check(tc, tier);
-    }
-    st = tier->run(&tc->tier, c, algo, &mpi_rc);
-    if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
-        /* the tier declined before any data moved (on every rank alike): the fallback */
-        tier = &tlmpi_tier_staging;
-        st = tier->run(&tc->tier, c, 0, &mpi_rc);
-    }
-    tc->tier.busy = 0;
-    if (TLMPI_UNLIKELY(waiting)) {
-        __atomic_sub_fetch(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED);
-    }
+    st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);
     if (TLMPI_LIKELY(st == TLMPI_OK)) {
         tlmpi_stat_add(c->coll, tier->label, c->msg_bytes);
         return MPI_SUCCESS;
