@@ -55,6 +55,10 @@ const char *tlmpi_version(void);
  * tlmpi_tune writes it, TLMPI_TUNING_FILE checks it). */
 const char *tlmpi_generation(void);
 
+/** \brief The GPU model of CUDA device dev as a tuning file names it (spaces as '_'; "none" without
+ * a device), into buf (NUL-terminated, truncated to len). */
+void tlmpi_tuning_gpu(int dev, char *buf, size_t len);
+
 /** \brief The intercepted collectives. */
 typedef enum {
     TLMPI_COLL_ALLGATHER = 0,

@@ -144,8 +144,7 @@ int main(int argc, char **argv)
     double target = 0.02;
     size_t sizes[MAX_SIZES];
     tlmpi_comm_info_t info;
-    char gpu[128] = "none", *tok, buf[256];
-    struct cudaDeviceProp pr;
+    char gpu[128], *tok, buf[256];
     FILE *f = NULL;
 
     MPI_Init(&argc, &argv);
@@ -176,12 +175,7 @@ int main(int argc, char **argv)
         return 77;
     }
     cudaSetDevice(g_rank % ndev);
-    if (cudaGetDeviceProperties(&pr, g_rank % ndev) == cudaSuccess) {
-        for (size_t i = 0; pr.name[i] && i + 1 < sizeof(gpu); i++) {
-            gpu[i] = pr.name[i] == ' ' ? '_' : pr.name[i];
-            gpu[i + 1] = '\0';
-        }
-    }
+    tlmpi_tuning_gpu(g_rank % ndev, gpu, sizeof(gpu)); /* as the plan keys the file */
     if (check) {
         char plan[4096];
 

@@ -9,7 +9,6 @@
 #include "config.h"
 #include "plan.h"
 #include "tuning.h"
-#include "cudawrap.h"
 #include "env.h"
 #include "global.h"
 #include "log.h"
@@ -384,12 +383,11 @@ static void current_specs(const tlmpi_tier_comm_t *tc, specs_t *s)
     s->tuned_mask = 0;
     if (file && *file && !tc->sub) {
         static int told_missing;
-        char name[128] = "", gpu[128], why[512];
+        char gpu[128], why[512];
         tlmpi_tuning_key_t key;
         int r;
 
-        tlmpi_gpu_name(tc->dev, name, sizeof(name));
-        tlmpi_tuning_gpu_token(name[0] ? name : "none", gpu, sizeof(gpu));
+        tlmpi_tuning_gpu(tc->dev, gpu, sizeof(gpu));
         key.generation = tlmpi_tuning_generation();
         key.nodes = tc->nodes;
         key.ranks_per_node = tc->local_size;
@@ -412,16 +410,15 @@ static void current_specs(const tlmpi_tier_comm_t *tc, specs_t *s)
     }
 }
 
-/* Fill the tables from the current settings; uniform is the agreement on the settings' hash. */
-static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, int uniform)
+/* Fill the tables from the settings sp (current_specs, as hashed and agreed); uniform is the
+ * agreement on their hash. */
+static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, const specs_t *sp, int uniform)
 {
-    specs_t sp;
-    const char *const *specs = sp.specs;
+    const char *const *specs = sp->specs;
     char errs[TLMPI_COLL_COUNT][160];
     unsigned bad;
     int c;
 
-    current_specs(tc, &sp);
     p->tuned = 0;
     if (tc->sub) {
         /* a hier comm's node or rail comm: the tier hier chose for it, no tables */
@@ -432,13 +429,13 @@ static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, int uniform)
         bad = tlmpi_plan_fill(p, p->caps, 0, NULL, errs);
     } else {
         bad = tlmpi_plan_fill(p, p->caps, (long)TLMPI_ENV_I(TIER), specs, errs);
-        p->tuned = sp.tuned_mask & ~bad;
+        p->tuned = sp->tuned_mask & ~bad;
     }
     for (c = 0; c < TLMPI_COLL_COUNT; c++) {
         if (bad & (1u << c)) {
             /* the same text on every rank: the settings were agreed uniform */
             tlmpi_warn_once(ENV, "%s='%s'%s is invalid (%s); TLMPI_TIER decides for %s", coll_env_name[c], specs[c],
-                            sp.tuned_mask & (1u << c) ? " (from TLMPI_TUNING_FILE)" : "", errs[c],
+                            sp->tuned_mask & (1u << c) ? " (from TLMPI_TUNING_FILE)" : "", errs[c],
                             tlmpi_coll_name(c));
         }
     }
@@ -556,7 +553,7 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
         tlmpi_gpu_ctx_destroy(tc->ctx); /* not used by anyone: another rank has none */
         tc->ctx = NULL;
     }
-    fill_agreed(tc, p, uniform);
+    fill_agreed(tc, p, &sp, uniform);
     setup_tiers(tc, p);
     if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
         char d[1024];
@@ -578,6 +575,6 @@ void tlmpi_plan_refresh(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     if (PMPI_Allreduce(MPI_IN_PLACE, w, 2, MPI_UINT64_T, MPI_BOR, tc->comm) != MPI_SUCCESS) {
         w[0] = w[1] = ~(uint64_t)0;
     }
-    fill_agreed(tc, p, tlmpi_plan_hashes_agree(w[0], w[1]));
+    fill_agreed(tc, p, &sp, tlmpi_plan_hashes_agree(w[0], w[1]));
     setup_tiers(tc, p);
 }

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "tuning.h"
 #include "compiler.h"
+#include "cudawrap.h"
 #include "tlmpi_version.h"
 
 #include <stdio.h>
@@ -30,6 +31,14 @@ void tlmpi_tuning_gpu_token(const char *name, char *buf, size_t len)
     if (len) {
         buf[i < len ? i : len - 1] = '\0';
     }
+}
+
+TLMPI_EXPORT void tlmpi_tuning_gpu(int dev, char *buf, size_t len)
+{
+    char name[128] = "";
+
+    tlmpi_gpu_name(dev, name, sizeof(name));
+    tlmpi_tuning_gpu_token(name[0] ? name : "none", buf, len);
 }
 
 static void chomp(char *s)
