@@ -102,8 +102,6 @@ static int hier_supports(const tlmpi_call_t *c, unsigned caps)
     return 1; /* allreduce counts the ranks per node do not divide run one-shot */
 }
 
-static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len);
-
 static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
 {
     struct tlmpi_hier_comm *hc = calloc(1, sizeof(*hc));
@@ -123,13 +121,7 @@ static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
         free(hc); /* the sub states stay with their comms (the topology frees them) */
         return TLMPI_ERR_NOT_FOUND;
     }
-    tc->state[TLMPI_TIER_HIER] = hc;
-    if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
-        char d[1200];
-
-        hier_describe(tc, d, sizeof(d));
-        tlmpi_info(COMM, "communicator #%u hier: %s", tc->id, d);
-    }
+    tc->state[TLMPI_TIER_HIER] = hc; /* the plan's info line describes it (hier_describe) */
     return TLMPI_OK;
 }
 
@@ -176,29 +168,22 @@ static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
              rail_names[TLMPI_ENV_I(HIER_RAIL) & 3], rp);
 }
 
-static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
+/* The steps of algorithm a (the table at the top of the file). */
+static tlmpi_status_t hier_steps(tlmpi_tier_comm_t *tc, struct tlmpi_hier_comm *hc, const tlmpi_call_t *c, int a,
+                                 int *mpi_rc_p)
 {
-    struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
-    const int L = tc->local_size, N = tc->nodes;
-    const size_t b = c->msg_bytes, es = (size_t)c->dt_size;
+    const int L = tc->local_size;
+    const size_t b = c->msg_bytes;
     char *rb = c->rbuf;
     tlmpi_status_t st;
-    int saved = -1, a = hier_algo(c, TLMPI_ALGO_INDEX(algo), L);
+    int saved = -1;
 
-    if (!hc) {
-        return TLMPI_ERR_UNSUPPORTED;
-    }
     if (a == H_ONESHOT) {
         /* allreduce: node allreduce into the output, then the rail allreduce of it in place */
         st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLREDUCE, c->in_place ? MPI_IN_PLACE : c->sbuf, rb, c->count,
                                 mpi_rc_p);
-        if (st == TLMPI_OK) {
-            st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLREDUCE, MPI_IN_PLACE, rb, c->count, mpi_rc_p);
-        }
-        if (st == TLMPI_OK) {
-            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
-        }
-        return st;
+        return st == TLMPI_OK ? tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLREDUCE, MPI_IN_PLACE, rb, c->count, mpi_rc_p)
+                              : st;
     }
     if (c->coll == TLMPI_COLL_ALLGATHER) {
         /* 1: node allgather into this node's chunk (in place when the own block is already there) */
@@ -206,15 +191,10 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         const void *own = c->in_place ? MPI_IN_PLACE : c->sbuf;
 
         st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLGATHER, own, chunk, c->count, mpi_rc_p);
-        if (st != TLMPI_OK) {
-            return st;
-        }
         /* 2: rail allgather of the chunks, in place */
-        st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLGATHER, MPI_IN_PLACE, rb, c->count * L, mpi_rc_p);
-        if (st == TLMPI_OK) {
-            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
-        }
-        return st;
+        return st == TLMPI_OK ? tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLGATHER, MPI_IN_PLACE, rb, c->count * L,
+                                                   mpi_rc_p)
+                              : st;
     }
     /* the reductions stage through scratch on the comm's device; it grows at the same calls on
      * every rank (the sizes are uniform), and a growth is agreed: where any rank could not allocate,
@@ -240,34 +220,37 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     }
     if (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
         /* 1: rail reduce-scatter of the N chunks of L blocks into scratch; 2: node reduce-scatter */
-        (void)N;
         st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, c->in, hc->scratch, c->count * L, mpi_rc_p);
-        if (st != TLMPI_OK) {
-            return st;
-        }
-        st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, hc->scratch, rb, c->count, mpi_rc_p);
-        if (st == TLMPI_OK) {
-            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
-        }
-        return st;
+        return st == TLMPI_OK ? tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, hc->scratch, rb,
+                                                   c->count, mpi_rc_p)
+                              : st;
     }
-    /* allreduce: node reduce-scatter of slices, rail allreduce of the own slice, node allgather */
+    /* allreduce 2d: node reduce-scatter of slices, rail allreduce of the own slice, node allgather */
     {
         MPI_Count k = c->count / L;
 
-        (void)es;
         st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_REDUCE_SCATTER_BLOCK, c->in, hc->scratch, k, mpi_rc_p);
         if (st == TLMPI_OK) {
             st = tlmpi_coll_run_sub(hc->rail, c, TLMPI_COLL_ALLREDUCE, MPI_IN_PLACE, hc->scratch, k, mpi_rc_p);
         }
-        if (st == TLMPI_OK) {
-            st = tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLGATHER, hc->scratch, rb, k, mpi_rc_p);
-        }
-        if (st == TLMPI_OK) {
-            tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
-        }
-        return st;
+        return st == TLMPI_OK ? tlmpi_coll_run_sub(hc->node, c, TLMPI_COLL_ALLGATHER, hc->scratch, rb, k, mpi_rc_p) : st;
     }
+}
+
+static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
+{
+    struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
+    int a = hier_algo(c, TLMPI_ALGO_INDEX(algo), tc->local_size);
+    tlmpi_status_t st;
+
+    if (!hc) {
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    st = hier_steps(tc, hc, c, a, mpi_rc_p);
+    if (st == TLMPI_OK) {
+        tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
+    }
+    return st;
 }
 
 const tlmpi_tier_t tlmpi_tier_hier = {

@@ -11,6 +11,7 @@
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include "kernels.h"
 #endif
 
 #include <dlfcn.h>
@@ -112,11 +113,10 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static void cap_ctas(void)
 {
 #ifdef HAVE_CUDA
-    int dev = -1, sms = 0, share, n;
+    int dev = -1, sms, share, n;
     char v[16];
 
-    if (getenv("NCCL_MAX_CTAS") || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
+    if (getenv("NCCL_MAX_CTAS") || cudaGetDevice(&dev) != cudaSuccess || (sms = tlmpi_cuda_sm_count(dev)) <= 0) {
         (void)cudaGetLastError();
         return;
     }
