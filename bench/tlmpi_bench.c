@@ -51,7 +51,7 @@
 extern char **environ;
 
 #define BENCH_MAX_SIZES 64
-#define BENCH_MAX_MODES 8
+#define BENCH_MAX_MODES 9
 #define BENCH_MAX_REPS 1024
 #define BENCH_GEN_LEN 1024
 
@@ -61,11 +61,13 @@ typedef enum { DT_FLOAT, DT_DOUBLE, DT_INT, DT_BF16, DT_F16, DT_CHAR, DT_COUNT }
 static const char *const dt_names[DT_COUNT] = {"float", "double", "int", "bf16", "f16", "char"};
 static const int dt_sizes[DT_COUNT] = {4, 8, 4, 2, 2, 1};
 
-/* node and hier (forced tiers) and tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE; every
- * other mode runs without one) are measured only when -M names them */
-typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_TUNED, MODE_COUNT } bench_mode_t;
+/* node and hier (forced tiers; hier: its auto algorithm, the fused kernels where their rail exists),
+ * hier-steps (hier's host-ordered steps: the tables name hier/2d, allreduce hier/oneshot up to
+ * 64 KiB) and tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE; every other mode runs
+ * without one) are measured only when -M names them */
+typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_TUNED, MODE_HIER_STEPS, MODE_COUNT } bench_mode_t;
 #define MODE_DEFAULT_COUNT (MODE_RAW_NCCL + 1)
-static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier", "tuned"};
+static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier", "tuned", "hier-steps"};
 
 static const tlmpi_coll_t coll_ids[3] = {TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER,
                                          TLMPI_COLL_REDUCE_SCATTER_BLOCK};
@@ -854,7 +856,15 @@ static int set_tier(int mode)
     } else {
         /* the tuning file only in mode tuned: TLMPI_TUNING_FILE in the environment is set aside */
         s = tlmpi_config_set("TUNING_FILE", "");
-        s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode_names[mode]) : s;
+        s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode == MODE_HIER_STEPS ? "hier" : mode_names[mode]) : s;
+    }
+    /* the tables only in mode hier-steps */
+    {
+        int st = mode == MODE_HIER_STEPS;
+
+        s = s == TLMPI_OK ? tlmpi_config_set("ALLREDUCE_TIERS", st ? "hier/oneshot:65536,hier/2d" : "") : s;
+        s = s == TLMPI_OK ? tlmpi_config_set("ALLGATHER_TIERS", st ? "hier/2d" : "") : s;
+        s = s == TLMPI_OK ? tlmpi_config_set("REDUCE_SCATTER_BLOCK_TIERS", st ? "hier/2d" : "") : s;
     }
     if (s != TLMPI_OK) {
         if (g_rank == 0) {
@@ -1143,7 +1153,7 @@ static void usage(void)
            "  -s LIST    explicit sizes, e.g. 8,64k,1m,64m,256m (overrides -m)\n"
            "             sizes are NCCL's S: the full vector (allreduce), sendcount*n*elem (allgather),\n"
            "             recvcount*n*elem (reduce_scatter); rounded down to whole elements per rank\n"
-           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier,\n"
+           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier, hier-steps,\n"
            "             tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE)\n"
            "  -T TYPE    float|double|int|bf16|f16|char (default float)\n"
            "  -i N       timed iterations per measurement (default 0 = enough for -w seconds, 5..1000)\n"

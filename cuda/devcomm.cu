@@ -75,6 +75,37 @@ extern "C" void tlmpi_cuda_devcomm_requirements(void *reqs, int want_mc)
 #endif
 }
 
+extern "C" void tlmpi_cuda_devcomm_gin_requirements(void *reqs, int signals)
+{
+#ifdef TLMPI_HAVE_NCCL_DEVICE
+    // GIN signals through the top-level count (the resource-list route drops them up to 2.30.7),
+    // no counters, no NCCL barriers, no multicast; ginContextCount is a hint (ignored by 2.28.9):
+    // the granted count is read back from the devcomm
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
+    ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+#else
+    ncclDevCommRequirements r;
+    memset(&r, 0, sizeof(r));
+#endif
+    r.ginContextCount = 4;
+    r.ginSignalCount = signals;
+    memcpy(reqs, &r, sizeof(r));
+#else
+    (void)reqs;
+    (void)signals;
+#endif
+}
+
+extern "C" int tlmpi_cuda_devcomm_gin_contexts(const void *devcomm)
+{
+#ifdef TLMPI_HAVE_NCCL_DEVICE
+    return (int)static_cast<const ncclDevComm *>(devcomm)->ginContextCount;
+#else
+    (void)devcomm;
+    return 0;
+#endif
+}
+
 extern "C" void tlmpi_cuda_devcomm_lsa(const void *devcomm, int *rank_p, int *size_p)
 {
 #ifdef TLMPI_HAVE_NCCL_DEVICE

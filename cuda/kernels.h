@@ -104,6 +104,10 @@ typedef struct {
     int peer;                           /* node rank whose arrival was missing */
     int barrier;                        /* barrier number within the call (1-based) */
     unsigned long long expected, seen;  /* flag value waited for, and the last value seen */
+    int rail;                           /* 0: a node barrier; 1: a rail signal wait (cuda/rail.cuh):
+                                           peer is then the sending node, barrier the rail step of
+                                           the call (1-based), and slot / group name the signal */
+    int slot, group;
 } tlmpi_node_err_t;
 
 /* Algorithms (kind of a launch). */
@@ -145,6 +149,58 @@ int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu);
 /* The CTA count for a node collective whose per-rank message is `bytes`, at most max_ctas. */
 int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas);
 
+/* =============================================================================================
+ * Fused 2D kernels (cuda/hier_fused.cu): Allgather / Reduce_scatter_block / Allreduce of a
+ * communicator of N nodes x L ranks (rank = node * L + local index) in one kernel per call, the
+ * intra-node phases over the node's pools (peer loads and stores, node barriers: as above) and the
+ * inter-node phases as rail operations between the ranks of the same local index (cuda/rail.cuh):
+ * put a byte range of the own pool into a rail peer's pool, then add 1 to the peer's signal; wait
+ * until an own signal reaches a target. Emulated rail (this header's transport): the rail peers'
+ * pools are CUDA-IPC mappings on one host, a put is a copy plus a release fence and a system-scope
+ * atomic add. Signals: per receiving pool, signal[slot][sender node][group], 64-bit cumulative
+ * counters that every CTA of the sender bumps once per rail step and group; the host keeps the
+ * running totals (tlmpi_rail_args_t.sig) and the kernel derives every wait's target from them.
+ * Rail step t uses slot t % 3 (inbox and signals), which is what makes back-to-back calls race free
+ * (cuda/rail.cuh). Every rank of the communicator must launch the same kinds, sizes, CTA and group
+ * counts in the same order.
+ * =========================================================================================== */
+#define TLMPI_RAIL_MAX_NODES 8
+#define TLMPI_RAIL_MAX_GROUPS 4
+#define TLMPI_RAIL_SLOTS 3
+
+typedef struct {
+    tlmpi_node_xport_t node;            /* this node's L ranks (base[j]: local index j's pool; rank:
+                                           this rank's local index; nranks: L); its timeout, error
+                                           record and barrier fault apply to the rail waits too */
+    void *rail[TLMPI_RAIL_MAX_NODES];   /* pool of the rank with this local index on node n (own node:
+                                           node.base[node.rank]) */
+    int node_index, nnodes;             /* this rank's node, and N */
+    int rail_stuck;                     /* fault injection: this rank never signals its rail peers */
+} tlmpi_rail_xport_t;
+
+typedef enum { TLMPI_RAIL_AG = 0, TLMPI_RAIL_RSB, TLMPI_RAIL_AR, TLMPI_RAIL_KIND_COUNT } tlmpi_rail_kind_t;
+
+typedef struct {
+    int kind;                           /* tlmpi_rail_kind_t */
+    int dtype, op;                      /* reductions (allgather: ignored) */
+    const void *in;                     /* allgather: the own block (may be inside out); RSB: N*L blocks
+                                           (may be out); allreduce: the vector (may be out) */
+    void *out;
+    size_t count;                       /* allgather: bytes of one block; RSB: elements of one block;
+                                           allreduce: elements of the vector */
+    int ctas;                           /* 1..TLMPI_NODE_MAX_CTAS, the same on every rank */
+    int groups;                         /* rail groups 1..TLMPI_RAIL_MAX_GROUPS */
+    unsigned long long epoch;           /* in/out: node barrier epoch of the communicator */
+    unsigned long long step;            /* in/out: rail steps of the communicator so far */
+    unsigned long long sig[TLMPI_RAIL_SLOTS][TLMPI_RAIL_MAX_GROUPS]; /* in/out: running total of each
+                                           signal (every sender node's is the same) */
+} tlmpi_rail_args_t;
+
+/* Launch one fused 2D collective on stream; 0 or a cudaError_t. epoch, step and sig are advanced. */
+int tlmpi_cuda_rail_run(const tlmpi_rail_xport_t *x, tlmpi_rail_args_t *a, void *stream);
+/* Bytes of each rail step's block chunk for a pool of data_bytes and N x L ranks (0: too small). */
+size_t tlmpi_cuda_rail_chunk(size_t data_bytes, int nnodes, int local_size);
+
 /* ---- devcomm transport (NCCL Device API): the device-side half (cuda/devcomm.cu) ----
  * NCCL_VERSION_CODE of the NCCL headers the kernels were compiled against (the runtime library must
  * be that version: the Device API's structures change in every release), 0 if built without the
@@ -155,6 +211,11 @@ size_t tlmpi_cuda_devcomm_sizes(size_t *reqs_size);
 /* Fill reqs (sizeof(ncclDevCommRequirements) bytes) for the node kernels: no GIN, no NCCL barriers,
  * lsaMultimem = want_mc (request it only when multicast is allowed). */
 void tlmpi_cuda_devcomm_requirements(void *reqs, int want_mc);
+/* Fill reqs for the fused kernels' GIN rail: `signals` GIN signals (top-level ginSignalCount), 4
+ * contexts asked for, nothing else. A devcomm with GIN needs an RDMA NIC with NCCL's GIN support. */
+void tlmpi_cuda_devcomm_gin_requirements(void *reqs, int signals);
+/* The GIN contexts NCCL granted a devcomm (its ginContextCount; 0: no GIN). */
+int tlmpi_cuda_devcomm_gin_contexts(const void *devcomm);
 /* lsaRank / lsaSize of a devcomm (host copy of the ncclDevComm ncclDevCommCreate filled). */
 void tlmpi_cuda_devcomm_lsa(const void *devcomm, int *rank_p, int *size_p);
 /* x->base[0..lsa_size) = the LSA addresses of window win (an ncclWindow_t) at offset 0, and

@@ -18,6 +18,8 @@ typedef enum {
     TLMPI_FAULT_NODE_POOL,       /* the node tier's device pool allocation (node tier setup) */
     TLMPI_FAULT_DEVCOMM_INIT,    /* this rank's ncclDevCommCreate of the node tier's devcomm transport fails */
     TLMPI_FAULT_BARRIER_STUCK,   /* this rank's node kernels never arrive at their barriers (device timeout) */
+    TLMPI_FAULT_RAIL_STUCK,      /* this rank's fused 2D kernels never signal their rail peers (device timeout) */
+    TLMPI_FAULT_GIN_INIT,        /* this rank's ncclDevCommCreate with GIN (the fused kernels' rail) fails */
     TLMPI_FAULT_COUNT
 } tlmpi_fault_site_t;
 

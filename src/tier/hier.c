@@ -34,6 +34,7 @@
 #include "log.h"
 #include "plan.h"
 #include "stats.h"
+#include "hier_fused.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,12 +43,16 @@
 #include <cuda_runtime_api.h>
 #endif
 
-enum { H_AUTO, H_2D, H_ONESHOT, H_COUNT };
-static const char *const hier_algos[H_COUNT] = { "auto", "2d", "oneshot" };
+enum { H_AUTO, H_2D, H_ONESHOT, H_FUSED, H_COUNT };
+static const char *const hier_algos[H_COUNT] = { "auto", "2d", "oneshot", "fused" };
 
-/* The algorithm a call runs (never H_AUTO), from rank-uniform inputs only. */
-static int hier_algo(const tlmpi_call_t *c, int algo, int L)
+/* The algorithm a call runs (never H_AUTO), from rank-uniform inputs only (fused: whether the
+ * fused kernels' rail exists, agreed at setup). */
+static int hier_algo(const tlmpi_call_t *c, int algo, int L, int fused)
 {
+    if (fused && (algo == H_FUSED || algo == H_AUTO)) {
+        return H_FUSED;
+    }
     if (c->coll != TLMPI_COLL_ALLREDUCE) {
         return H_2D;
     }
@@ -62,12 +67,14 @@ static int hier_algo(const tlmpi_call_t *c, int algo, int L)
 
 static void hier_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t len)
 {
-    if (coll != TLMPI_COLL_ALLREDUCE) {
+    if (algo == H_FUSED) {
+        snprintf(buf, len, "fused (where its rail exists, else auto)");
+    } else if (coll != TLMPI_COLL_ALLREDUCE) {
         snprintf(buf, len, "2d");
     } else if (algo == H_2D || algo == H_ONESHOT) {
         snprintf(buf, len, "%s", hier_algos[algo]);
     } else {
-        snprintf(buf, len, "auto(oneshot<=%lld,2d)", (long long)TLMPI_ENV_I(HIER_ONESHOT_MAX));
+        snprintf(buf, len, "auto(fused where its rail exists, else oneshot<=%lld,2d)", (long long)TLMPI_ENV_I(HIER_ONESHOT_MAX));
     }
 }
 
@@ -77,6 +84,8 @@ static const int rail_tier_env[4] = { TLMPI_TIER_ENV_AUTO, TLMPI_TIER_ENV_NCCL, 
 
 struct tlmpi_hier_comm {
     tlmpi_comm_t *node, *rail; /* the sub communicators' states */
+    tlmpi_hier_fused_t *fused; /* the fused algorithm's rail (NULL: none, on every rank) */
+    char fused_why[192];       /* why there is none */
     void *scratch;             /* on the comm's device: RSB's L blocks, allreduce's slice */
     size_t scratch_bytes;
 };
@@ -121,6 +130,8 @@ static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
         free(hc); /* the sub states stay with their comms (the topology frees them) */
         return TLMPI_ERR_NOT_FOUND;
     }
+    /* the fused algorithm's rail: collective over the comm, the same outcome on every rank */
+    hc->fused = tlmpi_hier_fused_create(tc, hc->fused_why, sizeof(hc->fused_why));
     tc->state[TLMPI_TIER_HIER] = hc; /* the plan's info line describes it (hier_describe) */
     return TLMPI_OK;
 }
@@ -133,6 +144,7 @@ static void hier_cleanup(tlmpi_tier_comm_t *tc)
         return;
     }
     tc->state[TLMPI_TIER_HIER] = NULL;
+    tlmpi_hier_fused_destroy(tc, hc->fused); /* collective over the comm */
     /* the sub comms' teardowns (collective over each) in one order on every rank of this comm */
     tlmpi_comm_release_sub(tc->node_comm);
     tlmpi_comm_release_sub(tc->rail_comm);
@@ -155,7 +167,7 @@ static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
 {
     static const char *const rail_names[4] = { "auto", "nccl", "staging", "ipc (emulated rail)" };
     const struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
-    char np[512], rp[512];
+    char np[512], rp[512], fd[256];
 
     if (!hc) {
         snprintf(buf, len, "not set up");
@@ -163,8 +175,13 @@ static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
     }
     tlmpi_plan_describe_comm(&hc->node->tier, &hc->node->plan, np, sizeof(np));
     tlmpi_plan_describe_comm(&hc->rail->tier, &hc->rail->plan, rp, sizeof(rp));
-    snprintf(buf, len, "%d nodes x %d ranks, host-ordered steps; node comm #%u {%s}; rail comm #%u, TLMPI_HIER_RAIL=%s {%s}",
-             tc->nodes, tc->local_size, hc->node->tier.id, np, hc->rail->tier.id,
+    if (hc->fused) {
+        tlmpi_hier_fused_describe(hc->fused, fd, sizeof(fd));
+    } else {
+        snprintf(fd, sizeof(fd), "fused: none (%s)", hc->fused_why);
+    }
+    snprintf(buf, len, "%d nodes x %d ranks; %s; host-ordered steps: node comm #%u {%s}; rail comm #%u, TLMPI_HIER_RAIL=%s {%s}",
+             tc->nodes, tc->local_size, fd, hc->node->tier.id, np, hc->rail->tier.id,
              rail_names[TLMPI_ENV_I(HIER_RAIL) & 3], rp);
 }
 
@@ -240,13 +257,14 @@ static tlmpi_status_t hier_steps(tlmpi_tier_comm_t *tc, struct tlmpi_hier_comm *
 static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
-    int a = hier_algo(c, TLMPI_ALGO_INDEX(algo), tc->local_size);
+    int a;
     tlmpi_status_t st;
 
     if (!hc) {
         return TLMPI_ERR_UNSUPPORTED;
     }
-    st = hier_steps(tc, hc, c, a, mpi_rc_p);
+    a = hier_algo(c, TLMPI_ALGO_INDEX(algo), tc->local_size, hc->fused != NULL);
+    st = a == H_FUSED ? tlmpi_hier_fused_run(tc, hc->fused, c, TLMPI_ALGO_CTAS(algo)) : hier_steps(tc, hc, c, a, mpi_rc_p);
     if (st == TLMPI_OK) {
         tlmpi_stat_algo_add(c->coll, TLMPI_PATH_HIER, a, c->msg_bytes);
     }

@@ -2,7 +2,10 @@
 # hier.sh [BUILD_DIR]: tests/mpi/mpi_hier (the hier tier on fake nodes, exact host references) with
 # TLMPI_TIER=hier in the layouts 4 = 2 nodes x 2, 6 = 3 x 2, 8 = 2 x 4 and 8 = 4 x 2
 # (TLMPI_TOPO_RANKS_PER_NODE), and 4 = 2 x 2 once more with TLMPI_HIER_RAIL=nccl (the rail step on
-# the NCCL tier) and =ipc (on the node tier's kernels: the emulated rail). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
+# the NCCL tier) and =ipc (on the node tier's kernels between the rail's ranks), and a layout
+# suffix :fusedG (TLMPI_HIER_FUSED=emulated, TLMPI_HIER_GROUPS=G: the fused kernels with the
+# emulated rail; on a GPU host every collective must run hier/fused and no sub-comm step; on the
+# CPU box their launches fail on the stand-ins and every rank stages those calls, with one warning). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
 # the fake NCCL really communicates); HIER_PROG=tests/gpu/gpu_hier and HIER_LAYOUTS run it on a GPU
 # host (tests/gpu/hier.sh). Each run has TLMPI_TIMEOUT=60 and runs under `timeout`. One line per
 # run, exit 1 on any failure, 77 where mpi_hier is not built.
@@ -21,18 +24,29 @@ work=${OUT:-$builddir/tests/mpi/work-hier}
 mkdir -p "$work"
 limit=${HIER_TIMEOUT:-240}
 fails=0 runs=0
-for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc}; do
+for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused2}; do
     np=${lay%%x*} rest=${lay#*x} rpn=${rest%%:*} rail=auto
     case $lay in *:*) rail=${lay##*:} ;; esac
-    log=$work/np$np-rpn$rpn-$rail.log
+    # rail fusedG: the fused kernels (emulated rail, G rail groups); any other: host-ordered steps
+    fused=off groups=2
+    case $rail in fused*) fused=emulated groups=${rail#fused} rail=auto ;; esac
+    [ -n "$groups" ] || groups=2
+    log=$work/np$np-rpn$rpn-$rail-$fused$groups.log
     s=$(date +%s)
     if [ -n "${HIER_MPIRUN:-}" ]; then
         # a GPU host's launcher (tests/gpu/mpirun.sh: per-rank NCCL_HOSTID, so ranks may share a GPU)
+        exp_steps=${HIER_EXPECT_STEPS:-} exp_algo=
+        [ $fused = off ] || { exp_steps=none exp_algo=fused; }
+        HIER_EXPECT_STEPS=$exp_steps HIER_EXPECT_ALGO=$exp_algo \
         TLMPI_TIER=hier TLMPI_TOPO_RANKS_PER_NODE=$rpn TLMPI_HIER_RAIL=$rail TLMPI_TIMEOUT=60 \
+            TLMPI_HIER_FUSED=$fused TLMPI_HIER_GROUPS=$groups \
             TLMPI_TEST_ITERS=${TLMPI_TEST_ITERS:-300} timeout -k 10 "$limit" sh "$HIER_MPIRUN" "$np" "$prog" >"$log" 2>&1
     else
-        timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" --env TLMPI_TIER=hier \
+        fb=0
+        [ $fused = off ] || fb=1
+        timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" --env TLMPI_TIER=hier --env HIER_EXPECT_FALLBACK=$fb \
             --env TLMPI_TOPO_RANKS_PER_NODE="$rpn" --env TLMPI_HIER_RAIL="$rail" --env TLMPI_TIMEOUT=60 \
+            --env TLMPI_HIER_FUSED="$fused" --env TLMPI_HIER_GROUPS="$groups" \
             --env TLMPI_TEST_ITERS="${TLMPI_TEST_ITERS:-300}" ${TLMPI_TEST_SEED:+--env TLMPI_TEST_SEED=$TLMPI_TEST_SEED} \
             -- "$prog" >"$log" 2>&1
     fi
@@ -41,11 +55,11 @@ for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc}; do
     runs=$((runs + 1))
     res=$(grep -m1 -E '^mpi_hier: (PASS|FAIL|SKIP)' "$log")
     if [ $rc = 0 ] && echo "$res" | grep -q PASS; then
-        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail: PASS, $t s ($(grep -m1 'cases per rank' "$log" | sed 's/^mpi_hier: //'); $(grep -m1 'steps on the world' "$log" | sed 's/^mpi_hier: //'))"
+        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail fused=$fused groups=$groups: PASS, $t s ($(grep -m1 'cases per rank' "$log" | sed 's/^mpi_hier: //'); $(grep -m1 'steps on the world' "$log" | sed 's/^mpi_hier: //'))"
     else
         fails=$((fails + 1))
         [ $rc = 124 ] || [ $rc = 137 ] && res="timed out after $limit s"
-        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail: FAIL (exit $rc, $t s): ${res:-no result line}; $log:"
+        echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail fused=$fused groups=$groups: FAIL (exit $rc, $t s): ${res:-no result line}; $log:"
         grep -E 'FAIL|TLMPI_TIMEOUT|ERROR' "$log" | head -12 | sed 's/^/    /'
     fi
 done

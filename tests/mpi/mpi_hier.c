@@ -129,9 +129,11 @@ int main(int argc, char **argv)
     tst_rng_sync();
     g_seed = tst_rand();
     if (tst_rank == 0) {
-        printf("mpi_hier: %d ranks as %d nodes x %d, TLMPI_TIER=%s, TLMPI_HIER_RAIL=%s\n", tst_size, tst_size / L, L,
-               getenv("TLMPI_TIER") ? getenv("TLMPI_TIER") : "(unset)",
-               getenv("TLMPI_HIER_RAIL") ? getenv("TLMPI_HIER_RAIL") : "(unset)");
+        printf("mpi_hier: %d ranks as %d nodes x %d, TLMPI_TIER=%s, TLMPI_HIER_RAIL=%s, TLMPI_HIER_FUSED=%s, "
+               "TLMPI_HIER_GROUPS=%s\n", tst_size, tst_size / L, L, getenv("TLMPI_TIER") ? getenv("TLMPI_TIER") : "(unset)",
+               getenv("TLMPI_HIER_RAIL") ? getenv("TLMPI_HIER_RAIL") : "(unset)",
+               getenv("TLMPI_HIER_FUSED") ? getenv("TLMPI_HIER_FUSED") : "(unset)",
+               getenv("TLMPI_HIER_GROUPS") ? getenv("TLMPI_HIER_GROUPS") : "(unset)");
         fflush(stdout);
     }
     for (c = 0; c < NCOLL; c++) {
@@ -159,8 +161,34 @@ int main(int argc, char **argv)
         }
         if (want && strstr(want, "node")) TST_CHECK(node > 0, "no step ran on the node tier");
         if (want && strstr(want, "nccl")) TST_CHECK(nccl > 0, "no step ran on the NCCL tier");
+        /* HIER_EXPECT_STEPS=none (the fused kernels: one kernel per call, no sub-comm steps) */
+        if (want && !strcmp(want, "none")) TST_CHECK(node + nccl + staged == 0, "a hier call ran steps on sub comms");
     }
+    /* HIER_EXPECT_ALGO=fused: every collective ran the fused kernels on the world */
+    {
+        const char *algo = getenv("HIER_EXPECT_ALGO");
+
+        for (c = 0; algo && *algo && c < NCOLL; c++) {
+            tlmpi_stat_t st;
+
+            TST_CHECK(tlmpi_get_algo_stats(coll_id[c], TLMPI_PATH_HIER, algo, &st) == TLMPI_OK && st.calls > 0,
+                      "%s never ran hier/%s", coll_name[c], algo);
+            if (tst_rank == 0 && c == 0) {
+                printf("mpi_hier: rank 0 hier/%s calls: %llu (allreduce)\n", algo, (unsigned long long)st.calls);
+            }
+        }
+    }
+    /* HIER_EXPECT_FALLBACK=1 (the CPU stand-ins with the fused kernels: their launches fail, so every
+     * rank stages those calls): the calls were served, but not counted on the hier path */
     for (c = 0; c < NCOLL; c++) {
+        const char *fb = getenv("HIER_EXPECT_FALLBACK");
+
+        if (fb && *fb == '1') {
+            TST_CHECK(after[c] == before[c] && step0[c][TLMPI_PATH_STAGING] > 0,
+                      "%s: expected the fused launches to fail and staging to serve (hier %lld, staging %lld)",
+                      coll_name[c], after[c] - before[c], step0[c][TLMPI_PATH_STAGING]);
+            continue;
+        }
         TST_CHECK(after[c] > before[c], "%s never took the hier path on the world (%lld calls)", coll_name[c],
                   after[c] - before[c]);
     }

@@ -1,0 +1,280 @@
+/*
+ * hier_fused: the hier tier's fused algorithm, host side (hier_fused.h). The GIN probe lives in
+ * hier_gin.c; this file chooses the rail, builds the emulated rail's descriptor, launches and waits.
+ */
+#include "config.h"
+#include "hier_fused.h"
+#include "env.h"
+#include "fault.h"
+#include "global.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { F_AUTO = 0, F_OFF, F_EMULATED, F_GIN }; /* TLMPI_HIER_FUSED's values */
+
+#ifdef HAVE_CUDA
+#include "cudawrap.h"
+#include "stream.h"
+#include "checks.h"
+#include "ipc.h"
+#include "kernels.h"
+#include <cuda_runtime_api.h>
+
+#define FUSED_GRACE_S 10 /* the host wait's bound beyond TLMPI_TIMEOUT (the device's) */
+
+int tlmpi_hier_gin_probe(tlmpi_tier_comm_t *tc, int asked, char *why, size_t len); /* hier_gin.c */
+
+struct tlmpi_hier_fused {
+    tlmpi_ipc_t *ipc;                   /* every rank's pool, mapped (emulated rail) */
+    tlmpi_rail_xport_t x;
+    unsigned long long epoch, step;     /* node barriers and rail steps launched (the same everywhere) */
+    unsigned long long sig[TLMPI_RAIL_SLOTS][TLMPI_RAIL_MAX_GROUPS];
+    int groups;
+    int ran;                            /* a kernel was launched */
+    void *scratch;                      /* on the comm's device, for buffers on another one */
+    size_t scratch_bytes;
+    char gin_why[128];                  /* why the rail is not GIN */
+};
+
+tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, size_t len)
+{
+    const long mode = (long)TLMPI_ENV_I(HIER_FUSED);
+    const int L = tc->local_size, N = tc->nodes, nd = tc->node_index, l = tc->local_rank;
+    size_t data = tlmpi_ipc_data_bytes((long long)TLMPI_ENV_I(NODE_POOL));
+    tlmpi_hier_fused_t *hf;
+    char gwhy[128];
+    int ok, all = 0, j, n, g;
+
+    if (mode == F_OFF) {
+        snprintf(why, len, "TLMPI_HIER_FUSED=off");
+        return NULL;
+    }
+    /* GIN first (collective over the comm when it can be attempted; agreed either way) */
+    if (tlmpi_hier_gin_probe(tc, mode == F_GIN, gwhy, sizeof(gwhy)) == 1) {
+        /* the probe succeeded everywhere, but this build has no GIN kernels to run on it */
+        snprintf(gwhy, sizeof(gwhy), "GIN works here, but this build's fused kernels have no GIN rail yet");
+    }
+    if (mode == F_GIN) {
+        snprintf(why, len, "TLMPI_HIER_FUSED=gin: GIN unavailable: %s", gwhy);
+        return NULL;
+    }
+    if (!tc->one_host) {
+        snprintf(why, len, "the nodes are on several hosts (no emulated rail) and GIN is unavailable: %s", gwhy);
+        return NULL;
+    }
+    if (tc->size > TLMPI_NODE_MAX_RANKS || N > TLMPI_RAIL_MAX_NODES || L > TLMPI_NODE_MAX_RANKS) {
+        snprintf(why, len, "the emulated rail maps every rank's pool: %d ranks, at most %d", tc->size, TLMPI_NODE_MAX_RANKS);
+        return NULL;
+    }
+    if (tlmpi_cuda_rail_chunk(data, N, L) < 16) {
+        snprintf(why, len, "TLMPI_NODE_POOL (%zu bytes) is too small for %d x %d ranks", data, N, L);
+        return NULL;
+    }
+    hf = calloc(1, sizeof(*hf));
+    /* collective: every rank takes part whatever happened here */
+    {
+        tlmpi_ipc_t *ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, tc->gpu_sharers, tc->shared_gpu,
+                                            data, tc->ctx ? tc->ctx->stream : NULL, why, len);
+
+        ok = hf && ipc;
+        if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !all) {
+            if (ipc || !hf) {
+                snprintf(why, len, "%s", hf ? "another rank could not set up the emulated rail" : "out of host memory");
+            }
+            tlmpi_ipc_destroy(ipc); /* no kernel ran: nobody uses the pools */
+            free(hf);
+            return NULL;
+        }
+        hf->ipc = ipc;
+    }
+    snprintf(hf->gin_why, sizeof(hf->gin_why), "%s", gwhy);
+    hf->x.node = hf->ipc->t.x;
+    memset(hf->x.node.base, 0, sizeof(hf->x.node.base));
+    for (j = 0; j < L; j++) {
+        hf->x.node.base[j] = hf->ipc->t.x.base[nd * L + j];
+    }
+    hf->x.node.rank = l;
+    hf->x.node.nranks = L;
+    hf->x.node.mc_base = NULL;
+    for (n = 0; n < N; n++) {
+        hf->x.rail[n] = hf->ipc->t.x.base[n * L + l];
+    }
+    hf->x.node_index = nd;
+    hf->x.nnodes = N;
+    /* fault sites: this rank never arrives at node barriers / never signals its rail peers */
+    hf->x.node.stuck = tlmpi_fault_hit(BARRIER_STUCK);
+    hf->x.rail_stuck = tlmpi_fault_hit(RAIL_STUCK);
+    g = (int)TLMPI_ENV_I(HIER_GROUPS);
+    hf->groups = g < 1 ? 1 : g > TLMPI_RAIL_MAX_GROUPS ? TLMPI_RAIL_MAX_GROUPS : g;
+    return hf;
+}
+
+void tlmpi_hier_fused_describe(const tlmpi_hier_fused_t *hf, char *buf, size_t len)
+{
+    size_t data = hf->ipc->t.x.data_bytes;
+
+    snprintf(buf, len, "fused: emulated rail (CUDA IPC copies + signal atomics; GIN: %s), %d rail groups, pool %zu MiB, "
+             "%zu KiB per block and step, %d CTAs max", hf->gin_why, hf->groups, data >> 20,
+             tlmpi_cuda_rail_chunk(data, hf->x.nnodes, hf->x.node.nranks) >> 10, hf->ipc->t.max_ctas);
+}
+
+/* A device wait of the kernel gave up (TLMPI_TIMEOUT): one line saying who waited for what, then
+ * MPI_Abort. */
+static __attribute__((noreturn, noinline)) void fused_timed_out(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
+                                                                const tlmpi_hier_fused_t *hf, volatile tlmpi_node_err_t *r)
+{
+    char what[192];
+
+    if (r->rail) {
+        snprintf(what, sizeof(what), "rail step %d of the call, signal slot %d group %d, CTA %d, waiting for the rail "
+                 "peer on node %d (world rank %d)", r->barrier, r->slot, r->group, r->cta, r->peer,
+                 r->peer * hf->x.node.nranks + hf->x.node.rank);
+    } else {
+        snprintf(what, sizeof(what), "node barrier %d of the call, CTA slot %d, waiting for local rank %d (world rank %d)",
+                 r->barrier, r->cta, r->peer, hf->x.node_index * hf->x.node.nranks + r->peer);
+    }
+    tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d, node %d, local rank %d) of communicator #%u (%d ranks) in "
+                "%s on tier hier (algorithm fused, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) at %s: "
+                "expected %llu, seen %llu; calling MPI_Abort",
+                tc->rank, tlmpi_g.world_rank, hf->x.node_index, hf->x.node.rank, tc->id, tc->size,
+                tlmpi_coll_name(c->coll), c->msg_bytes, (long)TLMPI_ENV_I(TIMEOUT), what,
+                (unsigned long long)r->expected, (unsigned long long)r->seen);
+    tlmpi_gpu_abort(tc->comm);
+}
+
+tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c, int ctas_knob)
+{
+    const int W = tc->size, max = hf->ipc->t.max_ctas;
+    tlmpi_status_t st = TLMPI_OK;
+    tlmpi_rail_args_t a;
+    cudaStream_t s = (cudaStream_t)tc->ctx->stream;
+    int ctas, e, saved = -1, other, nk;
+    char *tin = NULL, *tout = NULL;
+
+    memset(&a, 0, sizeof(a));
+    a.kind = c->coll == TLMPI_COLL_ALLGATHER ? TLMPI_RAIL_AG
+             : c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? TLMPI_RAIL_RSB : TLMPI_RAIL_AR;
+    nk = a.kind == TLMPI_RAIL_AG ? TLMPI_NODE_AG_PULL : a.kind == TLMPI_RAIL_RSB ? TLMPI_NODE_RSB_PULL : TLMPI_NODE_AR_TWOSHOT;
+    a.dtype = (int)c->dt;
+    a.op = (int)c->opc;
+    a.in = c->in;
+    a.out = c->rbuf;
+    a.count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
+    ctas = ctas_knob > 0 ? (ctas_knob < max ? ctas_knob : max) : tlmpi_cuda_node_ctas_for(nk, c->msg_bytes, W, max);
+    a.ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
+    a.groups = hf->groups;
+    a.epoch = hf->epoch;
+    a.step = hf->step;
+    memcpy(a.sig, hf->sig, sizeof(a.sig));
+    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+        return TLMPI_ERR_UNSUPPORTED; /* nothing moved */
+    }
+    if (TLMPI_UNLIKELY(tlmpi_gpu_ctx_begin(tc->ctx) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        tlmpi_gpu_restore_device(saved);
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    /* buffers on another device than the comm's: through scratch on the comm's device (this rank
+     * cannot decline: its peers launch) */
+    other = (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
+            (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev);
+    if (TLMPI_UNLIKELY(other)) {
+        size_t in_al = (c->in_bytes + 255) & ~(size_t)255, need = in_al + c->out_bytes;
+
+        tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's fused 2D kernels run on device %d: "
+                        "copying through device %d (slower; keep a communicator's buffers on one GPU)",
+                        tlmpi_coll_name(c->coll), c->in_place ? c->rdev : c->sdev, c->rdev, tc->dev, tc->dev);
+        TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(&hf->scratch, &hf->scratch_bytes, need), st, out);
+        tin = hf->scratch;
+        tout = tin + in_al;
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(tin, c->in, c->in_bytes, cudaMemcpyDefault, s), st, wait);
+        a.in = tin;
+        a.out = tout;
+    }
+    e = tlmpi_cuda_rail_run(&hf->x, &a, s);
+    if (TLMPI_UNLIKELY(e != 0)) {
+        (void)cudaGetLastError();
+        tlmpi_warn_once(COLL, "%s on tier hier (algorithm fused): the kernel launch failed (%s); this call and any "
+                        "other whose launch fails are staged through the host", tlmpi_coll_name(c->coll),
+                        cudaGetErrorString((cudaError_t)e));
+        if (!other) {
+            tlmpi_gpu_restore_device(saved);
+            return TLMPI_ERR_UNSUPPORTED; /* before any data moved */
+        }
+        st = TLMPI_ERR_CUDA;
+        goto wait;
+    }
+    hf->epoch = a.epoch;
+    hf->step = a.step;
+    memcpy(hf->sig, a.sig, sizeof(a.sig));
+    hf->ran = 1;
+    tc->enqueued = tc->calls;
+    if (TLMPI_UNLIKELY(other)) {
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, wait);
+    }
+wait:
+    {
+        tlmpi_status_t ws = tlmpi_tier_wait_grace(tc, c, "hier", "the fused 2D kernel", FUSED_GRACE_S);
+
+        if (TLMPI_UNLIKELY(hf->ipc->t.err->set)) {
+            fused_timed_out(tc, c, hf, hf->ipc->t.err);
+        }
+        st = st != TLMPI_OK ? st : ws;
+    }
+out:
+    tlmpi_gpu_restore_device(saved);
+    return st;
+}
+
+void tlmpi_hier_fused_destroy(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf)
+{
+    int saved = -1;
+
+    if (!hf) {
+        return;
+    }
+    /* once kernels ran: this rank's drained, then every rank's (the barrier), before any pool goes */
+    if (hf->ran) {
+        tlmpi_wait_who_t who = { MPI_COMM_NULL, tc->id, TLMPI_COLL_ALLREDUCE, "hier (teardown)" };
+
+        if (tc->ctx && tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
+            (void)tlmpi_gpu_sync(tc->ctx->stream, &who, "the fused 2D kernels to finish");
+            tlmpi_gpu_restore_device(saved);
+        }
+        PMPI_Barrier(tc->comm);
+    }
+    if (hf->scratch && tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
+        cudaFree(hf->scratch);
+        (void)cudaGetLastError();
+        tlmpi_gpu_restore_device(saved);
+    }
+    tlmpi_ipc_destroy(hf->ipc);
+    free(hf);
+}
+
+#else /* !HAVE_CUDA */
+
+tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, size_t len)
+{
+    (void)tc;
+    snprintf(why, len, "built without CUDA");
+    return NULL;
+}
+tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c, int ctas_knob)
+{
+    (void)tc, (void)hf, (void)c, (void)ctas_knob;
+    return TLMPI_ERR_UNSUPPORTED;
+}
+void tlmpi_hier_fused_destroy(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf)
+{
+    (void)tc, (void)hf;
+}
+void tlmpi_hier_fused_describe(const tlmpi_hier_fused_t *hf, char *buf, size_t len)
+{
+    (void)hf;
+    snprintf(buf, len, "none");
+}
+#endif
