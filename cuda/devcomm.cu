@@ -22,6 +22,11 @@
 #include <nccl_device.h>
 #pragma GCC diagnostic pop
 #define TLMPI_HAVE_NCCL_DEVICE 1
+// GIN in the Device API's structures (ginSignalCount, ginContextCount): checked with 2.28.9's headers;
+// 2.28.3's have none
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 9)
+#define TLMPI_HAVE_NCCL_GIN 1
+#endif
 #endif
 
 #ifdef TLMPI_HAVE_NCCL_DEVICE
@@ -35,6 +40,15 @@ __global__ void lsa_pointers(const ncclDevComm dc, ncclWindow_t win, int n, int 
 
 }  // namespace
 #endif
+
+extern "C" int tlmpi_cuda_devcomm_gin_built(void)
+{
+#ifdef TLMPI_HAVE_NCCL_GIN
+    return 1;
+#else
+    return 0;
+#endif
+}
 
 extern "C" int tlmpi_cuda_devcomm_version(void)
 {
@@ -77,7 +91,7 @@ extern "C" void tlmpi_cuda_devcomm_requirements(void *reqs, int want_mc)
 
 extern "C" void tlmpi_cuda_devcomm_gin_requirements(void *reqs, int signals)
 {
-#ifdef TLMPI_HAVE_NCCL_DEVICE
+#ifdef TLMPI_HAVE_NCCL_GIN
     // GIN signals through the top-level count (the resource-list route drops them up to 2.30.7),
     // no counters, no NCCL barriers, no multicast; ginContextCount is a hint (ignored by 2.28.9):
     // the granted count is read back from the devcomm
@@ -98,7 +112,7 @@ extern "C" void tlmpi_cuda_devcomm_gin_requirements(void *reqs, int signals)
 
 extern "C" int tlmpi_cuda_devcomm_gin_contexts(const void *devcomm)
 {
-#ifdef TLMPI_HAVE_NCCL_DEVICE
+#ifdef TLMPI_HAVE_NCCL_GIN
     return (int)static_cast<const ncclDevComm *>(devcomm)->ginContextCount;
 #else
     (void)devcomm;

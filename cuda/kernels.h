@@ -211,6 +211,8 @@ size_t tlmpi_cuda_devcomm_sizes(size_t *reqs_size);
 /* Fill reqs (sizeof(ncclDevCommRequirements) bytes) for the node kernels: no GIN, no NCCL barriers,
  * lsaMultimem = want_mc (request it only when multicast is allowed). */
 void tlmpi_cuda_devcomm_requirements(void *reqs, int want_mc);
+/* 1 if the NCCL headers the kernels were compiled against have GIN in the Device API (2.28.9+). */
+int tlmpi_cuda_devcomm_gin_built(void);
 /* Fill reqs for the fused kernels' GIN rail: `signals` GIN signals (top-level ginSignalCount), 4
  * contexts asked for, nothing else. A devcomm with GIN needs an RDMA NIC with NCCL's GIN support. */
 void tlmpi_cuda_devcomm_gin_requirements(void *reqs, int signals);

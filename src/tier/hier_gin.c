@@ -43,6 +43,9 @@ static int gin_can(const tlmpi_tier_comm_t *tc, char *why, size_t len)
 
     if (!built) {
         snprintf(why, len, "the kernels were built without the NCCL Device API (no nccl_device.h)");
+    } else if (!tlmpi_cuda_devcomm_gin_built()) {
+        tlmpi_devcomm_version_string(built, b, sizeof(b));
+        snprintf(why, len, "the kernels were built against NCCL %s headers, without GIN (2.28.9+)", b);
     } else if ((tc->caps & TLMPI_CAP_SHARED_GPU) || tc->shared_gpu) {
         snprintf(why, len, "ranks of the communicator share a GPU (NCCL refuses duplicate GPUs)");
     } else if (!tlmpi_nccl_load(&missing)) {
