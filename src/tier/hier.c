@@ -70,7 +70,7 @@ static void hier_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     if (algo == H_FUSED) {
         snprintf(buf, len, "fused (where its rail exists, else auto)");
     } else if (coll != TLMPI_COLL_ALLREDUCE) {
-        snprintf(buf, len, "2d");
+        snprintf(buf, len, algo == H_2D ? "2d" : "auto(fused where its rail exists, else 2d)");
     } else if (algo == H_2D || algo == H_ONESHOT) {
         snprintf(buf, len, "%s", hier_algos[algo]);
     } else {
