@@ -32,6 +32,18 @@
 #ifdef TLMPI_HAVE_NCCL_DEVICE
 namespace {
 
+// the headers' defaults (2.29+: an initializer with size/magic/version), else all zero
+ncclDevCommRequirements reqs_init()
+{
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
+    ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+#else
+    ncclDevCommRequirements r;
+    memset(&r, 0, sizeof(r));
+#endif
+    return r;
+}
+
 __global__ void lsa_pointers(const ncclDevComm dc, ncclWindow_t win, int n, int want_mc, void **out)
 {
     for (int q = 0; q < n; q++) out[q] = ncclGetLsaPointer(win, 0, q);
@@ -75,12 +87,7 @@ extern "C" void tlmpi_cuda_devcomm_requirements(void *reqs, int want_mc)
 #ifdef TLMPI_HAVE_NCCL_DEVICE
     // no GIN (ginForceEnable, signals and counters stay 0: GIN would need an RDMA NIC), no NCCL
     // barriers (tlmpi's own bounded flag barriers live in the pool's header)
-#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
-    ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-#else
-    ncclDevCommRequirements r;
-    memset(&r, 0, sizeof(r));
-#endif
+    ncclDevCommRequirements r = reqs_init();
     r.lsaMultimem = want_mc != 0;
     memcpy(reqs, &r, sizeof(r));
 #else
@@ -95,12 +102,7 @@ extern "C" void tlmpi_cuda_devcomm_gin_requirements(void *reqs, int signals)
     // GIN signals through the top-level count (the resource-list route drops them up to 2.30.7),
     // no counters, no NCCL barriers, no multicast; ginContextCount is a hint (ignored by 2.28.9):
     // the granted count is read back from the devcomm
-#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
-    ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-#else
-    ncclDevCommRequirements r;
-    memset(&r, 0, sizeof(r));
-#endif
+    ncclDevCommRequirements r = reqs_init();
     r.ginContextCount = 4;
     r.ginSignalCount = signals;
     memcpy(reqs, &r, sizeof(r));

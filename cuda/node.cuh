@@ -76,8 +76,11 @@ __device__ __forceinline__ unsigned long long globaltimer()
 
 // The first CTA (of this rank) whose wait timed out fills the host-mapped error record; the claim
 // word in the own pool header makes it the only writer (no atomics on host memory).
+// rail != 0: a rail signal wait (cuda/rail.cuh): peer is the sending node, k the rail step, and
+// slot / group name the signal.
 __device__ __forceinline__ void report_timeout(const tlmpi_node_xport_t &x, char *own_base, int kind, int k,
-                                               int peer, unsigned long long expected, unsigned long long seen)
+                                               int peer, unsigned long long expected, unsigned long long seen,
+                                               int rail = 0, int slot = 0, int group = 0)
 {
     unsigned *claim = reinterpret_cast<unsigned *>(own_base + kClaimOff);
     if (atomicCAS(claim, 0u, 1u) != 0u || !x.err) return;
@@ -87,6 +90,9 @@ __device__ __forceinline__ void report_timeout(const tlmpi_node_xport_t &x, char
     e->cta = (int)blockIdx.x;
     e->peer = peer;
     e->barrier = k;
+    e->rail = rail;
+    e->slot = slot;
+    e->group = group;
     e->expected = expected;
     e->seen = seen;
     __threadfence_system();

@@ -55,28 +55,6 @@ __device__ __forceinline__ unsigned long long *signal_at(void *base, int slot, i
            ((size_t)slot * kMaxNodes + (size_t)sender) * kMaxGroups + (size_t)g;
 }
 
-// The first CTA of this rank whose rail wait timed out fills the error record (claim word: node.cuh).
-__device__ __forceinline__ void report_rail_timeout(const tlmpi_rail_xport_t &x, int step, int slot, int g, int sender,
-                                                    unsigned long long expected, unsigned long long seen)
-{
-    unsigned *claim = reinterpret_cast<unsigned *>(static_cast<char *>(x.node.base[x.node.rank]) + node::kClaimOff);
-    if (atomicCAS(claim, 0u, 1u) != 0u || !x.node.err) return;
-    volatile tlmpi_node_err_t *e = static_cast<volatile tlmpi_node_err_t *>(x.node.err);
-    e->rank = x.node.rank;
-    e->kind = -1;
-    e->cta = (int)blockIdx.x;
-    e->peer = sender;
-    e->barrier = step;
-    e->rail = 1;
-    e->slot = slot;
-    e->group = g;
-    e->expected = expected;
-    e->seen = seen;
-    __threadfence_system();
-    e->set = 1u;
-    __threadfence_system();
-}
-
 // The emulated rail: the rail peers' pools are mapped (CUDA IPC on one host).
 struct EmulatedRail {
     const tlmpi_rail_xport_t &x;
@@ -117,7 +95,8 @@ struct EmulatedRail {
                 while ((v = ld_acquire_sys(s)) < target) {
                     if ((++spins & 63u) == 0) {
                         if (x.node.timeout_ns && globaltimer() - t0 > x.node.timeout_ns) {
-                            report_rail_timeout(x, step, slot, g, m, target, v);
+                            node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m,
+                                                 target, v, 1, slot, g);
                             ok = 0;
                             break;
                         }

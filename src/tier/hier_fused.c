@@ -179,18 +179,14 @@ tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *h
     }
     /* buffers on another device than the comm's: through scratch on the comm's device (this rank
      * cannot decline: its peers launch) */
-    other = (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
-            (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev);
+    other = tlmpi_tier_other_device(tc, c, "fused 2D kernels", &hf->scratch, &hf->scratch_bytes, &tin, &tout, &st);
+    if (TLMPI_UNLIKELY(other < 0)) {
+        if (other == -1) {
+            goto out;
+        }
+        goto wait;
+    }
     if (TLMPI_UNLIKELY(other)) {
-        size_t in_al = (c->in_bytes + 255) & ~(size_t)255, need = in_al + c->out_bytes;
-
-        tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's fused 2D kernels run on device %d: "
-                        "copying through device %d (slower; keep a communicator's buffers on one GPU)",
-                        tlmpi_coll_name(c->coll), c->in_place ? c->rdev : c->sdev, c->rdev, tc->dev, tc->dev);
-        TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(&hf->scratch, &hf->scratch_bytes, need), st, out);
-        tin = hf->scratch;
-        tout = tin + in_al;
-        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(tin, c->in, c->in_bytes, cudaMemcpyDefault, s), st, wait);
         a.in = tin;
         a.out = tout;
     }

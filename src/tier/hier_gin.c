@@ -1,10 +1,10 @@
 /*
  * hier_gin: whether the fused 2D kernels' rail can be NCCL's GIN (GPU-initiated networking) on a
  * communicator, decided once at the hier tier's setup and agreed by every rank:
- *   1. can every rank attempt it (one PMPI_Allreduce, MIN): the kernels were built with the NCCL
- *      Device API and the runtime libnccl is exactly that version, the library has the Device API
- *      entry points, no two ranks share a GPU (NCCL refuses duplicate GPUs), NCCL_GIN_ENABLE is
- *      not 0, tlmpi's NCCL environment is consistent. Nobody calls NCCL unless everyone does;
+ *   1. can every rank attempt it (one PMPI_Allreduce, MIN): what any devcomm needs
+ *      (tlmpi_devcomm_can: the Device API in the kernels' headers and the same runtime version, no
+ *      shared GPU, ...), GIN in those headers (2.28.9+), NCCL_GIN_ENABLE not 0. Nobody calls NCCL
+ *      unless everyone does;
  *   2. an NCCL communicator of its own over the comm and ncclDevCommCreate with GIN signals (the
  *      top-level ginSignalCount: the resource-list route drops them up to 2.30.7); GIN works where
  *      that succeeds with a granted context count above 0 on every rank (agreed). Without an RDMA
@@ -37,29 +37,17 @@ int tlmpi_hier_gin_probe(tlmpi_tier_comm_t *tc, int asked, char *why, size_t len
 
 static int gin_can(const tlmpi_tier_comm_t *tc, char *why, size_t len)
 {
-    int built = tlmpi_cuda_devcomm_version(), runtime;
-    const char *v, *missing = "";
-    char b[16], r[16];
+    const char *v;
+    char b[16];
 
-    if (!built) {
-        snprintf(why, len, "the kernels were built without the NCCL Device API (no nccl_device.h)");
-    } else if (!tlmpi_cuda_devcomm_gin_built()) {
-        tlmpi_devcomm_version_string(built, b, sizeof(b));
+    if (!tlmpi_devcomm_can((tc->caps & TLMPI_CAP_SHARED_GPU) || tc->shared_gpu, why, len)) {
+        return 0;
+    }
+    if (!tlmpi_cuda_devcomm_gin_built()) {
+        tlmpi_devcomm_version_string(tlmpi_cuda_devcomm_version(), b, sizeof(b));
         snprintf(why, len, "the kernels were built against NCCL %s headers, without GIN (2.28.9+)", b);
-    } else if ((tc->caps & TLMPI_CAP_SHARED_GPU) || tc->shared_gpu) {
-        snprintf(why, len, "ranks of the communicator share a GPU (NCCL refuses duplicate GPUs)");
-    } else if (!tlmpi_nccl_load(&missing)) {
-        snprintf(why, len, "NCCL unavailable: %s", missing);
-    } else if ((runtime = tlmpi_nccl_runtime_version()) != built) {
-        tlmpi_devcomm_version_string(built, b, sizeof(b));
-        tlmpi_devcomm_version_string(runtime, r, sizeof(r));
-        snprintf(why, len, "kernels built against NCCL %s, runtime NCCL %s", b, r);
-    } else if (!tlmpi_nccl_have_devcomm_api(&missing)) {
-        snprintf(why, len, "libnccl lacks %s", missing);
     } else if ((v = getenv("NCCL_GIN_ENABLE")) && !strcmp(v, "0")) {
         snprintf(why, len, "NCCL_GIN_ENABLE=0");
-    } else if (!tlmpi_nccl_env_ready()) {
-        snprintf(why, len, "TLMPI_NVLS=0 conflicts with NCCL_NVLS_ENABLE=%s", getenv("NCCL_NVLS_ENABLE"));
     } else {
         return 1;
     }

@@ -423,6 +423,36 @@ static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_
     tlmpi_gpu_abort(tc->comm);
 }
 
+/* Buffers of the call on another device than the comm's (tier.h). */
+int tlmpi_tier_other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *what, void **scratch_p,
+                            size_t *bytes_p, char **in_p, char **out_p, tlmpi_status_t *st_p)
+{
+    tlmpi_status_t st = TLMPI_OK;
+    size_t in_al, need;
+
+    if ((c->rmem != TLMPI_MEM_DEVICE || c->rdev == tc->dev) &&
+        (c->in_place || c->smem != TLMPI_MEM_DEVICE || c->sdev == tc->dev)) {
+        return 0;
+    }
+    in_al = (c->in_bytes + 255) & ~(size_t)255;
+    need = in_al + c->out_bytes;
+    tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's %s runs on device %d: copying through "
+                    "device %d (slower; keep a communicator's buffers on one GPU)", tlmpi_coll_name(c->coll),
+                    c->in_place ? c->rdev : c->sdev, c->rdev, what, tc->dev, tc->dev);
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(scratch_p, bytes_p, need), st, reserve);
+    *in_p = *scratch_p;
+    *out_p = *in_p + in_al;
+    TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(*in_p, c->in, c->in_bytes, cudaMemcpyDefault, (cudaStream_t)tc->ctx->stream),
+                          st, copy);
+    return 1;
+reserve:
+    *st_p = st;
+    return -1;
+copy:
+    *st_p = st;
+    return -2;
+}
+
 static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
@@ -461,18 +491,14 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     }
     /* buffers on another device than the comm's: through scratch memory on the comm's device. This
      * rank cannot decline once it is here (the peers launch), so failures are errors. */
-    other = (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
-            (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev);
+    other = tlmpi_tier_other_device(tc, c, "node tier", &nc->scratch, &nc->scratch_bytes, &tin, &tout, &st);
+    if (TLMPI_UNLIKELY(other < 0)) {
+        if (other == -1) {
+            goto out;
+        }
+        goto wait;
+    }
     if (TLMPI_UNLIKELY(other)) {
-        size_t in_al = (c->in_bytes + 255) & ~(size_t)255, need = in_al + c->out_bytes;
-
-        tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's node tier runs on device %d: "
-                        "copying through device %d (slower; keep a communicator's buffers on one GPU)",
-                        tlmpi_coll_name(c->coll), c->in_place ? c->rdev : c->sdev, c->rdev, tc->dev, tc->dev);
-        TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(&nc->scratch, &nc->scratch_bytes, need), st, out);
-        tin = nc->scratch;
-        tout = tin + in_al;
-        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(tin, c->in, c->in_bytes, cudaMemcpyDefault, s), st, wait);
         args.in = tin;
         args.out = tout;
     }

@@ -146,6 +146,13 @@ static inline tlmpi_wait_who_t tlmpi_tier_who(const tlmpi_tier_comm_t *tc, const
 tlmpi_status_t tlmpi_tier_wait(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what);
 /* The same, bounded by TLMPI_TIMEOUT + grace_s (work whose own device waits are bounded by
  * TLMPI_TIMEOUT and report first). */
+/* A kernel tier's call whose buffers are on another device than the comm's (tc->dev): 0 when they are
+ * not; else one warning (what: the tier), the input copied (queued on the comm's stream) into
+ * scratch on tc->dev (grown as needed), *in_p / *out_p there (the caller copies *out_p back after its
+ * kernel), and 1; -1 when the scratch could not be had (nothing queued) or -2 when the copy failed
+ * (wait for the stream), with *st_p set. The comm's device is current. CUDA builds only. */
+int tlmpi_tier_other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *what, void **scratch_p,
+                            size_t *bytes_p, char **in_p, char **out_p, tlmpi_status_t *st_p);
 tlmpi_status_t tlmpi_tier_wait_grace(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what,
                                      long grace_s);
 

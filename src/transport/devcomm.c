@@ -30,9 +30,8 @@ void tlmpi_devcomm_version_string(int code, char *buf, size_t len)
 #if defined(HAVE_CUDA) && defined(HAVE_NCCL)
 #include <cuda_runtime_api.h>
 
-/* Step 1, local: 1 if this rank can attempt the transport, else 0 and why. The first reason is
- * logged once per process (info). */
-static int devcomm_can(int shared_gpu, char *why, size_t len)
+/* Step 1, local (devcomm.h). The first reason is logged once per process (info). */
+int tlmpi_devcomm_can(int shared_gpu, char *why, size_t len)
 {
     static int said;
     int built = tlmpi_cuda_devcomm_version(), runtime;
@@ -184,7 +183,7 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     }
     /* 1: can every rank attempt it (here also: its memory and its device current), and may it ask
      * for multicast? */
-    ok = devcomm_can(shared_gpu, why, len);
+    ok = tlmpi_devcomm_can(shared_gpu, why, len);
     want_mc = size >= 2 && tlmpi_xport_multicast_allowed(dev, mc_why, sizeof(mc_why));
     if (size < 2) {
         snprintf(mc_why, sizeof(mc_why), "one rank: NVLS needs two GPUs");

@@ -46,6 +46,11 @@ typedef struct tlmpi_devcomm {
     char mc_why[96];                    /* multicast: "" when NVLS, else why it is emulated */
 } tlmpi_devcomm_t;
 
+/* Local, step 1: 1 if this rank can attempt an NCCL devcomm (kernels built with the Device API, the
+ * runtime NCCL that version with its entry points, no shared GPU, cuMem and windows on, a consistent
+ * NCCL environment), else 0 and why. */
+int tlmpi_devcomm_can(int shared_gpu, char *why, size_t len);
+
 /* "2.28.9" from an NCCL_VERSION_CODE (either of NCCL's encodings) */
 void tlmpi_devcomm_version_string(int code, char *buf, size_t len);
 
