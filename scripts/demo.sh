@@ -69,7 +69,8 @@ run_logged() { # what, command...
 stale=no
 if [ ! -x "$src/configure" ] || [ ! -f "$src/Makefile.in" ]; then
     stale=yes
-elif [ -n "$(find "$src/configure.ac" "$src/Makefile.am" "$src"/*/local.mk "$src"/m4 -newer "$src/configure" 2>/dev/null | head -1)" ]; then
+elif [ -e "$src/.git" ] && [ -n "$(find "$src/configure.ac" "$src/Makefile.am" "$src"/*/local.mk "$src"/m4 -newer "$src/configure" 2>/dev/null | head -1)" ]; then
+    # a checkout whose inputs changed (an unpacked dist tarball is never regenerated)
     stale=yes
 fi
 if [ $stale = yes ]; then
