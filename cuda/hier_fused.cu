@@ -2,6 +2,7 @@
 // MPI_Reduce_scatter_block and MPI_Allreduce of N nodes x L ranks in one kernel per call, written
 // once against the rail transport concept (cuda/rail.cuh) and the node transport (node.cuh);
 // instantiated for the emulated rail (CUDA-IPC mappings of every rank's pool on one host).
+// The GIN rail (cuda/rail_gin.cuh) instantiates the same algorithms where the headers have it.
 // Notation: rank (n, j) = n * L + j; the rail peers of (nd, l) are (n, l), n != nd; block / slice g
 // of a message is global rank g's.
 //
@@ -39,6 +40,7 @@
 // step, slot, group and sending node, expected and seen).
 #include "node_kernels.cuh"
 #include "rail.cuh"
+#include "rail_gin.cuh"
 
 #include <cstring>
 
@@ -191,6 +193,7 @@ template <class R> __device__ __forceinline__ void ag(const RailParams &p, const
                 }
             }
         }
+        t.flush();
     }
 }
 
@@ -256,6 +259,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void rsb(cons
             reduce_range<DT, Op>(p.out + off, ua_o, N, [&](int m) { return Src{ t.own() + ly.inbox(slot, m), 16, true }; },
                                  glo, ghi);
         }
+        t.flush();
     }
 }
 
@@ -339,6 +343,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
                 }
             }
         }
+        t.flush();
     }
 }
 
@@ -363,12 +368,69 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_emu(const __grid_
     ar<DT, Op>(p, t);
 }
 
+#ifdef TLMPI_RAIL_GIN
+// the GIN rail: the devcomm and the window ride along with the emulated rail's parameters
+struct GinParams {
+    RailParams p;
+    ncclDevComm dc;
+    ncclWindow_t win;
+    int contexts;
+};
+
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_gin(const __grid_constant__ GinParams g)
+{
+    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_AG_PULL }, g.dc, g.win, g.contexts };
+    ag(g.p, t);
+}
+
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_gin(const __grid_constant__ GinParams g)
+{
+    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_RSB_PULL }, g.dc, g.win, g.contexts };
+    rsb<DT, Op>(g.p, t);
+}
+
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_gin(const __grid_constant__ GinParams g)
+{
+    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_AR_TWOSHOT }, g.dc, g.win, g.contexts };
+    ar<DT, Op>(g.p, t);
+}
+#endif
+
+// fn(gin): the kernel over the GIN rail (nullptr where it is not built) or the emulated one
 template <int DT, typename Op> struct RsbK {
-    static const void *fn(bool) { return (const void *)rsb_emu<DT, Op>; }
+    static const void *fn(bool gin)
+    {
+#ifdef TLMPI_RAIL_GIN
+        if (gin) return (const void *)rsb_gin<DT, Op>;
+#else
+        if (gin) return nullptr;
+#endif
+        return (const void *)rsb_emu<DT, Op>;
+    }
 };
 template <int DT, typename Op> struct ArK {
-    static const void *fn(bool) { return (const void *)ar_emu<DT, Op>; }
+    static const void *fn(bool gin)
+    {
+#ifdef TLMPI_RAIL_GIN
+        if (gin) return (const void *)ar_gin<DT, Op>;
+#else
+        if (gin) return nullptr;
+#endif
+        return (const void *)ar_emu<DT, Op>;
+    }
 };
+
+const void *ag_fn(bool gin)
+{
+#ifdef TLMPI_RAIL_GIN
+    if (gin) return (const void *)ag_gin;
+#else
+    if (gin) return nullptr;
+#endif
+    return (const void *)ag_emu;
+}
 
 }  // namespace
 
@@ -410,13 +472,33 @@ extern "C" int tlmpi_cuda_rail_run(const tlmpi_rail_xport_t *x, tlmpi_rail_args_
     const size_t steps = (p.bytes + per_step - 1) / per_step;
     if (steps > (1u << 28)) return (int)cudaErrorInvalidValue;
     p.nsteps = (unsigned)steps;
-    const void *fn = a->kind == TLMPI_RAIL_AG    ? (const void *)ag_emu
-                     : a->kind == TLMPI_RAIL_RSB ? lookup_dt_op<RsbK>(a->dtype, a->op, false)
-                                                 : lookup_dt_op<ArK>(a->dtype, a->op, false);
-    if (!fn) return (int)cudaErrorInvalidValue;
-    void *args[1] = { &p };
-    const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
-                                           static_cast<cudaStream_t>(stream));
+    const bool gin = x->gin_devcomm != nullptr;
+    if (gin) {
+        // every context gets the same share of each step's increments (rail_gin.cuh)
+        if (x->gin_contexts < 1 || x->gin_contexts > TLMPI_NODE_MAX_CTAS) return (int)cudaErrorInvalidValue;
+        a->ctas -= a->ctas % x->gin_contexts;
+        if (a->ctas < x->gin_contexts) a->ctas = x->gin_contexts;
+    }
+    const void *fn = a->kind == TLMPI_RAIL_AG    ? ag_fn(gin)
+                     : a->kind == TLMPI_RAIL_RSB ? lookup_dt_op<RsbK>(a->dtype, a->op, gin)
+                                                 : lookup_dt_op<ArK>(a->dtype, a->op, gin);
+    if (!fn) return (int)(gin ? cudaErrorNotSupported : cudaErrorInvalidValue);
+    cudaError_t e;
+#ifdef TLMPI_RAIL_GIN
+    if (gin) {
+        GinParams g;
+        g.p = p;
+        memcpy(&g.dc, x->gin_devcomm, sizeof(g.dc));
+        g.win = static_cast<ncclWindow_t>(x->gin_win);
+        g.contexts = x->gin_contexts;
+        void *args[1] = { &g };
+        e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0, static_cast<cudaStream_t>(stream));
+    } else
+#endif
+    {
+        void *args[1] = { &p };
+        e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0, static_cast<cudaStream_t>(stream));
+    }
     if (e != cudaSuccess) return (int)e;
     const unsigned long long rail_steps = a->kind == TLMPI_RAIL_AR ? 2ull * p.nsteps : p.nsteps;
     const unsigned long long per = a->kind == TLMPI_RAIL_AG ? 1ull + (unsigned)a->groups

@@ -176,6 +176,12 @@ typedef struct {
                                            node.base[node.rank]) */
     int node_index, nnodes;             /* this rank's node, and N */
     int rail_stuck;                     /* fault injection: this rank never signals its rail peers */
+    /* GIN rail (cuda/rail_gin.cuh) instead of the emulated one where gin_devcomm is not NULL: the host
+     * copy of the ncclDevComm (created with GIN signals), the pool's window (an ncclWindow_t) and the
+     * granted context count; node.base[] are then the window's LSA addresses and rail[] unused */
+    const void *gin_devcomm;
+    void *gin_win;
+    int gin_contexts;
 } tlmpi_rail_xport_t;
 
 typedef enum { TLMPI_RAIL_AG = 0, TLMPI_RAIL_RSB, TLMPI_RAIL_AR, TLMPI_RAIL_KIND_COUNT } tlmpi_rail_kind_t;
@@ -196,7 +202,9 @@ typedef struct {
                                            signal (every sender node's is the same) */
 } tlmpi_rail_args_t;
 
-/* Launch one fused 2D collective on stream; 0 or a cudaError_t. epoch, step and sig are advanced. */
+/* Launch one fused 2D collective on stream; 0 or a cudaError_t (cudaErrorNotSupported: a GIN rail
+ * but the kernels were built without GIN). epoch, step and sig are advanced. On a GIN rail the CTA
+ * count is rounded down to a multiple of gin_contexts (at least gin_contexts). */
 int tlmpi_cuda_rail_run(const tlmpi_rail_xport_t *x, tlmpi_rail_args_t *a, void *stream);
 /* Bytes of each rail step's block chunk for a pool of data_bytes and N x L ranks (0: too small). */
 size_t tlmpi_cuda_rail_chunk(size_t data_bytes, int nnodes, int local_size);
@@ -211,7 +219,8 @@ size_t tlmpi_cuda_devcomm_sizes(size_t *reqs_size);
 /* Fill reqs (sizeof(ncclDevCommRequirements) bytes) for the node kernels: no GIN, no NCCL barriers,
  * lsaMultimem = want_mc (request it only when multicast is allowed). */
 void tlmpi_cuda_devcomm_requirements(void *reqs, int want_mc);
-/* 1 if the NCCL headers the kernels were compiled against have GIN in the Device API (2.28.9+). */
+/* 1 if the NCCL headers the kernels were compiled against have GIN in the Device API (2.28.9+): the
+ * fused kernels then have a GIN rail (cuda/rail_gin.cuh). */
 int tlmpi_cuda_devcomm_gin_built(void);
 /* Fill reqs for the fused kernels' GIN rail: `signals` GIN signals (top-level ginSignalCount), 4
  * contexts asked for, nothing else. A devcomm with GIN needs an RDMA NIC with NCCL's GIN support. */

@@ -10,8 +10,10 @@
 //                                          node n's signal[slot][this node][g], ordered after them
 //   bool R::wait(slot, g, target, step)    until signal[slot][m][g] >= target for every other node
 //                                          m (bounded; false: timed out, the CTA must return)
-// GIN (NCCL Device API) implements the same with ncclGin put + SignalInc and waitSignal; a GIN
-// wait on context c sees only the puts issued through c, so it waits for target / contexts there.
+//   void R::flush()                        this CTA's put sources may be rewritten (end of a step)
+// GIN (NCCL Device API; cuda/rail_gin.cuh) implements the same with ncclGin put + SignalInc and
+// readSignal; a GIN wait on context c sees only the puts issued through c, so it waits for
+// target / contexts there.
 //
 // Signal bookkeeping (../shared/reference/algorithms.md §2; every rule here is one of its bugs):
 // - Counters are cumulative and never reset; the host keeps each signal's running total and
@@ -80,6 +82,8 @@ struct EmulatedRail {
             atomicAdd_system(signal_at(x.rail[n], slot, x.node_index, g), 1ull);
         }
     }
+    // the copies are complete when put returns
+    __device__ __forceinline__ void flush() const {}
     // thread m (< N, != own node) polls signal[slot][m][g] of the own pool (acquire); all threads
     // then see what the senders put before their adds (bar.sync after the acquire)
     __device__ __forceinline__ bool wait(int slot, int g, unsigned long long target, int step) const

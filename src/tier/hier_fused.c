@@ -20,15 +20,27 @@ enum { F_AUTO = 0, F_OFF, F_EMULATED, F_GIN }; /* TLMPI_HIER_FUSED's values */
 #include "stream.h"
 #include "checks.h"
 #include "ipc.h"
+#include "devcomm.h"
 #include "kernels.h"
 #include <cuda_runtime_api.h>
 
 #define FUSED_GRACE_S 10 /* the host wait's bound beyond TLMPI_TIMEOUT (the device's) */
 
-int tlmpi_hier_gin_probe(tlmpi_tier_comm_t *tc, int asked, char *why, size_t len); /* hier_gin.c */
+#ifdef HAVE_NCCL
+tlmpi_devcomm_t *tlmpi_hier_gin_create(tlmpi_tier_comm_t *tc, int asked, char *why, size_t len); /* hier_gin.c */
+#else
+static tlmpi_devcomm_t *tlmpi_hier_gin_create(tlmpi_tier_comm_t *tc, int asked, char *why, size_t len)
+{
+    (void)tc, (void)asked;
+    snprintf(why, len, "built without NCCL headers");
+    return NULL;
+}
+#endif
 
 struct tlmpi_hier_fused {
-    tlmpi_ipc_t *ipc;                   /* every rank's pool, mapped (emulated rail) */
+    tlmpi_ipc_t *ipc;                   /* every rank's pool, mapped (emulated rail), or */
+    tlmpi_devcomm_t *dc;                /* the GIN rail's devcomm (its window's LSA addresses) */
+    tlmpi_xport_t *xp;                  /* &ipc->t or &dc->t */
     tlmpi_rail_xport_t x;
     unsigned long long epoch, step;     /* node barriers and rail steps launched (the same everywhere) */
     unsigned long long sig[TLMPI_RAIL_SLOTS][TLMPI_RAIL_MAX_GROUPS];
@@ -44,7 +56,7 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
     const long mode = (long)TLMPI_ENV_I(HIER_FUSED);
     const int L = tc->local_size, N = tc->nodes, nd = tc->node_index, l = tc->local_rank;
     size_t data = tlmpi_ipc_data_bytes((long long)TLMPI_ENV_I(NODE_POOL));
-    tlmpi_hier_fused_t *hf;
+    tlmpi_hier_fused_t *hf = NULL;
     char gwhy[128];
     int ok, all = 0, j, n, g;
 
@@ -52,10 +64,29 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
         snprintf(why, len, "TLMPI_HIER_FUSED=off");
         return NULL;
     }
-    /* GIN first (collective over the comm when it can be attempted; agreed either way) */
-    if (tlmpi_hier_gin_probe(tc, mode == F_GIN, gwhy, sizeof(gwhy)) == 1) {
-        /* the probe succeeded everywhere, but this build has no GIN kernels to run on it */
-        snprintf(gwhy, sizeof(gwhy), "GIN works here, but this build's fused kernels have no GIN rail yet");
+    /* GIN first (collective over the comm; agreed either way) */
+    if (mode != F_EMULATED) {
+        tlmpi_devcomm_t *dc = tlmpi_hier_gin_create(tc, mode == F_GIN, gwhy, sizeof(gwhy));
+
+        if (dc && !(hf = calloc(1, sizeof(*hf)))) {
+            /* this rank alone cannot keep it; the plan's agreement on setup failures (out of memory)
+             * would desynchronise the kernels: abort rather than run half a collective */
+            tlmpi_error(COMM, "communicator #%u: out of host memory after the GIN devcomm was created", tc->id);
+            tlmpi_gpu_abort(tc->comm);
+        }
+        if (dc) {
+            hf->dc = dc;
+            hf->xp = &dc->t;
+            hf->x.node = dc->t.x; /* LSA addresses of the node's ranks; rank / nranks: the node's */
+            hf->x.node.mc_base = NULL;
+            hf->x.gin_devcomm = dc->devcomm;
+            hf->x.gin_win = dc->win;
+            hf->x.gin_contexts = dc->gin_contexts;
+            snprintf(hf->gin_why, sizeof(hf->gin_why), "%s", gwhy);
+            goto common;
+        }
+    } else {
+        snprintf(gwhy, sizeof(gwhy), "not asked for (TLMPI_HIER_FUSED=emulated)");
     }
     if (mode == F_GIN) {
         snprintf(why, len, "TLMPI_HIER_FUSED=gin: GIN unavailable: %s", gwhy);
@@ -89,6 +120,7 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
             return NULL;
         }
         hf->ipc = ipc;
+        hf->xp = &ipc->t;
     }
     snprintf(hf->gin_why, sizeof(hf->gin_why), "%s", gwhy);
     hf->x.node = hf->ipc->t.x;
@@ -102,6 +134,7 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
     for (n = 0; n < N; n++) {
         hf->x.rail[n] = hf->ipc->t.x.base[n * L + l];
     }
+common:
     hf->x.node_index = nd;
     hf->x.nnodes = N;
     /* fault sites: this rank never arrives at node barriers / never signals its rail peers */
@@ -114,11 +147,16 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
 
 void tlmpi_hier_fused_describe(const tlmpi_hier_fused_t *hf, char *buf, size_t len)
 {
-    size_t data = hf->ipc->t.x.data_bytes;
+    size_t data = hf->xp->x.data_bytes;
+    char rail[224];
 
-    snprintf(buf, len, "fused: emulated rail (CUDA IPC copies + signal atomics; GIN: %s), %d rail groups, pool %zu MiB, "
-             "%zu KiB per block and step, %d CTAs max", hf->gin_why, hf->groups, data >> 20,
-             tlmpi_cuda_rail_chunk(data, hf->x.nnodes, hf->x.node.nranks) >> 10, hf->ipc->t.max_ctas);
+    if (hf->dc) {
+        snprintf(rail, sizeof(rail), "GIN rail (%s)", hf->gin_why);
+    } else {
+        snprintf(rail, sizeof(rail), "emulated rail (CUDA IPC copies + signal atomics; GIN: %s)", hf->gin_why);
+    }
+    snprintf(buf, len, "fused: %s, %d rail groups, pool %zu MiB, %zu KiB per block and step, %d CTAs max", rail,
+             hf->groups, data >> 20, tlmpi_cuda_rail_chunk(data, hf->x.nnodes, hf->x.node.nranks) >> 10, hf->xp->max_ctas);
 }
 
 /* A device wait of the kernel gave up (TLMPI_TIMEOUT): one line saying who waited for what, then
@@ -147,7 +185,7 @@ static __attribute__((noreturn, noinline)) void fused_timed_out(const tlmpi_tier
 
 tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c, int ctas_knob)
 {
-    const int W = tc->size, max = hf->ipc->t.max_ctas;
+    const int W = tc->size, max = hf->xp->max_ctas;
     tlmpi_status_t st = TLMPI_OK;
     tlmpi_rail_args_t a;
     cudaStream_t s = (cudaStream_t)tc->ctx->stream;
@@ -215,8 +253,8 @@ wait:
     {
         tlmpi_status_t ws = tlmpi_tier_wait_grace(tc, c, "hier", "the fused 2D kernel", FUSED_GRACE_S);
 
-        if (TLMPI_UNLIKELY(hf->ipc->t.err->set)) {
-            fused_timed_out(tc, c, hf, hf->ipc->t.err);
+        if (TLMPI_UNLIKELY(hf->xp->err->set)) {
+            fused_timed_out(tc, c, hf, hf->xp->err);
         }
         st = st != TLMPI_OK ? st : ws;
     }
@@ -248,6 +286,7 @@ void tlmpi_hier_fused_destroy(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf)
         tlmpi_gpu_restore_device(saved);
     }
     tlmpi_ipc_destroy(hf->ipc);
+    tlmpi_devcomm_destroy(hf->dc);
     free(hf);
 }
 

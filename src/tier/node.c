@@ -275,7 +275,7 @@ static int node_transport(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, siz
         int shared = tc->size > 1 && (tc->caps & TLMPI_CAP_SHARED_GPU), attempted = 0;
         char dwhy[160];
 
-        nc->dc = tlmpi_devcomm_create(tc->comm, tc->rank, tc->size, tc->dev, shared, data, tc->ctx->stream,
+        nc->dc = tlmpi_devcomm_create(tc->comm, tc->rank, tc->size, tc->dev, shared, data, tc->ctx->stream, NULL,
                                       &attempted, dwhy, sizeof(dwhy));
         if (nc->dc) {
             nc->xp = &nc->dc->t;

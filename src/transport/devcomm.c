@@ -162,7 +162,7 @@ static int devcomm_pointers(tlmpi_devcomm_t *dc, int rank, int size, int want_mc
 }
 
 tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev, int shared_gpu, size_t data_bytes,
-                                      void *stream, int *attempted_p, char *why, size_t len)
+                                      void *stream, const tlmpi_devcomm_gin_t *gin, int *attempted_p, char *why, size_t len)
 {
     struct {
         ncclUniqueId id;
@@ -175,17 +175,36 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     ncclResult_t r;
     char mc_why[96] = "";
     int v[2], ok, saved = -1, entered = 0, want_mc;
+    /* the LSA team the kernels need: the whole comm (node transport) or this rank's node (GIN) */
+    const int lsa_rank = gin ? gin->local_rank : rank, lsa_size = gin ? gin->local_size : size;
+    const int most = gin ? TLMPI_NODE_MAX_RANKS * TLMPI_RAIL_MAX_NODES : TLMPI_NODE_MAX_RANKS;
 
     *attempted_p = 0;
-    if (size < 1 || size > TLMPI_NODE_MAX_RANKS || rank < 0 || rank >= size) {
-        snprintf(why, len, "%d ranks (the node kernels serve 1..%d)", size, TLMPI_NODE_MAX_RANKS);
+    if (size < 1 || size > most || rank < 0 || rank >= size || lsa_size < 1 || lsa_size > TLMPI_NODE_MAX_RANKS) {
+        snprintf(why, len, "%d ranks (%d per node; the kernels serve 1..%d, at most %d per node)", size, lsa_size, most,
+                 TLMPI_NODE_MAX_RANKS);
         return NULL; /* the same on every rank: no collective was entered */
     }
     /* 1: can every rank attempt it (here also: its memory and its device current), and may it ask
-     * for multicast? */
+     * for multicast (never with GIN: the fused kernels have no NVLS form)? */
     ok = tlmpi_devcomm_can(shared_gpu, why, len);
-    want_mc = size >= 2 && tlmpi_xport_multicast_allowed(dev, mc_why, sizeof(mc_why));
-    if (size < 2) {
+    if (ok && gin) {
+        const char *ge = getenv("NCCL_GIN_ENABLE");
+        char b[16];
+
+        if (!tlmpi_cuda_devcomm_gin_built()) {
+            tlmpi_devcomm_version_string(tlmpi_cuda_devcomm_version(), b, sizeof(b));
+            snprintf(why, len, "the kernels were built against NCCL %s headers, without GIN (2.28.9+)", b);
+            ok = 0;
+        } else if (ge && !strcmp(ge, "0")) {
+            snprintf(why, len, "NCCL_GIN_ENABLE=0");
+            ok = 0;
+        }
+    }
+    want_mc = !gin && size >= 2 && tlmpi_xport_multicast_allowed(dev, mc_why, sizeof(mc_why));
+    if (gin) {
+        snprintf(mc_why, sizeof(mc_why), "the fused 2D kernels emulate multicast");
+    } else if (size < 2) {
         snprintf(mc_why, sizeof(mc_why), "one rank: NVLS needs two GPUs");
     }
     if (ok) {
@@ -256,26 +275,46 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
         goto fail;
     }
     /* 4: the devcomm (collective; multicast only where allowed), then its addresses */
-    tlmpi_cuda_devcomm_requirements(reqs, want_mc);
+    if (gin) {
+        tlmpi_cuda_devcomm_gin_requirements(reqs, gin->signals);
+    } else {
+        tlmpi_cuda_devcomm_requirements(reqs, want_mc);
+    }
     r = tlmpi_nccl.ncclDevCommCreate(nccl, reqs, dc->devcomm);
     dc->created = r == ncclSuccess;
     ok = 0;
-    if (tlmpi_fault_hit(DEVCOMM_INIT)) {
+    if (gin ? tlmpi_fault_hit(GIN_INIT) : tlmpi_fault_hit(DEVCOMM_INIT)) {
         /* after the call, whatever it returned: the peers' collective steps inside NCCL stay matched */
-        snprintf(why, len, "ncclDevCommCreate%s failed (injected: TLMPI_FAULT=devcomm_init)",
-                 want_mc ? " (lsaMultimem)" : "");
+        snprintf(why, len, "ncclDevCommCreate%s failed (injected: TLMPI_FAULT=%s)",
+                 gin ? " with GIN" : want_mc ? " (lsaMultimem)" : "", gin ? "gin_init" : "devcomm_init");
+    } else if (!dc->created && gin) {
+        snprintf(why, len, "ncclDevCommCreate with %d GIN signals: %s (%s)", gin->signals, nccl_err(r),
+                 tlmpi_nccl.ncclGetLastError(nccl));
     } else if (!dc->created) {
         /* NCCL's symmetric memory needs cuMem, which NCCL_CUMEM_ENABLE's auto default turns off
          * where the device reports no GPUDirect RDMA with VMM (some VMs, hosts without an RDMA NIC) */
         snprintf(why, len, "ncclDevCommCreate%s: %s (%s)%s", want_mc ? " (lsaMultimem)" : "", nccl_err(r),
                  tlmpi_nccl.ncclGetLastError(nccl),
                  getenv("NCCL_CUMEM_ENABLE") ? "" : "; if NCCL said it has no symmetric memory, NCCL_CUMEM_ENABLE=1 may enable it");
+    } else if (gin && (dc->gin_contexts = tlmpi_cuda_devcomm_gin_contexts(dc->devcomm)) <= 0) {
+        snprintf(why, len, "ncclDevCommCreate granted no GIN context");
     } else {
-        ok = devcomm_pointers(dc, rank, size, want_mc, why, len) == 0;
+        ok = devcomm_pointers(dc, lsa_rank, lsa_size, want_mc, why, len) == 0;
     }
     (void)cudaGetLastError();
     if (tlmpi_xport_agree(comm, rank, size, ok, data_bytes, &dc->t, "could not create the devcomm", why, len) != 0) {
         goto fail;
+    }
+    if (gin) {
+        /* the kernels see the node's ranks (the LSA team), and every rank the same context count */
+        int c[2] = { dc->gin_contexts, -dc->gin_contexts };
+
+        dc->t.x.rank = lsa_rank;
+        dc->t.x.nranks = lsa_size;
+        if (PMPI_Allreduce(MPI_IN_PLACE, c, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || c[0] != -c[1]) {
+            snprintf(why, len, "the ranks were granted different GIN context counts (%d..%d)", c[0], -c[1]);
+            goto fail;
+        }
     }
     free(reqs);
     tlmpi_gpu_restore_device(saved);
@@ -324,9 +363,9 @@ void tlmpi_devcomm_destroy(tlmpi_devcomm_t *dc)
 #else /* no CUDA or no NCCL headers */
 
 tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev, int shared_gpu, size_t data_bytes,
-                                      void *stream, int *attempted_p, char *why, size_t len)
+                                      void *stream, const tlmpi_devcomm_gin_t *gin, int *attempted_p, char *why, size_t len)
 {
-    (void)comm, (void)rank, (void)size, (void)dev, (void)shared_gpu, (void)data_bytes, (void)stream;
+    (void)comm, (void)rank, (void)size, (void)dev, (void)shared_gpu, (void)data_bytes, (void)stream, (void)gin;
     *attempted_p = 0;
     snprintf(why, len, "built without CUDA or NCCL headers");
     return NULL;

@@ -43,6 +43,7 @@ typedef struct tlmpi_devcomm {
     void *devcomm;                      /* host copy of the ncclDevComm (tlmpi_cuda_devcomm_sizes bytes) */
     int created;                        /* ncclDevCommCreate filled devcomm */
     int version;                        /* NCCL_VERSION_CODE (runtime = kernels' headers) */
+    int gin_contexts;                   /* GIN contexts granted (a GIN devcomm; else 0) */
     char mc_why[96];                    /* multicast: "" when NVLS, else why it is emulated */
 } tlmpi_devcomm_t;
 
@@ -54,14 +55,24 @@ int tlmpi_devcomm_can(int shared_gpu, char *why, size_t len);
 /* "2.28.9" from an NCCL_VERSION_CODE (either of NCCL's encodings) */
 void tlmpi_devcomm_version_string(int code, char *buf, size_t len);
 
-/* Collective over comm (size <= TLMPI_NODE_MAX_RANKS ranks on one node; every rank calls it). dev is
+/* A devcomm for the fused 2D kernels' GIN rail (cuda/rail_gin.cuh) instead of the node transport:
+ * the comm spans several nodes, the LSA team is this rank's node (local_rank of local_size), the
+ * requirements ask for `signals` GIN signals and no multicast, the fault site is gin_init, and the
+ * devcomm must grant the same context count above 0 on every rank. */
+typedef struct {
+    int signals;
+    int local_rank, local_size;
+} tlmpi_devcomm_gin_t;
+
+/* Collective over comm (gin NULL: size <= TLMPI_NODE_MAX_RANKS ranks on one node; else see above;
+ * every rank calls it). dev is
  * this rank's device, shared_gpu whether some rank of the comm may share a GPU with another (the
  * same on every rank), stream the comm's stream (the pool is cleared on it). Returns the transport,
  * or NULL on every rank alike with this rank's reason in why; *attempted_p is 1 when every rank
  * could attempt it (step 1) and it failed later (a lost capability: the caller warns), 0 when it
  * was unavailable somewhere (nothing NCCL was called). The caller's device is restored. */
 tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev, int shared_gpu, size_t data_bytes,
-                                      void *stream, int *attempted_p, char *why, size_t len);
+                                      void *stream, const tlmpi_devcomm_gin_t *gin, int *attempted_p, char *why, size_t len);
 /* Tear down in NCCL's order. Not collective: the caller makes sure that no peer still reads or
  * writes this rank's pool (node.c: a last device barrier). */
 void tlmpi_devcomm_destroy(tlmpi_devcomm_t *dc);

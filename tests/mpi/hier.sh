@@ -3,7 +3,7 @@
 # TLMPI_TIER=hier in the layouts 4 = 2 nodes x 2, 6 = 3 x 2, 8 = 2 x 4 and 8 = 4 x 2
 # (TLMPI_TOPO_RANKS_PER_NODE), and 4 = 2 x 2 once more with TLMPI_HIER_RAIL=nccl (the rail step on
 # the NCCL tier) and =ipc (on the node tier's kernels between the rail's ranks), and a layout
-# suffix :fusedG (TLMPI_HIER_FUSED=emulated, TLMPI_HIER_GROUPS=G: the fused kernels with the
+# suffix :fusedG (TLMPI_HIER_FUSED=auto, TLMPI_HIER_GROUPS=G: GIN probed, then the fused kernels with the
 # emulated rail; on a GPU host every collective must run hier/fused and no sub-comm step; on the
 # CPU box their launches fail on the stand-ins and every rank stages those calls, with one warning). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
 # the fake NCCL really communicates); HIER_PROG=tests/gpu/gpu_hier and HIER_LAYOUTS run it on a GPU
@@ -29,7 +29,7 @@ for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused2}; do
     case $lay in *:*) rail=${lay##*:} ;; esac
     # rail fusedG: the fused kernels (emulated rail, G rail groups); any other: host-ordered steps
     fused=off groups=2
-    case $rail in fused*) fused=emulated groups=${rail#fused} rail=auto ;; esac
+    case $rail in fused*) fused=auto groups=${rail#fused} rail=auto ;; esac
     [ -n "$groups" ] || groups=2
     log=$work/np$np-rpn$rpn-$rail-$fused$groups.log
     s=$(date +%s)

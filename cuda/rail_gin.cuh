@@ -1,0 +1,109 @@
+// rail_gin.cuh: the GIN rail of the fused 2D kernels (cuda/rail.cuh's concept over the NCCL Device
+// API's GPU-initiated networking), compiled where the NCCL headers have GIN (2.28.9+); the host
+// side chooses it only when ncclDevCommCreate with GIN signals succeeded on every rank
+// (src/transport/devcomm.c with a GIN request, src/tier/hier_gin.c).
+//
+// The pool is one NCCL window (ncclMemAlloc + ncclCommWindowRegister) of the whole communicator:
+// the node's ranks reach each other's pools through the window's LSA addresses (node.base[], as on
+// the ipc transport), the rail peers through GIN puts on the devcomm's rail team (peer = node index).
+//   put     ncclGin::put(rail team, node n, window, dst offset, window, src offset, bytes), issued by
+//           the CTA (ncclCoopCta), on context blockIdx.x % contexts
+//   signal  ncclGin::signal(rail team, n, SignalInc{id(slot, this node, g)}) on the same context:
+//           after the puts before it on that context to that peer (NCCL: a signal is visible only
+//           after the payloads of earlier puts on its context to the same peer settled). SignalInc
+//           only: it may not be mixed with other signal operators
+//   wait    readSignal (acquire) of id(slot, m, g) on the CTA's context, bounded by the descriptor's
+//           timeout (2.28.9 has no device-side wait timeout; 2.31's would replace the loop). A
+//           context sees only the increments sent through it, so it waits for target / contexts:
+//           the host makes the CTA count a multiple of the granted context count, the same on all
+//           ranks, so every context gets ctas / contexts increments per step
+//   flush   ncclGin::flush(ncclCoopCta): the CTA's put sources may be rewritten (end of each step)
+// Not run on any machine of this project yet (no RDMA NIC with NCCL's GIN support here).
+#ifndef TLMPI_CUDA_RAIL_GIN_CUH
+#define TLMPI_CUDA_RAIL_GIN_CUH
+
+#include "rail.cuh"
+
+#if __has_include(<nccl_device.h>)
+#include <nccl.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <nccl_device.h>
+#pragma GCC diagnostic pop
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 9)
+#define TLMPI_RAIL_GIN 1
+#endif
+#endif
+
+#ifdef TLMPI_RAIL_GIN
+namespace tlmpi {
+namespace rail {
+
+struct GinRail {
+    const tlmpi_rail_xport_t &x;
+    node::IpcTransport node;  // the node's ranks: the window's LSA addresses
+    const ncclDevComm &dc;
+    ncclWindow_t win;
+    int contexts;
+
+    __device__ __forceinline__ int nnodes() const { return x.nnodes; }
+    __device__ __forceinline__ int node_index() const { return x.node_index; }
+    __device__ __forceinline__ char *own() const { return node.data(x.node.rank); }
+    __device__ __forceinline__ int ctx() const { return (int)(blockIdx.x % (unsigned)contexts); }
+    __device__ static __forceinline__ ncclGinSignal_t id(int slot, int sender, int g)
+    {
+        return (ncclGinSignal_t)(((unsigned)slot * kMaxNodes + (unsigned)sender) * kMaxGroups + (unsigned)g);
+    }
+
+    __device__ __forceinline__ void put(int n, size_t off_src, size_t off_dst, size_t lo, size_t hi) const
+    {
+        if (hi <= lo) return;  // the same on every thread of the CTA
+        ncclGin gin(dc, ctx());
+        gin.put(ncclTeamRail(dc), n, win, TLMPI_NODE_HDR_BYTES + off_dst + lo, win, TLMPI_NODE_HDR_BYTES + off_src + lo,
+                hi - lo, ncclGin_None{}, ncclGin_None{}, ncclCoopCta());
+    }
+    __device__ __forceinline__ void signal(int n, int slot, int g) const
+    {
+        __syncthreads();
+        if (x.rail_stuck) return;
+        ncclGin gin(dc, ctx());
+        gin.signal(ncclTeamRail(dc), n, ncclGin_SignalInc{ id(slot, x.node_index, g) }, ncclCoopCta());
+    }
+    __device__ __forceinline__ bool wait(int slot, int g, unsigned long long target, int step) const
+    {
+        const int m = (int)threadIdx.x;
+        const unsigned long long want = target / (unsigned long long)contexts;
+        int ok = 1;
+        if (m < x.nnodes && m != x.node_index) {
+            ncclGin gin(dc, ctx());
+            unsigned long long v = gin.readSignal(id(slot, m, g));
+            if (v < want) {
+                const unsigned long long t0 = globaltimer();
+                unsigned spins = 0;
+                while ((v = gin.readSignal(id(slot, m, g))) < want) {
+                    if ((++spins & 63u) == 0) {
+                        if (x.node.timeout_ns && globaltimer() - t0 > x.node.timeout_ns) {
+                            node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m, want,
+                                                 v, 1, slot, g);
+                            ok = 0;
+                            break;
+                        }
+                        if (spins > 4096) __nanosleep(64);
+                    }
+                }
+            }
+        }
+        return __syncthreads_and(ok) != 0;
+    }
+    __device__ __forceinline__ void flush() const
+    {
+        ncclGin gin(dc, ctx());
+        gin.flush(ncclCoopCta());
+    }
+};
+
+}  // namespace rail
+}  // namespace tlmpi
+#endif
+
+#endif
