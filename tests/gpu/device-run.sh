@@ -13,8 +13,10 @@
 #             then NODE_NOMPS_NPS (2) ranks without MPS at level quick; NODE_DEVCOMM=1 adds the
 #             1-rank devcomm runs    -> node-summary.md, node-logs.tar.gz
 #   hier      the hier tier on fake nodes (tests/mpi/hier.sh with gpu_hier) under MPS: HIER_LAYOUTS
-#             (default: 4x2, 6x2, 8x4, 8x2 with the ipc rail, the same with the NCCL rail), steps
-#             required on the node tier (and NCCL where the rail is) -> hier.txt, hier-logs.tar.gz
+#             (default: 4x2, 6x2, 8x4, 8x2 with the ipc rail, the same with the NCCL rail, and with
+#             the fused kernels at 1, 2 and 4 rail groups), steps required on the node tier (and
+#             NCCL where the rail is), hier/fused on every collective for the fused runs; every
+#             type of exact_values.h (TLMPI_TEST_TYPES=all) -> hier.txt, hier-logs.tar.gz
 #   tune      tools/tlmpi_tune under MPS with TUNE_NPS (2 4) ranks (TUNE_SIZES, TUNE_PASSES), then one
 #             bench run per rank count with modes auto,tuned,staging,raw-nccl (tuned: the file just
 #             written), round-robin repetitions -> tune-npN.txt (file and table), tune-bench.csv
@@ -132,12 +134,13 @@ if want hier; then
     hout=/tmp/tlmpi-hier-out
     rm -rf "$hout"
     mkdir -p "$hout"
-    for rail in ipc nccl; do
+    for rail in ipc nccl fused1 fused2 fused4; do
         lays=${HIER_LAYOUTS:-4x2:RAIL 6x2:RAIL 8x4:RAIL 8x2:RAIL}
         steps=node
         [ $rail = nccl ] && steps=node,nccl
         OUT=$hout/$rail HIER_EXPECT_STEPS=$steps HIER_PROG=$b/tests/gpu/gpu_hier HIER_MPIRUN=$here/mpirun.sh \
             HIER_LAYOUTS=$(echo "$lays" | sed "s/RAIL/$rail/g") TLMPI_TEST_ITERS=${TLMPI_TEST_ITERS:-1000} \
+            TLMPI_TEST_TYPES=${TLMPI_TEST_TYPES:-all} \
             sh "$here/mps.sh" sh "$root/tests/mpi/hier.sh" "$b" >>"$final/hier.txt" 2>&1 || rc=1
     done
     tar czf "$final/hier-logs.tar.gz" -C /tmp tlmpi-hier-out 2>/dev/null

@@ -1,7 +1,10 @@
 /*
  * exact_values.h: the inputs and element access of the MPI tests that check device-buffer
- * collectives exactly (mpi_threads.c, mpi_hier.c): small integers in [-4, 4] that every rank can
- * compute for every rank, exact in int, float and double whatever the order of the summation.
+ * collectives exactly (mpi_threads.c, mpi_hier.c): small integers in [-4, 4] (unsigned types: [0, 8])
+ * that every rank can compute for every rank, exact in every type whatever the order of the
+ * summation (at most 8 ranks' sums fit in int8). The types: int, float and double; with
+ * TLMPI_TEST_TYPES=all also int8, uint16, int64 and uint64 (the GPU runs: every element width and
+ * signedness of the kernels' integer paths).
  */
 #ifndef TLMPI_TESTS_EXACT_VALUES_H
 #define TLMPI_TESTS_EXACT_VALUES_H
@@ -9,13 +12,41 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum { C_AR, C_AG, C_RSB, NCOLL }; /* allreduce, allgather, reduce_scatter_block */
-enum { T_INT, T_FLOAT, T_DOUBLE, NTYPES };
-static const char *const type_name[NTYPES] = { "int", "float", "double" };
+enum { T_INT, T_FLOAT, T_DOUBLE, T_I8, T_U16, T_I64, T_U64, NTYPES_ALL };
+#define NTYPES_BASE 3
+static const char *const type_name[NTYPES_ALL] = { "int", "float", "double", "int8", "uint16", "int64", "uint64" };
 
-static inline MPI_Datatype mpi_type(int t) { return t == T_INT ? MPI_INT : t == T_FLOAT ? MPI_FLOAT : MPI_DOUBLE; }
-static inline size_t type_size(int t) { return t == T_DOUBLE ? 8 : 4; }
+/* the types a run covers: 3, or all 7 with TLMPI_TEST_TYPES=all (the same on every rank) */
+static inline int exact_ntypes(void)
+{
+    const char *e = getenv("TLMPI_TEST_TYPES");
+
+    return e && !strcmp(e, "all") ? NTYPES_ALL : NTYPES_BASE;
+}
+#define NTYPES exact_ntypes()
+
+static inline MPI_Datatype mpi_type(int t)
+{
+    switch (t) {
+    case T_INT: return MPI_INT;
+    case T_FLOAT: return MPI_FLOAT;
+    case T_DOUBLE: return MPI_DOUBLE;
+    case T_I8: return MPI_INT8_T;
+    case T_U16: return MPI_UINT16_T;
+    case T_I64: return MPI_INT64_T;
+    default: return MPI_UINT64_T;
+    }
+}
+static inline size_t type_size(int t)
+{
+    static const size_t sz[NTYPES_ALL] = { 4, 4, 8, 1, 2, 8, 8 };
+    return sz[t];
+}
+static inline int type_unsigned(int t) { return t == T_U16 || t == T_U64; }
 
 /* input of rank r, element i, of the call with data seed ds: an integer in [-4, 4] */
 static inline int val(uint64_t ds, int r, size_t i)
@@ -28,31 +59,51 @@ static inline int val(uint64_t ds, int r, size_t i)
     return (int)(x % 9) - 4;
 }
 
+/* the input of type t (unsigned types shifted to [0, 8]) */
+static inline int tval(int t, uint64_t ds, int r, size_t i)
+{
+    return val(ds, r, i) + (type_unsigned(t) ? 4 : 0);
+}
+
 static inline void put(int t, void *buf, size_t i, double v)
 {
-    if (t == T_INT) ((int *)buf)[i] = (int)v;
-    else if (t == T_FLOAT) ((float *)buf)[i] = (float)v;
-    else ((double *)buf)[i] = v;
+    switch (t) {
+    case T_INT: ((int *)buf)[i] = (int)v; break;
+    case T_FLOAT: ((float *)buf)[i] = (float)v; break;
+    case T_DOUBLE: ((double *)buf)[i] = v; break;
+    case T_I8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case T_U16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
+    case T_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    default: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    }
 }
 
 static inline double get(int t, const void *buf, size_t i)
 {
-    return t == T_INT ? ((const int *)buf)[i] : t == T_FLOAT ? ((const float *)buf)[i] : ((const double *)buf)[i];
+    switch (t) {
+    case T_INT: return ((const int *)buf)[i];
+    case T_FLOAT: return ((const float *)buf)[i];
+    case T_DOUBLE: return ((const double *)buf)[i];
+    case T_I8: return ((const int8_t *)buf)[i];
+    case T_U16: return ((const uint16_t *)buf)[i];
+    case T_I64: return (double)((const int64_t *)buf)[i];
+    default: return (double)((const uint64_t *)buf)[i];
+    }
 }
 
 /* Element i of rank's output of a call on p ranks with count elements per block (allreduce: in all),
  * data seed ds: the host reference (sum or max over the ranks' inputs; allgather: the owner's). */
-static inline double exact_want(int coll, int sum, uint64_t ds, int rank, int p, size_t count, size_t i)
+static inline double exact_want(int coll, int t, int sum, uint64_t ds, int rank, int p, size_t count, size_t i)
 {
     size_t gi = coll == C_RSB ? (size_t)rank * count + i : i;
     double want;
 
     if (coll == C_AG) {
-        return val(ds, (int)(i / count), i % count);
+        return tval(t, ds, (int)(i / count), i % count);
     }
-    want = val(ds, 0, gi);
+    want = tval(t, ds, 0, gi);
     for (int r = 1; r < p; r++) {
-        double x = val(ds, r, gi);
+        double x = tval(t, ds, r, gi);
 
         want = sum ? want + x : x > want ? x : want;
     }
@@ -65,7 +116,7 @@ static inline size_t exact_first_bad(int coll, int t, int sum, uint64_t ds, int 
                                      size_t n, double *got_p, double *want_p)
 {
     for (size_t i = 0; i < n; i++) {
-        double got = get(t, out, i), want = exact_want(coll, sum, ds, rank, p, count, i);
+        double got = get(t, out, i), want = exact_want(coll, t, sum, ds, rank, p, count, i);
 
         if (got != want) {
             *got_p = got;
@@ -88,7 +139,7 @@ static inline int exact_run(MPI_Comm comm, int coll, int t, MPI_Op op, int inpla
     size_t out_n = coll == C_AG ? count * (size_t)p : count, buf_n = inplace && in_n > out_n ? in_n : out_n;
     const void *sbuf = d_s;
 
-    for (size_t i = 0; i < in_n; i++) put(t, h_in, i, val(ds, rank, i));
+    for (size_t i = 0; i < in_n; i++) put(t, h_in, i, tval(t, ds, rank, i));
     TST_CUDA(cudaMemset(d_r, pv, (buf_n + guard) * es));
     if (inplace) {
         size_t off = coll == C_AG ? (size_t)rank * count * es : 0;

@@ -49,6 +49,7 @@ for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused2}; do
             --env TLMPI_HIER_FUSED="$fused" --env TLMPI_HIER_GROUPS="$groups" \
             --env TLMPI_LOG_LEVEL="$([ $fused = off ] && echo warn || echo info)" \
             --env TLMPI_TEST_ITERS="${TLMPI_TEST_ITERS:-300}" ${TLMPI_TEST_SEED:+--env TLMPI_TEST_SEED=$TLMPI_TEST_SEED} \
+            ${TLMPI_TEST_TYPES:+--env TLMPI_TEST_TYPES=$TLMPI_TEST_TYPES} \
             -- "$prog" >"$log" 2>&1
     fi
     rc=$?
