@@ -23,6 +23,9 @@
 #   nodebench the node tier's benchmark (bench/node-bench.sh: floor, 8 B latency, sweep node vs
 #             staging, HBM efficiency) under MPS, NODEBENCH_NPS (2 4 8) -> nodebench.md,
 #             nodebench.csv, nodebench-logs.tar.gz
+#   demo      scripts/demo.sh as a user runs it, in the unpacked tarball (Open MPI there: nothing
+#             installed, no autoreconf), its GPU step included (DEMO_GPU_SIZES, default 8,1m,16m)
+#             -> demo.txt, demo-plots.tar.gz
 # The device tool returns at most 8 files from $OUT.
 # The parts node and nodebench stop starting runs near DEADLINE_AT (seconds since the epoch;
 # default: DEVICE_BUDGET_S, 560, after this script started), so that one device command (600 s at
@@ -176,6 +179,13 @@ if want nodebench; then
     tar czf "$final/nodebench-logs.tar.gz" -C /tmp tlmpi-nodebench-out 2>/dev/null
     tail -5 "$bout/log.txt"
     cat "$final/nodebench.md" 2>/dev/null | head -80
+fi
+if want demo; then
+    rm -rf /tmp/tlmpi-demo && mkdir -p /tmp/tlmpi-demo && tar xzf "$tarball" -C /tmp/tlmpi-demo
+    d=$(ls -d /tmp/tlmpi-demo/tlmpi-*/ | head -1)
+    (cd "$d" && DEMO_CALLGRIND=0 DEMO_GPU_SIZES=${DEMO_GPU_SIZES:-8,1m,16m} sh scripts/demo.sh -r 50) >"$final/demo.txt" 2>&1 || rc=1
+    tar czf "$final/demo-plots.tar.gz" -C "$d/build" demo-gpu 2>/dev/null
+    tail -60 "$final/demo.txt"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
     b=$(build_dir)
