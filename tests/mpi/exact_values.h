@@ -92,7 +92,8 @@ static inline double get(int t, const void *buf, size_t i)
 }
 
 /* Element i of rank's output of a call on p ranks with count elements per block (allreduce: in all),
- * data seed ds: the host reference (sum or max over the ranks' inputs; allgather: the owner's). */
+ * data seed ds: the host reference over the ranks' inputs (sum = 1: the sum, 0: the max, 2: the min;
+ * allgather: the owner's). */
 static inline double exact_want(int coll, int t, int sum, uint64_t ds, int rank, int p, size_t count, size_t i)
 {
     size_t gi = coll == C_RSB ? (size_t)rank * count + i : i;
@@ -105,7 +106,7 @@ static inline double exact_want(int coll, int t, int sum, uint64_t ds, int rank,
     for (int r = 1; r < p; r++) {
         double x = tval(t, ds, r, gi);
 
-        want = sum ? want + x : x > want ? x : want;
+        want = sum == 1 ? want + x : sum == 2 ? (x < want ? x : want) : (x > want ? x : want);
     }
     return want;
 }

@@ -7,7 +7,7 @@
  * Cases, every one on fresh inputs (small integers, exact in every type whatever the summation
  * order), the receive buffer poisoned with a byte that changes per case and a guard after it that
  * must keep its poison:
- *  - matrix: allreduce / allgather / reduce_scatter_block x int, float, double x sum, max x in
+ *  - matrix: allreduce / allgather / reduce_scatter_block x int, float, double x sum, max, min x in
  *    place or not x counts 1, 7, L*3, 4097, L*1031, 65536 + L (allreduce: one-shot up to
  *    TLMPI_HIER_ONESHOT_MAX and where L does not divide the count, 2d above);
  *  - sub-communicators: a dup (hier again), the world with its ranks interleaved across the nodes
@@ -53,7 +53,8 @@ static int one(MPI_Comm comm, int coll, int t, int sum, int inplace, size_t coun
     size_t es = type_size(t), in_n, out_n, buf_n, i;
     uint64_t ds = g_seed ^ (uint64_t)++g_cases * 0x94D049BB133111EBULL;
     unsigned char pv = (unsigned char)(0xA0 | (g_cases & 0xF));
-    MPI_Op op = sum ? MPI_SUM : MPI_MAX;
+    MPI_Op op = sum == 1 ? MPI_SUM : sum == 2 ? MPI_MIN : MPI_MAX;
+    const char *opn = sum == 1 ? "sum" : sum == 2 ? "min" : "max";
 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &p);
@@ -63,7 +64,7 @@ static int one(MPI_Comm comm, int coll, int t, int sum, int inplace, size_t coun
     if ((buf_n + GUARD) * es > g_cap) return 0;
     rc = exact_run(comm, coll, t, op, inplace, count, rank, p, ds, pv, GUARD, h_in, d_s, d_r);
     if (rc != MPI_SUCCESS) {
-        TST_FAIL("%s: %s %s %s%s count %zu np %d: error %d", tag, coll_name[coll], type_name[t], sum ? "sum" : "max",
+        TST_FAIL("%s: %s %s %s%s count %zu np %d: error %d", tag, coll_name[coll], type_name[t], opn,
                  inplace ? " in place" : "", count, p, rc);
         return 1;
     }
@@ -75,7 +76,7 @@ static int one(MPI_Comm comm, int coll, int t, int sum, int inplace, size_t coun
         i = exact_first_bad(coll, t, sum, ds, rank, p, count, h_out, out_n, &got, &want);
         if (i < out_n) {
             TST_FAIL("%s: %s %s %s%s count %zu np %d: element %zu = %.17g, expected %g", tag, coll_name[coll],
-                     type_name[t], coll == C_AG ? "" : sum ? "sum" : "max", inplace ? " in place" : "", count, p, i,
+                     type_name[t], coll == C_AG ? "" : opn, inplace ? " in place" : "", count, p, i,
                      got, want);
             return 1;
         }
@@ -95,8 +96,8 @@ static void matrix(MPI_Comm comm, int L, const char *tag)
 
     for (int coll = 0; coll < NCOLL; coll++)
         for (int t = 0; t < NTYPES; t++)
-            for (int sum = 0; sum < 2; sum++) {
-                if (coll == C_AG && !sum) continue; /* no op */
+            for (int sum = 0; sum < 3; sum++) {
+                if (coll == C_AG && sum != 1) continue; /* no op */
                 for (int ip = 0; ip < 2; ip++)
                     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
                         one(comm, coll, t, sum, ip, counts[k], tag);
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
     tst_rng_seed(&g, g_seed ^ 0x5151);
     for (long it = 0; it < iters; it++) {
         int coll = (int)(tst_rand_r(&g) % NCOLL), t = (int)(tst_rand_r(&g) % NTYPES);
-        int sum = coll == C_AG ? 1 : (int)(tst_rand_r(&g) % 2), ip = (int)(tst_rand_r(&g) % 2);
+        int sum = coll == C_AG ? 1 : (int)(tst_rand_r(&g) % 3), ip = (int)(tst_rand_r(&g) % 2);
         size_t count = 1 + (size_t)(tst_rand_r(&g) % 20000);
 
         if (tst_rand_r(&g) % 2) count = (count + L - 1) / L * L; /* allreduce: 2d possible, else one-shot */
