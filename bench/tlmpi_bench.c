@@ -858,13 +858,24 @@ static int set_tier(int mode)
         s = tlmpi_config_set("TUNING_FILE", "");
         s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode == MODE_HIER_STEPS ? "hier" : mode_names[mode]) : s;
     }
-    /* the tables only in mode hier-steps */
+    /* mode hier-steps names hier's host-ordered algorithms in the tables; every other mode has the
+     * tables of the environment (read once, before the first change) */
     {
-        int st = mode == MODE_HIER_STEPS;
+        static const char *const names[3] = { "ALLREDUCE_TIERS", "ALLGATHER_TIERS", "REDUCE_SCATTER_BLOCK_TIERS" };
+        static const char *const steps[3] = { "hier/oneshot:65536,hier/2d", "hier/2d", "hier/2d" };
+        static const char *env[3];
+        static int have_env;
+        char var[64];
+        int i;
 
-        s = s == TLMPI_OK ? tlmpi_config_set("ALLREDUCE_TIERS", st ? "hier/oneshot:65536,hier/2d" : "") : s;
-        s = s == TLMPI_OK ? tlmpi_config_set("ALLGATHER_TIERS", st ? "hier/2d" : "") : s;
-        s = s == TLMPI_OK ? tlmpi_config_set("REDUCE_SCATTER_BLOCK_TIERS", st ? "hier/2d" : "") : s;
+        for (i = 0; !have_env && i < 3; i++) {
+            snprintf(var, sizeof(var), "TLMPI_%s", names[i]);
+            env[i] = getenv(var) ? getenv(var) : "";
+        }
+        have_env = 1;
+        for (i = 0; i < 3 && s == TLMPI_OK; i++) {
+            s = tlmpi_config_set(names[i], mode == MODE_HIER_STEPS ? steps[i] : env[i]);
+        }
     }
     if (s != TLMPI_OK) {
         if (g_rank == 0) {

@@ -128,12 +128,6 @@ __device__ __forceinline__ void reduce_range(char *dst, int ua_d, int n, SrcF &&
     }
 }
 
-// the pieces of a slot of `full` bytes (this step's) whose actual length is len
-__device__ __forceinline__ void piece(size_t full, size_t len, size_t *lo, size_t *hi)
-{
-    cta_piece(full, len, lo, hi);
-}
-
 template <class R>
 __device__ __forceinline__ void pull_out(const R &t, const RailParams &p, const Layout &ly, int slot, int n, int q,
                                          size_t dst_off, size_t lo, size_t hi)
@@ -154,7 +148,7 @@ template <class R> __device__ __forceinline__ void ag(const RailParams &p, const
         const int slot = (int)(tr % 3);
         const size_t off = (size_t)s * c, len = B - off < c ? B - off : c;
         size_t lo, hi;
-        piece(p.nsteps == 1 ? len : c, len, &lo, &hi);
+        cta_piece(p.nsteps == 1 ? len : c, len, &lo, &hi);
         const size_t own_slot = ly.inbox(slot, nd);
         const char *src = p.in + off;
         copy_piece(t.own() + own_slot, 16, src, ua_of(src), lo, hi);
@@ -210,7 +204,7 @@ __device__ __forceinline__ void rs_puts(const RailParams &p, const R &t, const L
             const int n = (nd + j) % N;  // the other nodes first, the own node last
             const int blk = n * L + l;
             size_t lo, hi, glo, ghi;
-            piece(full, len_of(blk), &lo, &hi);
+            cta_piece(full, len_of(blk), &lo, &hi);
             gpart(lo, hi, g, G, &glo, &ghi);
             const char *own_in = p.in + in_off(blk);
             const int ua = ua_of(own_in);
@@ -242,7 +236,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void rsb(cons
         const size_t off = (size_t)s * c, len = B - off < c ? B - off : c, full = p.nsteps == 1 ? len : c;
         const int h = (int)((p.epoch + (unsigned long long)kb + 1) & 1ull);
         size_t lo, hi;
-        piece(full, len, &lo, &hi);
+        cta_piece(full, len, &lo, &hi);
         for (int n = 0; n < N; n++)
             for (int j = 1; j < L; j++) {
                 const int blk = n * L + (l + j) % L;
@@ -286,7 +280,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
             for (int j = 1; j < L; j++) {
                 const int blk = n * L + (l + j) % L;
                 size_t lo, hi;
-                piece(cs, slen(blk), &lo, &hi);
+                cta_piece(cs, slen(blk), &lo, &hi);
                 const char *src = p.in + sin(blk);
                 copy_piece(t.own() + ly.stage(h, blk), 16, src, ua_of(src), lo, hi);
             }
@@ -296,7 +290,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
         // 3: per group, as soon as it is summed: the reduced own slice to the rail peers
         const int me = nd * L + l;
         size_t lo, hi;
-        piece(cs, slen(me), &lo, &hi);
+        cta_piece(cs, slen(me), &lo, &hi);
         for (int g = 0; g < G; g++) {
             size_t glo, ghi;
             gpart(lo, hi, g, G, &glo, &ghi);
@@ -317,7 +311,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
         for (int j = 1; j < L; j++) {
             const int q = (l + j) % L, blk = nd * L + q;
             size_t qlo, qhi;
-            piece(cs, slen(blk), &qlo, &qhi);
+            cta_piece(cs, slen(blk), &qlo, &qhi);
             pull_out(t, p, ly, sag, nd, q, sin(blk), qlo, qhi);
         }
         // 5: per group, the other nodes' slices: own rail's, then the node peers'
@@ -326,7 +320,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
             for (int j = 1; j < N; j++) {
                 const int n = (nd + j) % N, blk = n * L + l;
                 size_t a, b, glo, ghi;
-                piece(cs, slen(blk), &a, &b);
+                cta_piece(cs, slen(blk), &a, &b);
                 gpart(a, b, g, G, &glo, &ghi);
                 char *d = p.out + sin(blk);
                 copy_piece<true>(d, ua_of(d), t.own() + ly.inbox(sag, n), 16, glo, ghi);
@@ -337,7 +331,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
                 for (int i = 1; i < L; i++) {
                     const int q = (l + i) % L, blk = n * L + q;
                     size_t a, b, glo, ghi;
-                    piece(cs, slen(blk), &a, &b);
+                    cta_piece(cs, slen(blk), &a, &b);
                     gpart(a, b, g, G, &glo, &ghi);
                     pull_out(t, p, ly, sag, n, q, sin(blk), glo, ghi);
                 }

@@ -100,6 +100,31 @@ __device__ __forceinline__ void report_timeout(const tlmpi_node_xport_t &x, char
     __threadfence_system();
 }
 
+// Spin until ld() >= target (every device wait of the kernels: node barriers, rail signals): false
+// once timeout_ns (0: none) passed with *seen the last value; the clock is read every 64 polls and
+// polls back off (64 ns sleeps) after 4096.
+template <class Load>
+__device__ __forceinline__ bool poll_until(Load &&ld, unsigned long long target, unsigned long long timeout_ns,
+                                           unsigned long long *seen)
+{
+    unsigned long long v = ld();
+    if (v < target) {
+        const unsigned long long t0 = globaltimer();
+        unsigned spins = 0;
+        while ((v = ld()) < target) {
+            if ((++spins & 63u) == 0) {
+                if (timeout_ns && globaltimer() - t0 > timeout_ns) {
+                    *seen = v;
+                    return false;
+                }
+                if (spins > 4096) __nanosleep(64);
+            }
+        }
+    }
+    *seen = v;
+    return true;
+}
+
 // Barrier among the node's ranks for this CTA index, over flag words in the pools' headers
 // (flags(q)[b][r]: written by rank r into rank q's header). Thread t < n stores the target into
 // rank t's flag for this rank (release), then waits for its own flag from rank t (acquire);
@@ -118,20 +143,10 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
             st_release_sys(f, target);
         }
         const unsigned long long *mine = reinterpret_cast<const unsigned long long *>(static_cast<char *>(x.base[x.rank]) + slot) + t;
-        unsigned long long v = ld_acquire_sys(mine);
-        if (v < target) {
-            const unsigned long long t0 = globaltimer();
-            unsigned spins = 0;
-            while ((v = ld_acquire_sys(mine)) < target) {
-                if ((++spins & 63u) == 0) {
-                    if (x.timeout_ns && globaltimer() - t0 > x.timeout_ns) {
-                        report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, k, t, target, v);
-                        ok = 0;
-                        break;
-                    }
-                    if (spins > 4096) __nanosleep(64);
-                }
-            }
+        unsigned long long v;
+        if (!poll_until([&] { return ld_acquire_sys(mine); }, target, x.timeout_ns, &v)) {
+            report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, k, t, target, v);
+            ok = 0;
         }
     }
     return __syncthreads_and(ok) != 0;

@@ -40,7 +40,6 @@ namespace tlmpi {
 namespace rail {
 
 using node::ld_acquire_sys;
-using node::globaltimer;
 
 constexpr int kSlots = TLMPI_RAIL_SLOTS;
 constexpr int kMaxNodes = TLMPI_RAIL_MAX_NODES;
@@ -92,21 +91,11 @@ struct EmulatedRail {
         int ok = 1;
         if (m < x.nnodes && m != x.node_index) {
             const unsigned long long *s = signal_at(x.rail[x.node_index], slot, m, g);
-            unsigned long long v = ld_acquire_sys(s);
-            if (v < target) {
-                const unsigned long long t0 = globaltimer();
-                unsigned spins = 0;
-                while ((v = ld_acquire_sys(s)) < target) {
-                    if ((++spins & 63u) == 0) {
-                        if (x.node.timeout_ns && globaltimer() - t0 > x.node.timeout_ns) {
-                            node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m,
-                                                 target, v, 1, slot, g);
-                            ok = 0;
-                            break;
-                        }
-                        if (spins > 4096) __nanosleep(64);
-                    }
-                }
+            unsigned long long v;
+            if (!node::poll_until([&] { return ld_acquire_sys(s); }, target, x.node.timeout_ns, &v)) {
+                node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m, target, v, 1,
+                                     slot, g);
+                ok = 0;
             }
         }
         return __syncthreads_and(ok) != 0;

@@ -76,21 +76,12 @@ struct GinRail {
         int ok = 1;
         if (m < x.nnodes && m != x.node_index) {
             ncclGin gin(dc, ctx());
-            unsigned long long v = gin.readSignal(id(slot, m, g));
-            if (v < want) {
-                const unsigned long long t0 = globaltimer();
-                unsigned spins = 0;
-                while ((v = gin.readSignal(id(slot, m, g))) < want) {
-                    if ((++spins & 63u) == 0) {
-                        if (x.node.timeout_ns && globaltimer() - t0 > x.node.timeout_ns) {
-                            node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m, want,
-                                                 v, 1, slot, g);
-                            ok = 0;
-                            break;
-                        }
-                        if (spins > 4096) __nanosleep(64);
-                    }
-                }
+            unsigned long long v;
+            if (!node::poll_until([&] { return (unsigned long long)gin.readSignal(id(slot, m, g)); }, want,
+                                  x.node.timeout_ns, &v)) {
+                node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m, want, v, 1,
+                                     slot, g);
+                ok = 0;
             }
         }
         return __syncthreads_and(ok) != 0;

@@ -183,14 +183,36 @@ static __attribute__((noreturn, noinline)) void fused_timed_out(const tlmpi_tier
     tlmpi_gpu_abort(tc->comm);
 }
 
+/* tlmpi_hier_fused_run's launch (tlmpi_tier_kernel_t): one fused kernel, the comm's epoch, rail step
+ * and signal totals advanced */
+struct fused_launch {
+    tlmpi_hier_fused_t *hf;
+    tlmpi_rail_args_t *a;
+};
+static int fused_launch(void *arg, const void *in, void *out, void *stream)
+{
+    struct fused_launch *l = arg;
+    int e;
+
+    l->a->in = in;
+    l->a->out = out;
+    e = tlmpi_cuda_rail_run(&l->hf->x, l->a, stream);
+    if (e == 0) {
+        l->hf->epoch = l->a->epoch;
+        l->hf->step = l->a->step;
+        memcpy(l->hf->sig, l->a->sig, sizeof(l->a->sig));
+        l->hf->ran = 1;
+    }
+    return e;
+}
+
 tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c, int ctas_knob)
 {
+    static int launch_warned;
     const int W = tc->size, max = hf->xp->max_ctas;
-    tlmpi_status_t st = TLMPI_OK;
+    tlmpi_status_t st;
     tlmpi_rail_args_t a;
-    cudaStream_t s = (cudaStream_t)tc->ctx->stream;
-    int ctas, e, saved = -1, other, nk;
-    char *tin = NULL, *tout = NULL;
+    int ctas, nk;
 
     memset(&a, 0, sizeof(a));
     a.kind = c->coll == TLMPI_COLL_ALLGATHER ? TLMPI_RAIL_AG
@@ -198,8 +220,6 @@ tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *h
     nk = a.kind == TLMPI_RAIL_AG ? TLMPI_NODE_AG_PULL : a.kind == TLMPI_RAIL_RSB ? TLMPI_NODE_RSB_PULL : TLMPI_NODE_AR_TWOSHOT;
     a.dtype = (int)c->dt;
     a.op = (int)c->opc;
-    a.in = c->in;
-    a.out = c->rbuf;
     a.count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
     ctas = ctas_knob > 0 ? (ctas_knob < max ? ctas_knob : max) : tlmpi_cuda_node_ctas_for(nk, c->msg_bytes, W, max);
     a.ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
@@ -207,59 +227,16 @@ tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *h
     a.epoch = hf->epoch;
     a.step = hf->step;
     memcpy(a.sig, hf->sig, sizeof(a.sig));
-    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
-        return TLMPI_ERR_UNSUPPORTED; /* nothing moved */
-    }
-    if (TLMPI_UNLIKELY(tlmpi_gpu_ctx_begin(tc->ctx) != cudaSuccess)) {
-        (void)cudaGetLastError();
-        tlmpi_gpu_restore_device(saved);
-        return TLMPI_ERR_UNSUPPORTED;
-    }
-    /* buffers on another device than the comm's: through scratch on the comm's device (this rank
-     * cannot decline: its peers launch) */
-    other = tlmpi_tier_other_device(tc, c, "fused 2D kernels", &hf->scratch, &hf->scratch_bytes, &tin, &tout, &st);
-    if (TLMPI_UNLIKELY(other < 0)) {
-        if (other == -1) {
-            goto out;
-        }
-        goto wait;
-    }
-    if (TLMPI_UNLIKELY(other)) {
-        a.in = tin;
-        a.out = tout;
-    }
-    e = tlmpi_cuda_rail_run(&hf->x, &a, s);
-    if (TLMPI_UNLIKELY(e != 0)) {
-        (void)cudaGetLastError();
-        tlmpi_warn_once(COLL, "%s on tier hier (algorithm fused): the kernel launch failed (%s); this call and any "
-                        "other whose launch fails are staged through the host", tlmpi_coll_name(c->coll),
-                        cudaGetErrorString((cudaError_t)e));
-        if (!other) {
-            tlmpi_gpu_restore_device(saved);
-            return TLMPI_ERR_UNSUPPORTED; /* before any data moved */
-        }
-        st = TLMPI_ERR_CUDA;
-        goto wait;
-    }
-    hf->epoch = a.epoch;
-    hf->step = a.step;
-    memcpy(hf->sig, a.sig, sizeof(a.sig));
-    hf->ran = 1;
-    tc->enqueued = tc->calls;
-    if (TLMPI_UNLIKELY(other)) {
-        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, wait);
-    }
-wait:
     {
-        tlmpi_status_t ws = tlmpi_tier_wait_grace(tc, c, "hier", "the fused 2D kernel", FUSED_GRACE_S);
+        struct fused_launch l = { hf, &a };
+        const tlmpi_tier_kernel_t k = { "hier", "fused", "fused 2D kernels", "the fused 2D kernel", FUSED_GRACE_S,
+                                        &hf->scratch, &hf->scratch_bytes, &launch_warned, fused_launch, &l };
 
-        if (TLMPI_UNLIKELY(hf->xp->err->set)) {
-            fused_timed_out(tc, c, hf, hf->xp->err);
-        }
-        st = st != TLMPI_OK ? st : ws;
+        st = tlmpi_tier_kernel_call(tc, c, &k);
     }
-out:
-    tlmpi_gpu_restore_device(saved);
+    if (TLMPI_UNLIKELY(hf->xp->err->set)) {
+        fused_timed_out(tc, c, hf, hf->xp->err);
+    }
     return st;
 }
 

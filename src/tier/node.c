@@ -423,118 +423,63 @@ static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_
     tlmpi_gpu_abort(tc->comm);
 }
 
-/* Buffers of the call on another device than the comm's (tier.h). */
-int tlmpi_tier_other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *what, void **scratch_p,
-                            size_t *bytes_p, char **in_p, char **out_p, tlmpi_status_t *st_p)
+/* node_run's launch (tlmpi_tier_kernel_t): one node kernel, the comm's barrier epoch advanced */
+struct node_launch {
+    struct tlmpi_node_comm *nc;
+    tlmpi_node_args_t *args;
+};
+static int node_launch(void *arg, const void *in, void *out, void *stream)
 {
-    tlmpi_status_t st = TLMPI_OK;
-    size_t in_al, need;
+    struct node_launch *l = arg;
+    int e;
 
-    if ((c->rmem != TLMPI_MEM_DEVICE || c->rdev == tc->dev) &&
-        (c->in_place || c->smem != TLMPI_MEM_DEVICE || c->sdev == tc->dev)) {
-        return 0;
+    l->args->in = in;
+    l->args->out = out;
+    e = tlmpi_cuda_node_run(&l->nc->xp->x, l->args, stream);
+    if (e == 0) {
+        l->nc->epoch = l->args->epoch;
+        l->nc->ran = 1;
     }
-    in_al = (c->in_bytes + 255) & ~(size_t)255;
-    need = in_al + c->out_bytes;
-    tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's %s runs on device %d: copying through "
-                    "device %d (slower; keep a communicator's buffers on one GPU)", tlmpi_coll_name(c->coll),
-                    c->in_place ? c->rdev : c->sdev, c->rdev, what, tc->dev, tc->dev);
-    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(scratch_p, bytes_p, need), st, reserve);
-    *in_p = *scratch_p;
-    *out_p = *in_p + in_al;
-    TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(*in_p, c->in, c->in_bytes, cudaMemcpyDefault, (cudaStream_t)tc->ctx->stream),
-                          st, copy);
-    return 1;
-reserve:
-    *st_p = st;
-    return -1;
-copy:
-    *st_p = st;
-    return -2;
+    return e;
 }
 
 static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
+    static int launch_warned;
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
-    tlmpi_status_t st = TLMPI_OK;
+    tlmpi_status_t st;
     tlmpi_node_args_t args;
-    cudaStream_t s;
-    int a, ctas, e, saved = -1, other;
+    int a, ctas;
     /* CTAs: the plan entry's knob (tables, tuning file), else TLMPI_NODE_CTAS, else by size; at
      * most the agreed limit that keeps every rank's CTAs resident */
     long forced = TLMPI_ALGO_CTAS(algo) ? TLMPI_ALGO_CTAS(algo) : (long)TLMPI_ENV_I(NODE_CTAS);
-    char *tin = NULL, *tout = NULL;
 
     (void)mpi_rc_p;
     if (!nc) {
         return TLMPI_ERR_UNSUPPORTED; /* not set up (cannot happen when supports() said yes) */
     }
-    s = (cudaStream_t)tc->ctx->stream;
     a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes);
     args.kind = (int)node_kind(c->coll, a);
     args.dtype = (int)c->dt;
     args.op = (int)c->opc;
-    args.in = c->in;
-    args.out = c->rbuf;
     args.count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
     ctas = forced > 0 ? (int)(forced < nc->xp->max_ctas ? forced : nc->xp->max_ctas)
                       : tlmpi_cuda_node_ctas_for(args.kind, c->msg_bytes, tc->size, nc->xp->max_ctas);
     args.ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
     args.epoch = nc->epoch;
-    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
-        return TLMPI_ERR_UNSUPPORTED; /* nothing moved */
-    }
-    if (TLMPI_UNLIKELY(tlmpi_gpu_ctx_begin(tc->ctx) != cudaSuccess)) {
-        (void)cudaGetLastError();
-        tlmpi_gpu_restore_device(saved);
-        return TLMPI_ERR_UNSUPPORTED;
-    }
-    /* buffers on another device than the comm's: through scratch memory on the comm's device. This
-     * rank cannot decline once it is here (the peers launch), so failures are errors. */
-    other = tlmpi_tier_other_device(tc, c, "node tier", &nc->scratch, &nc->scratch_bytes, &tin, &tout, &st);
-    if (TLMPI_UNLIKELY(other < 0)) {
-        if (other == -1) {
-            goto out;
-        }
-        goto wait;
-    }
-    if (TLMPI_UNLIKELY(other)) {
-        args.in = tin;
-        args.out = tout;
-    }
-    e = tlmpi_cuda_node_run(&nc->xp->x, &args, s);
-    if (TLMPI_UNLIKELY(e != 0)) {
-        (void)cudaGetLastError();
-        tlmpi_warn_once(COLL, "%s on tier node (algorithm %s): the kernel launch failed (%s); this call and any "
-                        "other whose launch fails are staged through the host", tlmpi_coll_name(c->coll),
-                        node_algos[a], cudaGetErrorString((cudaError_t)e));
-        if (!other) {
-            tlmpi_gpu_restore_device(saved);
-            return TLMPI_ERR_UNSUPPORTED; /* before any data moved */
-        }
-        st = TLMPI_ERR_CUDA; /* the input copy is queued: drain it below */
-        goto wait;
-    }
-    nc->epoch = args.epoch;
-    nc->ran = 1;
-    tc->enqueued = tc->calls;
-    if (TLMPI_UNLIKELY(other)) {
-        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, wait);
-    }
-wait:
     {
-        tlmpi_status_t ws = tlmpi_tier_wait_grace(tc, c, "node", "the node kernel", NODE_GRACE_S);
+        struct node_launch l = { nc, &args };
+        const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
+                                        &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch, &l };
 
-        if (TLMPI_UNLIKELY(nc->xp->err->set)) {
-            node_timed_out(tc, c, a, nc->xp->err);
-        }
-        st = st != TLMPI_OK ? st : ws;
+        st = tlmpi_tier_kernel_call(tc, c, &k);
     }
-out:
+    if (TLMPI_UNLIKELY(nc->xp->err->set)) {
+        node_timed_out(tc, c, a, nc->xp->err);
+    }
     if (st == TLMPI_OK) {
         tlmpi_stat_algo_add(c->coll, TLMPI_PATH_NODE, a, c->msg_bytes);
     }
-    tlmpi_gpu_restore_device(saved);
     return st;
 }
 

@@ -146,15 +146,27 @@ static inline tlmpi_wait_who_t tlmpi_tier_who(const tlmpi_tier_comm_t *tc, const
 tlmpi_status_t tlmpi_tier_wait(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what);
 /* The same, bounded by TLMPI_TIMEOUT + grace_s (work whose own device waits are bounded by
  * TLMPI_TIMEOUT and report first). */
-/* A kernel tier's call whose buffers are on another device than the comm's (tc->dev): 0 when they are
- * not; else one warning (what: the tier), the input copied (queued on the comm's stream) into
- * scratch on tc->dev (grown as needed), *in_p / *out_p there (the caller copies *out_p back after its
- * kernel), and 1; -1 when the scratch could not be had (nothing queued) or -2 when the copy failed
- * (wait for the stream), with *st_p set. The comm's device is current. CUDA builds only. */
-int tlmpi_tier_other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *what, void **scratch_p,
-                            size_t *bytes_p, char **in_p, char **out_p, tlmpi_status_t *st_p);
 tlmpi_status_t tlmpi_tier_wait_grace(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what,
                                      long grace_s);
+
+/* One call on a tier of tlmpi's own kernels (kernel_call.c; CUDA builds): the device, the stream,
+ * buffers on another device than the comm's through the tier's scratch, the tier's launch, the
+ * output copied back, the bounded wait. TLMPI_ERR_UNSUPPORTED where nothing moved (launch failure:
+ * one warning per tier), else the wait's status. The tier reads its kernels' error record after it. */
+typedef struct {
+    const char *tier, *algo;    /* names for the diagnostics: "node", "push" */
+    const char *where;          /* "node tier": what runs on the comm's device (another-device warning) */
+    const char *what;           /* the work waited for: "the node kernel" */
+    long grace_s;               /* the wait's bound beyond TLMPI_TIMEOUT */
+    void **scratch_p;           /* the tier's scratch on the comm's device, grown as needed */
+    size_t *scratch_bytes_p;
+    int *warned_p;              /* the tier's once-flag of the launch-failure warning */
+    /* enqueue the kernel on stream for these buffers: 0 (and the tier's bookkeeping done) or a
+     * cudaError_t (nothing enqueued) */
+    int (*launch)(void *arg, const void *in, void *out, void *stream);
+    void *arg;
+} tlmpi_tier_kernel_t;
+tlmpi_status_t tlmpi_tier_kernel_call(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmpi_tier_kernel_t *k);
 
 /* Per-comm teardown of every tier (comm.c) and process teardown (init.c). */
 void tlmpi_tier_comm_cleanup(tlmpi_tier_comm_t *tc);

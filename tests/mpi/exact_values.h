@@ -23,9 +23,14 @@ static const char *const type_name[NTYPES_ALL] = { "int", "float", "double", "in
 /* the types a run covers: 3, or all 7 with TLMPI_TEST_TYPES=all (the same on every rank) */
 static inline int exact_ntypes(void)
 {
-    const char *e = getenv("TLMPI_TEST_TYPES");
+    static int n; /* read once (the loops over the types evaluate NTYPES per step) */
 
-    return e && !strcmp(e, "all") ? NTYPES_ALL : NTYPES_BASE;
+    if (!n) {
+        const char *e = getenv("TLMPI_TEST_TYPES");
+
+        n = e && !strcmp(e, "all") ? NTYPES_ALL : NTYPES_BASE;
+    }
+    return n;
 }
 #define NTYPES exact_ntypes()
 

@@ -1,0 +1,110 @@
+/*
+ * kernel_call: the frame of one call on a tier of tlmpi's own kernels (node, hier/fused), around the
+ * tier's launch: the comm's device made current and its stream begun; buffers on another device
+ * than the comm's copied through the tier's scratch on the comm's device (this rank cannot decline
+ * once its peers launch, so failures after that are errors); the launch, whose failure before any
+ * data moved makes the call TLMPI_ERR_UNSUPPORTED (the dispatcher stages it) with one warning per
+ * tier; the output copied back; the bounded wait (TLMPI_TIMEOUT + the tier's grace: the kernels'
+ * own device waits give up first and fill the tier's error record, which the tier reads after this
+ * returns).
+ */
+#include "config.h"
+#include "tier.h"
+
+#ifdef HAVE_CUDA
+#include "checks.h"
+#include "cudawrap.h"
+#include "log.h"
+#include "stream.h"
+#include <cuda_runtime_api.h>
+
+/* Buffers on another device than the comm's (tc->dev): 0 when they are not; else one warning, the
+ * input copied (queued) into the scratch, *in_p / *out_p there, and 1; -1 when the scratch could not
+ * be had (nothing queued) or -2 when the copy failed (drain the stream), with *st_p set. */
+static int other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmpi_tier_kernel_t *k, char **in_p,
+                        char **out_p, tlmpi_status_t *st_p)
+{
+    tlmpi_status_t st = TLMPI_OK;
+    size_t in_al, need;
+
+    if ((c->rmem != TLMPI_MEM_DEVICE || c->rdev == tc->dev) &&
+        (c->in_place || c->smem != TLMPI_MEM_DEVICE || c->sdev == tc->dev)) {
+        return 0;
+    }
+    in_al = (c->in_bytes + 255) & ~(size_t)255;
+    need = in_al + c->out_bytes;
+    tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's %s runs on device %d: copying through "
+                    "device %d (slower; keep a communicator's buffers on one GPU)", tlmpi_coll_name(c->coll),
+                    c->in_place ? c->rdev : c->sdev, c->rdev, k->where, tc->dev, tc->dev);
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(k->scratch_p, k->scratch_bytes_p, need), st, reserve);
+    *in_p = *k->scratch_p;
+    *out_p = *in_p + in_al;
+    TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(*in_p, c->in, c->in_bytes, cudaMemcpyDefault, (cudaStream_t)tc->ctx->stream),
+                          st, copy);
+    return 1;
+reserve:
+    *st_p = st;
+    return -1;
+copy:
+    *st_p = st;
+    return -2;
+}
+
+tlmpi_status_t tlmpi_tier_kernel_call(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmpi_tier_kernel_t *k)
+{
+    cudaStream_t s = (cudaStream_t)tc->ctx->stream;
+    tlmpi_status_t st = TLMPI_OK;
+    const void *in = c->in;
+    void *out = c->rbuf;
+    char *tin = NULL, *tout = NULL;
+    int e, saved = -1, other;
+
+    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+        return TLMPI_ERR_UNSUPPORTED; /* nothing moved */
+    }
+    if (TLMPI_UNLIKELY(tlmpi_gpu_ctx_begin(tc->ctx) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        tlmpi_gpu_restore_device(saved);
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    other = other_device(tc, c, k, &tin, &tout, &st);
+    if (TLMPI_UNLIKELY(other < 0)) {
+        if (other == -1) {
+            goto out;
+        }
+        goto wait;
+    }
+    if (TLMPI_UNLIKELY(other)) {
+        in = tin;
+        out = tout;
+    }
+    e = k->launch(k->arg, in, out, s);
+    if (TLMPI_UNLIKELY(e != 0)) {
+        (void)cudaGetLastError();
+        if (!__atomic_exchange_n(k->warned_p, 1, __ATOMIC_RELAXED)) {
+            tlmpi_warn(COLL, "%s on tier %s (algorithm %s): the kernel launch failed (%s); this call and any other "
+                       "whose launch fails are staged through the host", tlmpi_coll_name(c->coll), k->tier, k->algo,
+                       cudaGetErrorString((cudaError_t)e));
+        }
+        if (!other) {
+            tlmpi_gpu_restore_device(saved);
+            return TLMPI_ERR_UNSUPPORTED; /* before any data moved */
+        }
+        st = TLMPI_ERR_CUDA; /* the input copy is queued: drain it below */
+        goto wait;
+    }
+    tc->enqueued = tc->calls;
+    if (TLMPI_UNLIKELY(other)) {
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, wait);
+    }
+wait:
+    {
+        tlmpi_status_t ws = tlmpi_tier_wait_grace(tc, c, k->tier, k->what, k->grace_s);
+
+        st = st != TLMPI_OK ? st : ws;
+    }
+out:
+    tlmpi_gpu_restore_device(saved);
+    return st;
+}
+#endif
