@@ -6,6 +6,7 @@
 #include "plan.h"
 #include "tier.h"
 #include "stats.h"
+#include "turn.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -133,7 +134,13 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     }
     /* the number rank 0 gave it, so that every rank's diagnostics name the comm alike (threads
      * build comms in different orders on different ranks) */
-    PMPI_Bcast(&tc->tier.id, 1, MPI_UNSIGNED, 0, comm);
+    {
+        unsigned v[2] = { tc->tier.id, (unsigned)tlmpi_g.world_rank };
+
+        PMPI_Bcast(v, 2, MPI_UNSIGNED, 0, comm);
+        tc->tier.id = v[0];
+        tc->tier.uid = (uint64_t)v[1] << 32 | v[0];
+    }
     if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
         verify_env_uniform(comm);
     }
@@ -212,36 +219,26 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_get_slow(MPI_Comm comm, unsi
     return tc;
 }
 
-/* Calls of this process now on a tier whose kernels wait for peers on the GPU (MPI_THREAD_MULTIPLE
- * only). Two at once (threads on different communicators) can deadlock: each rank's waiting kernel
- * can hold up the other communicator's kernel or the application's legacy-stream work queued behind
- * it on the same hardware work queue (seen on one H200 under MPS, 2 and 4 ranks x 4 threads, within
- * the first calls; CUDA_DEVICE_MAX_CONNECTIONS=1 made it immediate). NCCL documents the same for
- * its own communicators. The first time this process sees it: one warning. A plan built while such
- * a call runs leaves those tiers out of auto (TLMPI_CAP_CONCURRENT, plan.c). */
-static void concurrent_check(const tlmpi_comm_t *tc, const tlmpi_tier_t *tier)
-{
-    if (__atomic_fetch_add(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED) > 0) {
-        tlmpi_warn_once(COLL, "MPI_THREAD_MULTIPLE: communicator #%u starts a collective on tier %s while another "
-                        "thread's collective on another communicator runs on a tier whose GPU kernels also wait "
-                        "for their peers; such kernels can deadlock the GPU when they run at the same time (a "
-                        "waiting kernel holds up work queued behind it; NCCL has the same limit). A hang ends at "
-                        "TLMPI_TIMEOUT with a report; TLMPI_TIER=staging (or a table without node and nccl) "
-                        "avoids it", tc->tier.id, tier->name);
-    }
-}
-
 tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, int algo, int top,
                               const tlmpi_tier_t **tier_p, int *mpi_rc_p)
 {
     const tlmpi_tier_t *tier = tlmpi_tiers[t];
-    int waiting = top && TLMPI_UNLIKELY(tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) && tier->device_waits;
+    /* the GPU turn (turn.h): t and the caps are the same on every rank, so all take it or none */
+    int turn = top && TLMPI_UNLIKELY(tc->tier.caps & TLMPI_CAP_TURNS) && tier->device_waits;
     tlmpi_status_t st;
 
     tc->tier.calls++;
     tc->tier.busy = 1 + (int)c->coll;
-    if (TLMPI_UNLIKELY(waiting)) {
-        concurrent_check(tc, tier);
+    if (TLMPI_UNLIKELY(turn)) {
+        tlmpi_wait_who_t who = tlmpi_tier_who(&tc->tier, c, tier->name);
+        int rc = tlmpi_turn_take(tc->tier.comm, tc->tier.uid, &who);
+
+        if (rc != MPI_SUCCESS) {
+            tc->tier.busy = 0;
+            *mpi_rc_p = rc;
+            *tier_p = tier;
+            return TLMPI_ERR_MPI;
+        }
     }
     st = tier->run(&tc->tier, c, algo, mpi_rc_p);
     if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
@@ -249,10 +246,10 @@ tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, in
         tier = &tlmpi_tier_staging;
         st = tier->run(&tc->tier, c, 0, mpi_rc_p);
     }
-    tc->tier.busy = 0;
-    if (TLMPI_UNLIKELY(waiting)) {
-        __atomic_sub_fetch(&tlmpi_device_waiting_calls, 1, __ATOMIC_RELAXED);
+    if (TLMPI_UNLIKELY(turn)) {
+        tlmpi_turn_release(); /* the call's device work is complete: tiers return after their bounded wait */
     }
+    tc->tier.busy = 0;
     *tier_p = tier;
     return st;
 }
@@ -281,7 +278,7 @@ tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent,
     tlmpi_call_layout(&c, sub->tier.rank, sub->tier.size);
     c.local_size = sub->tier.local_size;
     t = tlmpi_plan_select(&sub->plan, &c, &algo);
-    /* a step runs inside its parent's call, which the concurrency accounting already counts */
+    /* a step runs inside its parent's call, which holds the GPU turn where one is taken */
     st = tlmpi_comm_run(sub, &c, t, algo, 0, &tier, mpi_rc_p);
     if (st == TLMPI_OK) {
         tlmpi_stat_add(coll, tier->label, c.msg_bytes); /* the step, under its own tier */

@@ -37,9 +37,9 @@ tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm);
 tlmpi_comm_t *tlmpi_comm_get_sub(MPI_Comm comm, int tier_env);
 /* Run call c (laid out for tc) on the tier the plan selected (t, algorithm word algo), falling back
  * to staging where that tier declined before data moved; *tier_p gets the tier that ran it. Keeps
- * the comm's diagnostics (calls, the call in progress) and, for top-level calls (top = 1; not a
- * hier step, which runs inside its parent's call) under MPI_THREAD_MULTIPLE, the count of
- * device-waiting calls in flight. The one dispatch of the entry points and of hier's steps. */
+ * the comm's diagnostics (calls, the call in progress); a top-level call (top = 1; not a hier step,
+ * which runs inside its parent's call) on a tier with device_waits takes the GPU turn first where
+ * the comm has TLMPI_CAP_TURNS (turn.h). The one dispatch of the entry points and of hier's steps. */
 tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, int algo, int top,
                               const tlmpi_tier_t **tier_p, int *mpi_rc_p);
 /* Run one collective on a sub comm (hier's steps) through its plan, as the dispatcher runs a call:

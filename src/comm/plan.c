@@ -12,6 +12,7 @@
 #include "env.h"
 #include "global.h"
 #include "log.h"
+#include "turn.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -447,7 +448,7 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
 {
     unsigned need = tlmpi_plan_tiers_used(p) & ~p->setup_done, failed = 0, all_failed = 0, found;
     char why[TLMPI_TIER_COUNT][160];
-    int t, any = 0;
+    int t, any = 0, turn = 0;
 
     for (t = 0; t < TLMPI_TIER_COUNT; t++) {
         why[t][0] = '\0';
@@ -457,6 +458,15 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
         p->setup_done |= 1u << t;
         if ((p->caps & tlmpi_tiers[t]->cap) != tlmpi_tiers[t]->cap) {
             continue; /* unusable on this comm anyway (agreed caps) */
+        }
+        if (!any && (p->caps & TLMPI_CAP_TURNS)) {
+            /* setups launch kernels that wait for peers (the node tier's timed barriers) and make
+             * CUDA calls that can queue behind another thread's: hold the GPU turn (turn.h) */
+            tlmpi_wait_who_t who = { tc->comm, tc->id, TLMPI_COLL_ALLREDUCE, "plan build" };
+
+            if (tlmpi_turn_take(tc->comm, tc->uid, &who) == MPI_SUCCESS) {
+                turn = 1;
+            }
         }
         any = 1;
         if (tlmpi_tiers[t]->setup(tc, why[t], sizeof(why[t])) != TLMPI_OK) {
@@ -469,6 +479,9 @@ static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     found = tc->caps; /* with what the setups added */
     if (PMPI_Allreduce(&failed, &all_failed, 1, MPI_UNSIGNED, MPI_BOR, tc->comm) != MPI_SUCCESS) {
         all_failed = ~0u & need;
+    }
+    if (turn) {
+        tlmpi_turn_release();
     }
     for (t = 0; t < TLMPI_TIER_COUNT; t++) {
         if (!(all_failed & (1u << t))) {
@@ -522,8 +535,8 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     w[2] = h;
     w[3] = ~h;
     w[4] = tc->shared_gpu ? TLMPI_CAP_SHARED_GPU : 0;
-    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE && __atomic_load_n(&tlmpi_device_waiting_calls, __ATOMIC_RELAXED)) {
-        w[4] |= TLMPI_CAP_CONCURRENT; /* another thread's collective waits on the GPU right now */
+    if (tlmpi_turn_wanted()) {
+        w[4] |= TLMPI_CAP_TURNS; /* agreed by OR: all ranks take the GPU turn, or none */
     }
     if (PMPI_Allreduce(MPI_IN_PLACE, w, 5, MPI_UINT64_T, MPI_BOR, tc->comm) != MPI_SUCCESS) {
         w[0] = ~(uint64_t)0; /* no capability: staging, which needs none of them */
@@ -534,11 +547,6 @@ void tlmpi_plan_build(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
     uniform = tlmpi_plan_hashes_agree(w[2], w[3]);
     p->caps = agreed | (unsigned)w[4];
     tc->caps = p->caps;
-    if (p->caps & TLMPI_CAP_CONCURRENT) {
-        tlmpi_info(COMM, "communicator #%u: built while another thread's collective ran on a tier whose GPU kernels "
-                   "wait for their peers (on some rank): auto leaves node, nccl and hier out for it (such kernels "
-                   "can deadlock when they run at the same time)", tc->id);
-    }
     lost = (unsigned)w[1] & ~agreed;
     for (i = 0; i < (int)(sizeof(cap_text) / sizeof(cap_text[0])); i++) {
         const char *here = cap_text[i].tier < 0 ? why_stream : why[cap_text[i].tier];

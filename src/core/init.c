@@ -7,6 +7,7 @@
 #include "classify.h"
 #include "cudawrap.h"
 #include "log.h"
+#include "turn.h"
 #include "tier.h"
 #include "fault.h"
 
@@ -45,8 +46,15 @@ static int query_mpi_cuda_aware(void)
 /* First thing MPI_Finalize does: delete MPI_COMM_SELF's attributes. MPI is still fully usable. */
 static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
+    unsigned long taken, lost;
+
     if (TLMPI_ENV_I(STATS)) {
         tlmpi_core_print_stats(stderr);
+    }
+    tlmpi_turn_counts(&taken, &lost);
+    if (taken) {
+        tlmpi_info(COLL, "GPU turn (TLMPI_GPU_TURNS): taken %lu times, %lu rounds lost to other threads' "
+                   "communicators", taken, lost);
     }
     tlmpi_comm_module_finalize();
     tlmpi_tier_finalize();

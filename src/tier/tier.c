@@ -22,7 +22,6 @@ const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT] = {
     [TLMPI_TIER_STAGING] = &tlmpi_tier_staging,
 };
 
-unsigned tlmpi_device_waiting_calls;
 
 int tlmpi_tier_by_name(const char *name, size_t len)
 {

@@ -63,15 +63,16 @@ enum {
                                            milliseconds: ranks time-slice a GPU without MPS */
     TLMPI_CAP_HIER = 1u << 9,           /* the comm spans 2+ nodes of 2+ ranks each, ranks numbered node
                                            by node (rank = node * ranks per node + local rank) */
-    TLMPI_CAP_CONCURRENT = 1u << 10     /* (OR) under MPI_THREAD_MULTIPLE, some rank built the plan while
-                                           another communicator's collective of its process ran on a tier
-                                           whose kernels wait for peers: auto leaves those tiers out */
+    TLMPI_CAP_TURNS = 1u << 10          /* (OR) some rank asks for the GPU turn (comm/turn.h): calls on
+                                           tiers with device_waits take it first */
 };
 
 /* What a tier sees of a communicator (embedded in comm.c's state). */
 typedef struct tlmpi_tier_comm {
     MPI_Comm comm;              /* the application's handle */
     unsigned id;                /* tlmpi's number for the comm, as its rank 0 counts (diagnostics) */
+    uint64_t uid;               /* unique over the job, the same on every rank: rank 0's world rank
+                                   and id (the GPU turn's priority) */
     int rank, size;
     int dev;                    /* this rank's CUDA device (-1: none) */
     int shared_gpu;             /* this rank shares its GPU with another rank of its node */
@@ -102,8 +103,8 @@ typedef struct tlmpi_tier {
     unsigned cap;               /* the capability the tier needs on a comm (its setup keeps it) */
     unsigned auto_unless;       /* agreed capabilities that take the tier out of the auto order */
     unsigned setup_caps;        /* capabilities its setup may add to the comm's (agreed by the setup) */
-    int device_waits;           /* its GPU kernels wait for the peers' kernels (node, nccl): two such
-                                   calls of one process at once (threads) can deadlock the GPU */
+    int device_waits;           /* its GPU kernels wait for the peers' kernels (node, nccl, hier): its
+                                   calls take the GPU turn where the comm has TLMPI_CAP_TURNS */
     /* this rank's capability bits; *want_p gets the bits it tried to have (a want without the
      * have, on any rank, is warned about once per rank), why the reason */
     unsigned (*local_caps)(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len);
@@ -125,9 +126,6 @@ extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_node, tlmpi_tier_nccl, tlm
     tlmpi_tier_staging;
 extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
 
-/* Calls of this process now running on a tier with device_waits (kept under MPI_THREAD_MULTIPLE
- * only, by the dispatcher; read by the plan build). */
-extern unsigned tlmpi_device_waiting_calls;
 
 /* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */
 int tlmpi_tier_by_name(const char *name, size_t len);

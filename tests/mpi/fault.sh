@@ -16,6 +16,11 @@
 #              differ, so every rank takes the automatic plan (staging: the ranks share the fake GPU)
 #              with exactly one warning per rank saying so (TLMPI_NODE=0: the node tier's setup, which
 #              auto would try, cannot launch its smoke test on the CPU; node_shared checks that)
+#   turns      TLMPI_GPU_TURNS=yes (the GPU turn, as under MPI_THREAD_MULTIPLE), TLMPI_TIER=nccl: every
+#              rank on nccl, exact results, no warning
+#   turn_stuck TLMPI_FAULT=turn_stuck:1 TLMPI_GPU_TURNS=yes TLMPI_TIMEOUT=2, TLMPI_TIER=nccl: rank 1
+#              never gets the turn; the job ends within 60 s with a non-zero exit and a TLMPI_TIMEOUT:
+#              diagnostic "for the GPU turn" counting the rounds
 #   timeout    TLMPI_FAULT=wait_stuck:1 TLMPI_TIMEOUT=2, TLMPI_TIER=nccl: the job ends within 60 s
 #              with a non-zero exit and rank 1's log has the TLMPI_TIMEOUT: diagnostic naming the
 #              collective (allreduce, the first call) and the tier (nccl)
@@ -258,6 +263,32 @@ else
 
     run_case nvls_nomc staging $ndev
     check_run nvls_nomc staging 2 'launch failed' 'multicast emulated \(no multicast support' + 'lsaMultimem'
+fi
+
+# the GPU turn (TLMPI_GPU_TURNS=yes: taken as under MPI_THREAD_MULTIPLE) on the NCCL tier: exact
+# results, every rank on nccl, no warning
+run_case turns nccl --env TLMPI_TIER=nccl --env TLMPI_GPU_TURNS=yes
+check_run turns nccl 0 ''
+
+# rank 1 never gets the GPU turn: every rank's take ends at TLMPI_TIMEOUT with the diagnostic
+run_case turn_stuck - --env TLMPI_TIER=nccl --env TLMPI_GPU_TURNS=yes --env TLMPI_FAULT=turn_stuck:1 --env TLMPI_TIMEOUT=2
+bad=
+if [ $rc = 124 ] || [ $rc = 137 ]; then
+    bad="still running after $limit s"
+elif [ $rc = 0 ]; then
+    bad="exit 0"
+fi
+diag=$(cat "$dir"/log.* 2>/dev/null | grep -m1 'TLMPI_TIMEOUT:.*for the GPU turn')
+if [ -z "$diag" ]; then
+    bad="${bad:+$bad; }no rank logged a TLMPI_TIMEOUT: line for the GPU turn"
+else
+    echo "$diag" | grep -q ' TLMPI ERROR ' || bad="${bad:+$bad; }the diagnostic is not an ERROR line"
+    echo "$diag" | grep -qE 'rounds, in none of which' || bad="${bad:+$bad; }the diagnostic does not count the rounds"
+fi
+if [ -z "$bad" ]; then
+    report turn_stuck 0 "exit $rc after ${secs} s; $(echo "$diag" | sed 's/^.*TLMPI_TIMEOUT:/TLMPI_TIMEOUT:/')"
+else
+    report turn_stuck 1 "$bad; exit $rc after ${secs} s"
 fi
 
 # a stuck wait on rank 1: TLMPI_TIMEOUT aborts the job

@@ -379,7 +379,7 @@ START_TEST(test_tuning_file)
 }
 END_TEST
 
-/* a plan built while another thread's collective waited on the GPU: auto leaves node, nccl, hier out */
+/* TLMPI_CAP_TURNS (threads under MPI_THREAD_MULTIPLE) leaves the plan as it is: the turn, not the plan, keeps them safe */
 START_TEST(test_concurrent_auto)
 {
     char errs[TLMPI_COLL_COUNT][160];
@@ -395,10 +395,14 @@ START_TEST(test_concurrent_auto)
 #else
     ck_assert_int_eq(t, T_NCCL);
 #endif
-    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL | TLMPI_CAP_CONCURRENT, 0, NULL, errs);
-    ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_STG);
-    /* a named tier is still the user's choice */
-    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL | TLMPI_CAP_CONCURRENT, 1 /* TLMPI_TIER=nccl */, NULL, errs);
+    /* the GPU turn makes concurrent threads safe: it leaves auto's order as it is */
+    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL | TLMPI_CAP_TURNS, 0, NULL, errs);
+#ifdef HAVE_CUDA
+    ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_NODE);
+#else
+    ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_NCCL);
+#endif
+    tlmpi_plan_fill(&p, DEV3 | NODE | NCCL | TLMPI_CAP_TURNS, 1 /* TLMPI_TIER=nccl */, NULL, errs);
     ck_assert_int_eq(tlmpi_plan_select(&p, &c, &algo), T_NCCL);
 }
 END_TEST
