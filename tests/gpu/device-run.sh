@@ -3,8 +3,8 @@
 # WHAT (comma separated; default all = tests,bench):
 #   tests     the GPU test suite (tests/gpu/run.sh)            -> tests-summary.md, tests-logs.tar.gz
 #   threads   MPI_THREAD_MULTIPLE suite (tests/gpu/threads.sh) with 2 and 4 ranks at the same time,
-#             THREADS_REPEAT times each (default 20); THREADS_MPS=1 runs them one after the other,
-#             each under an MPS daemon of the job (tests/gpu/mps.sh) -> threads.txt
+#             THREADS_REPEAT times each (default 20); THREADS_MPS=1 runs both under one MPS daemon
+#             of the job (tests/gpu/mps.sh) -> threads.txt
 #   kernels   bench/kernel_bench (copy/reduce kernels vs cudaMemcpyAsync) -> kernels.md
 #   overhead  bench/overhead-gpu.sh (paired NCCL tier vs raw NCCL; CONFIGS, REPS) -> overhead.tar.gz
 #   bench     bench/run-gpu.sh                                   -> bench-*.{csv,md,txt}
@@ -57,19 +57,21 @@ fi
 if want threads; then
     b=$(build_dir)
     # the 2- and 4-rank matrices run at the same time (6 processes on the one GPU: also a stress
-    # test), each with its own log directory; under MPS one after the other, each with its own
-    # daemon (one MPS server per GPU)
+    # test), each with its own log directory; with THREADS_MPS=1 both under one MPS daemon of the
+    # job (one MPS server per GPU)
     pids=
-    for np in 2 4; do
-        if [ -n "${THREADS_MPS:-}" ]; then
-            OUT=/tmp/tlmpi-threads-out-np$np sh "$here/mps.sh" sh "$here/threads.sh" $np "${THREADS_REPEAT:-20}" "$b" \
-                >"/tmp/threads-np$np.txt" 2>&1 || rc=1
-        else
+    if [ -n "${THREADS_MPS:-}" ]; then
+        sh "$here/mps.sh" bash -c "
+            OUT=/tmp/tlmpi-threads-out-np2 sh '$here/threads.sh' 2 '${THREADS_REPEAT:-20}' '$b' >/tmp/threads-np2.txt 2>&1 &
+            OUT=/tmp/tlmpi-threads-out-np4 sh '$here/threads.sh' 4 '${THREADS_REPEAT:-20}' '$b' >/tmp/threads-np4.txt 2>&1 &
+            r=0; for p in \$(jobs -p); do wait \$p || r=1; done; exit \$r" || rc=1
+    else
+        for np in 2 4; do
             OUT=/tmp/tlmpi-threads-out-np$np sh "$here/threads.sh" $np "${THREADS_REPEAT:-20}" "$b" \
                 >"/tmp/threads-np$np.txt" 2>&1 &
             pids="$pids $!"
-        fi
-    done
+        done
+    fi
     for p in $pids; do wait "$p" || rc=1; done
     cat /tmp/threads-np2.txt /tmp/threads-np4.txt >>"$final/threads.txt"
     tail -40 "$final/threads.txt"
