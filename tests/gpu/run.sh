@@ -69,7 +69,7 @@ for np in 1 2 4; do
 done
 
 echo "== make check" | tee "$out/check.log"
-(cd "$src" && timeout ${TLMPI_GPU_CHECK_TIMEOUT:-150} make -j4 check >>"$out/check.log" 2>&1)
+(cd "$src" && timeout ${TLMPI_GPU_CHECK_TIMEOUT:-400} make -j4 check >>"$out/check.log" 2>&1)
 rc=$?
 echo "- make check: rc=$rc: $(grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' "$src/test-suite.log" 2>/dev/null | tr -s ' ' | paste -sd' ' -)" >>"$sum"
 grep -E '^(PASS|FAIL|SKIP|ERROR)' "$out/check.log" | sed 's/^/    /' >>"$sum"
