@@ -51,7 +51,7 @@
 extern char **environ;
 
 #define BENCH_MAX_SIZES 64
-#define BENCH_MAX_MODES 9
+#define BENCH_MAX_MODES 10
 #define BENCH_MAX_REPS 1024
 #define BENCH_GEN_LEN 1024
 
@@ -63,11 +63,13 @@ static const int dt_sizes[DT_COUNT] = {4, 8, 4, 2, 2, 1};
 
 /* node and hier (forced tiers; hier: its auto algorithm, the fused kernels where their rail exists),
  * hier-steps (hier's host-ordered steps: the tables name hier/2d, allreduce hier/oneshot up to
- * 64 KiB) and tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE; every other mode runs
- * without one) are measured only when -M names them */
-typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_TUNED, MODE_HIER_STEPS, MODE_COUNT } bench_mode_t;
+ * 64 KiB), node-flat (the node tier on the same ranks as one node: a communicator of its own, built
+ * with TLMPI_TOPO_RANKS_PER_NODE=0, so a run on fake nodes measures 2D and flat side by side) and
+ * tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE; every other mode runs without one) are
+ * measured only when -M names them */
+typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_TUNED, MODE_HIER_STEPS, MODE_NODE_FLAT, MODE_COUNT } bench_mode_t;
 #define MODE_DEFAULT_COUNT (MODE_RAW_NCCL + 1)
-static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier", "tuned", "hier-steps"};
+static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier", "tuned", "hier-steps", "node-flat"};
 
 static const tlmpi_coll_t coll_ids[3] = {TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER,
                                          TLMPI_COLL_REDUCE_SCATTER_BLOCK};
@@ -95,6 +97,8 @@ typedef struct {
 
 static int g_rank, g_size;
 static MPI_Comm g_comm;
+static MPI_Comm g_flat = MPI_COMM_NULL; /* mode node-flat's communicator (built on first use) */
+static MPI_Comm g_coll = MPI_COMM_NULL; /* the measured collectives' communicator: g_comm, or g_flat */
 static bench_opts_t g_o;
 static char g_host[MPI_MAX_PROCESSOR_NAME + 1];
 static char g_gpu[256];
@@ -419,13 +423,13 @@ static void run_once(const bench_call_t *c)
     }
     switch (coll_ids[c->ci]) {
     case TLMPI_COLL_ALLREDUCE:
-        MPI_OK(MPI_Allreduce(c->sbuf, c->rbuf, (int)c->count, t, MPI_SUM, g_comm));
+        MPI_OK(MPI_Allreduce(c->sbuf, c->rbuf, (int)c->count, t, MPI_SUM, g_coll));
         break;
     case TLMPI_COLL_ALLGATHER:
-        MPI_OK(MPI_Allgather(c->sbuf, (int)c->count, t, c->rbuf, (int)c->count, t, g_comm));
+        MPI_OK(MPI_Allgather(c->sbuf, (int)c->count, t, c->rbuf, (int)c->count, t, g_coll));
         break;
     default:
-        MPI_OK(MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, t, MPI_SUM, g_comm));
+        MPI_OK(MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, t, MPI_SUM, g_coll));
         break;
     }
 }
@@ -836,10 +840,32 @@ typedef struct {
     long long bad;      /* -1 = not checked */
 } bench_meas_t;
 
+/* Mode node-flat's communicator: a dup of the world whose tlmpi state is built (tlmpi_comm_describe)
+ * while TLMPI_TOPO_RANKS_PER_NODE is 0, so its topology is the real one (one node here) whatever
+ * fake nodes the other modes' communicator has. Collective. */
+static int flat_comm(void)
+{
+    char d[256], was[32];
+    const char *env = getenv("TLMPI_TOPO_RANKS_PER_NODE");
+
+    if (g_flat != MPI_COMM_NULL) {
+        return 1;
+    }
+    snprintf(was, sizeof(was), "%s", env && *env ? env : "0");
+    if (tlmpi_config_set("TOPO_RANKS_PER_NODE", "0") != TLMPI_OK) {
+        return 0;
+    }
+    MPI_OK(PMPI_Comm_dup(MPI_COMM_WORLD, &g_flat));
+    tlmpi_comm_describe(g_flat, d, sizeof(d));
+    tlmpi_config_set("TOPO_RANKS_PER_NODE", was);
+    return 1;
+}
+
 static int set_tier(int mode)
 {
     tlmpi_status_t s;
 
+    g_coll = g_comm;
     if (mode == MODE_RAW_NCCL) {
         return 1;
     }
@@ -856,7 +882,17 @@ static int set_tier(int mode)
     } else {
         /* the tuning file only in mode tuned: TLMPI_TUNING_FILE in the environment is set aside */
         s = tlmpi_config_set("TUNING_FILE", "");
-        s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode == MODE_HIER_STEPS ? "hier" : mode_names[mode]) : s;
+        s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode == MODE_HIER_STEPS ? "hier"
+                                                     : mode == MODE_NODE_FLAT ? "node"
+                                                                              : mode_names[mode])
+                          : s;
+        if (s == TLMPI_OK && mode == MODE_NODE_FLAT) {
+            if (!flat_comm()) {
+                s = TLMPI_ERR_INVALID_ARG;
+            } else {
+                g_coll = g_flat;
+            }
+        }
     }
     /* mode hier-steps names hier's host-ordered algorithms in the tables; every other mode has the
      * tables of the environment (read once, before the first change) */
@@ -1164,7 +1200,7 @@ static void usage(void)
            "  -s LIST    explicit sizes, e.g. 8,64k,1m,64m,256m (overrides -m)\n"
            "             sizes are NCCL's S: the full vector (allreduce), sendcount*n*elem (allgather),\n"
            "             recvcount*n*elem (reduce_scatter); rounded down to whole elements per rank\n"
-           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier, hier-steps,\n"
+           "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier, hier-steps, node-flat,\n"
            "             tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE)\n"
            "  -T TYPE    float|double|int|bf16|f16|char (default float)\n"
            "  -i N       timed iterations per measurement (default 0 = enough for -w seconds, 5..1000)\n"
@@ -1308,6 +1344,7 @@ int main(int argc, char **argv)
         return rc < 0 ? 1 : 0;
     }
     MPI_OK(PMPI_Comm_dup(MPI_COMM_WORLD, &g_comm));
+    g_coll = g_comm;
     len = 0;
     PMPI_Get_processor_name(g_host, &len);
     MPI_OK(PMPI_Bcast(g_host, (int)sizeof(g_host), MPI_CHAR, 0, g_comm));
@@ -1425,6 +1462,9 @@ int main(int argc, char **argv)
     }
     if (g_rank == 0 && g_any_fail) {
         fprintf(stderr, "tlmpi_bench: VALIDATION FAILED for at least one row\n");
+    }
+    if (g_flat != MPI_COMM_NULL) {
+        PMPI_Comm_free(&g_flat);
     }
     PMPI_Comm_free(&g_comm);
     MPI_Finalize();

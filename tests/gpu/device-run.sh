@@ -20,6 +20,9 @@
 #   tune      tools/tlmpi_tune under MPS with TUNE_NPS (2 4) ranks (TUNE_SIZES, TUNE_PASSES), then one
 #             bench run per rank count with modes auto,tuned,staging,raw-nccl (tuned: the file just
 #             written), round-robin repetitions -> tune-npN.txt (file and table), tune-bench.csv
+#   hierbench the 2D comparison in one bench run (bench/run-gpu.sh): 4 ranks as 2 fake nodes x 2,
+#             modes hier (fused), hier-steps (NCCL rail), node-flat (the flat node kernels on the same
+#             ranks), staging, raw-nccl; HIERBENCH_SIZES, HIERBENCH_REPS -> hierbench.txt, .csv
 #   nodebench the node tier's benchmark (bench/node-bench.sh: floor, 8 B latency, sweep node vs
 #             staging, HBM efficiency) under MPS, NODEBENCH_NPS (2 4 8) -> nodebench.md,
 #             nodebench.csv, nodebench-logs.tar.gz
@@ -167,6 +170,20 @@ if want tune; then
         cat "$tout/bench-np$np/results.csv" >>"$final/tune-bench.csv" 2>/dev/null
     done
     tail -30 "$final"/tune-np*.txt
+fi
+if want hierbench; then
+    # issue 9's comparison in one bench run: 4 ranks as 2 fake nodes x 2, the fused kernels (hier),
+    # the host-ordered steps over the NCCL rail (hier-steps), the flat node kernels on the same
+    # ranks (node-flat: a communicator of its own without fake nodes), staging and raw NCCL
+    b=$(build_dir)
+    hb=/tmp/tlmpi-hierbench-out
+    rm -rf "$hb"
+    OUT=$hb NPS=4 MODES=${HIERBENCH_MODES:-hier,hier-steps,node-flat,staging,raw-nccl} \
+        SIZES=${HIERBENCH_SIZES:-8,64k,1m,64m,256m} REPS=${HIERBENCH_REPS:-3} TARGET_S=0.05 \
+        TLMPI_TOPO_RANKS_PER_NODE=2 TLMPI_HIER_RAIL=nccl \
+        sh "$here/mps.sh" bash "$root/bench/run-gpu.sh" "$b" >"$final/hierbench.txt" 2>&1 || rc=1
+    cp "$hb/results.csv" "$final/hierbench.csv" 2>/dev/null
+    tail -40 "$final/hierbench.txt"
 fi
 if want nodebench; then
     b=$(build_dir)
