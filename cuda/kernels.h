@@ -150,7 +150,7 @@ int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu);
 int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas);
 
 /* =============================================================================================
- * Fused 2D kernels (cuda/hier_fused.cu): Allgather / Reduce_scatter_block / Allreduce of a
+ * Fused 2D kernels (cuda/hier_fused*.cu): Allgather / Reduce_scatter_block / Allreduce of a
  * communicator of N nodes x L ranks (rank = node * L + local index) in one kernel per call, the
  * intra-node phases over the node's pools (peer loads and stores, node barriers: as above) and the
  * inter-node phases as rail operations between the ranks of the same local index (cuda/rail.cuh):

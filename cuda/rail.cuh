@@ -1,4 +1,4 @@
-// rail.cuh: the rail operations of the fused 2D kernels (cuda/hier_fused.cu), and the emulated rail
+// rail.cuh: the rail operations of the fused 2D kernels (cuda/hier_fused_*.cu), and the emulated rail
 // that implements them over CUDA-IPC mappings of the rail peers' pools (fake nodes on one host).
 //
 // Rail transport concept (R), beside the node operations of node.cuh (R::node: barrier, data(j)):

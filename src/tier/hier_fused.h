@@ -1,5 +1,5 @@
 /*
- * hier_fused: the host side of the hier tier's fused algorithm (kernels: cuda/hier_fused.cu, rail
+ * hier_fused: the host side of the hier tier's fused algorithm (kernels: cuda/hier_fused_*.cu, rail
  * operations: cuda/rail.cuh): one kernel per call for the whole 2D collective, the intra-node
  * phases over the node's pools and the inter-node ones as rail puts with signals.
  *
