@@ -22,9 +22,14 @@
  * (FAKE_NCCL_TIMEOUT seconds, default 120): then "fakenccl: rank R of comm NAME (N ranks) waited
  * S s for WHAT" goes to stderr and the process aborts, so a hang in a test becomes a failure.
  *
- * Thread safety: the library keeps no mutable global state; each communicator is its own object, so
- * different threads may use different communicators at the same time (one thread at a time per
- * communicator, as NCCL requires).
+ * Thread safety: each communicator is its own object, so different threads may use different
+ * communicators at the same time (one thread at a time per communicator, as NCCL requires). The one
+ * mutable global is the in-flight count of FAKE_NCCL_ONE_AT_A_TIME=1, which models the GPU's hazard:
+ * NCCL's kernels wait for their peers on the GPU, so two collectives of one process on different
+ * communicators in flight at once can deadlock a real GPU (a waiting kernel holds its work queue).
+ * With it set, a multi-rank collective that starts while another one of this process is in flight
+ * prints "fakenccl: rank R: two collectives of different communicators in flight at once" and
+ * aborts the process (tests/mpi/threads.sh: tlmpi's GPU turn must prevent it).
  *
  * In-place conventions are NCCL's: allreduce sendbuff == recvbuff; allgather sendbuff ==
  * recvbuff + rank * count; reduce-scatter sendbuff + rank * recvcount == recvbuff. Reductions: the
@@ -592,6 +597,41 @@ static __attribute__((noinline)) ncclResult_t fk_reduce_scatter(const void *s, v
     return ncclSuccess;
 }
 
+/* FAKE_NCCL_ONE_AT_A_TIME=1 (see the top): enter / leave a multi-rank collective */
+static atomic_int fk_inflight;
+
+static int fk_one_at_a_time(void)
+{
+    static atomic_int v = -1;
+    int x = atomic_load(&v);
+
+    if (x < 0) {
+        const char *e = getenv("FAKE_NCCL_ONE_AT_A_TIME");
+
+        x = e && *e == '1';
+        atomic_store(&v, x);
+    }
+    return x;
+}
+
+static void fk_enter(const fk_comm_t *c)
+{
+    if (fk_one_at_a_time() && atomic_fetch_add(&fk_inflight, 1) > 0) {
+        fprintf(stderr, "fakenccl: rank %d: two collectives of different communicators in flight at once "
+                "(on a GPU their kernels could deadlock)\n", c ? c->rank : -1);
+        fflush(stderr);
+        abort();
+    }
+}
+
+static ncclResult_t fk_leave(ncclResult_t r)
+{
+    if (fk_one_at_a_time()) {
+        atomic_fetch_sub(&fk_inflight, 1);
+    }
+    return r;
+}
+
 ncclResult_t ncclAllReduce(const void *s, void *rb, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t cm,
                            cudaStream_t st)
 {
@@ -599,7 +639,8 @@ ncclResult_t ncclAllReduce(const void *s, void *rb, size_t count, ncclDataType_t
 
     (void)st;
     FK_ONE_RANK(c, s, rb, count * tsize(t)); /* a one-rank reduction is a copy */
-    return fk_allreduce(s, rb, count, t, op, fk_get(cm));
+    fk_enter(c);
+    return fk_leave(fk_allreduce(s, rb, count, t, op, fk_get(cm)));
 }
 
 ncclResult_t ncclAllGather(const void *s, void *rb, size_t count, ncclDataType_t t, ncclComm_t cm, cudaStream_t st)
@@ -608,7 +649,8 @@ ncclResult_t ncclAllGather(const void *s, void *rb, size_t count, ncclDataType_t
 
     (void)st;
     FK_ONE_RANK(c, s, rb, count * tsize(t));
-    return fk_allgather(s, rb, count, t, fk_get(cm));
+    fk_enter(c);
+    return fk_leave(fk_allgather(s, rb, count, t, fk_get(cm)));
 }
 
 ncclResult_t ncclReduceScatter(const void *s, void *rb, size_t count, ncclDataType_t t, ncclRedOp_t op,
@@ -618,5 +660,6 @@ ncclResult_t ncclReduceScatter(const void *s, void *rb, size_t count, ncclDataTy
 
     (void)st;
     FK_ONE_RANK(c, s, rb, count * tsize(t));
-    return fk_reduce_scatter(s, rb, count, t, op, fk_get(cm));
+    fk_enter(c);
+    return fk_leave(fk_reduce_scatter(s, rb, count, t, op, fk_get(cm)));
 }

@@ -7,6 +7,9 @@
 #   auto      TLMPI_TIER=auto            every call accelerated
 #   table     TLMPI_{ALLREDUCE,ALLGATHER,REDUCE_SCATTER_BLOCK}_TIERS=nccl:16k,staging
 #             (NCCL up to 16 KiB per rank, staging above: both paths used)
+# then, with 2 ranks, TLMPI_TIER=nccl with FAKE_NCCL_ONE_AT_A_TIME=1 (the fake NCCL aborts a
+# process with two collectives of different communicators in flight at once, the GPU's deadlock
+# hazard): must pass with the GPU turn, and, once, must be caught with TLMPI_GPU_TURNS=no (mutant)
 # each with TLMPI_TIMEOUT=60 (tlmpi aborts a wait that long) and under `timeout`, so a hang is a
 # failure. THREADS_REPEAT=N (default 1) repeats the whole matrix, stopping at the first failure;
 # the last line is "PASS k/N" or "FAIL ...". Iterations per thread: THREADS_ITERS_NP2 (default 200)
@@ -36,6 +39,8 @@ run_one() { # np mode iters -> 0/1; log in $work/np$1-$2.log
     case $mode in
         table) set -- --env TLMPI_TIER=auto --env TLMPI_ALLREDUCE_TIERS=$table \
                    --env TLMPI_ALLGATHER_TIERS=$table --env TLMPI_REDUCE_SCATTER_BLOCK_TIERS=$table ;;
+        turn) set -- --env TLMPI_TIER=nccl --env FAKE_NCCL_ONE_AT_A_TIME=1 ;;
+        noturn) set -- --env TLMPI_TIER=nccl --env FAKE_NCCL_ONE_AT_A_TIME=1 --env TLMPI_GPU_TURNS=no ;;
         *) set -- --env TLMPI_TIER=$mode ;;
     esac
     s=$(date +%s)
@@ -75,7 +80,23 @@ while [ $k -lt "$repeat" ]; do
             fi
         done
     done
+    # the GPU turn: with FAKE_NCCL_ONE_AT_A_TIME=1 the fake NCCL aborts a process that has two
+    # collectives of different communicators in flight at once (what can deadlock a real GPU);
+    # with the turn (on under MPI_THREAD_MULTIPLE) that never happens
+    run_one 2 turn "${THREADS_ITERS_NP2:-200}" || { echo "FAIL at repetition $((k + 1))/$repeat (np=2 turn)"; exit 1; }
     k=$((k + 1))
     [ "$repeat" -gt 1 ] && echo "repetition $k/$repeat: PASS"
 done
+# the mutant: the same without the turn must be caught (once)
+s=$(date +%s)
+log=$work/np2-noturn.log
+timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np 2 --env TLMPI_TIER=nccl --env FAKE_NCCL_ONE_AT_A_TIME=1 \
+    --env TLMPI_GPU_TURNS=no --env TLMPI_TIMEOUT=60 --env TLMPI_TEST_ITERS="${THREADS_ITERS_NP2:-200}" -- "$prog" >"$log" 2>&1
+rc=$?
+if [ $rc != 0 ] && grep -q 'fakenccl: rank .*two collectives of different communicators in flight at once' "$log"; then
+    echo "np=2 noturn (TLMPI_GPU_TURNS=no, the mutant): caught as it must be (exit $rc, $(( $(date +%s) - s )) s)"
+else
+    echo "np=2 noturn (TLMPI_GPU_TURNS=no, the mutant): FAIL: not caught (exit $rc; $log)"
+    exit 1
+fi
 echo "PASS $k/$repeat"
