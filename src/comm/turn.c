@@ -23,44 +23,56 @@ static unsigned long turn_lost;  /* rounds lost to collisions */
 static unsigned long turn_taken; /* turns taken (outermost takes) */
 
 /* The communicators of this process waiting for the turn (arrived, not yet holding it), by
- * priority: a process offers the turn only to its highest waiting one. The priorities are the same
- * on every rank (a comm's uid), so the highest waiting communicator of all is offered it by every
- * one of its processes and wins its next round: collisions end without relying on chance. */
+ * priority: a process offers the turn only to its highest waiting one. A waiter's priority is its
+ * age (rounds lost, in eighths, at most 255) above its comm's uid: the same on every rank of the comm
+ * (the rounds are collective), so the highest waiting communicator of all is offered the turn by
+ * every one of its processes and wins its next round (collisions end without relying on chance),
+ * and a comm that keeps losing to busier ones ages past them (no starvation). */
 #define TURN_MAX_WAITERS 64
 static pthread_mutex_t wait_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t waiters[TURN_MAX_WAITERS];
-static int n_waiters;
+static uint64_t waiters[TURN_MAX_WAITERS]; /* 0: a free slot */
 
-static void waiter_add(uint64_t prio)
+static uint64_t turn_prio(uint64_t uid, unsigned round)
 {
-    pthread_mutex_lock(&wait_mu);
-    if (n_waiters < TURN_MAX_WAITERS) {
-        waiters[n_waiters++] = prio;
-    }
-    pthread_mutex_unlock(&wait_mu);
+    uint64_t age = round / 8 < 255 ? round / 8 : 255;
+
+    return age << 56 | (uid & ((1ull << 56) - 1)); /* never 0: a uid's id is at least 1 */
 }
 
-static void waiter_remove(uint64_t prio)
+/* this waiter's slot (-1: the table is full; it is then offered the turn like the first) */
+static int waiter_set(int slot, uint64_t prio)
 {
     int i;
 
     pthread_mutex_lock(&wait_mu);
-    for (i = 0; i < n_waiters; i++) {
-        if (waiters[i] == prio) {
-            waiters[i] = waiters[--n_waiters];
-            break;
+    if (slot < 0) {
+        for (i = 0; i < TURN_MAX_WAITERS && waiters[i]; i++) {
         }
+        slot = i < TURN_MAX_WAITERS ? i : -1;
+    }
+    if (slot >= 0) {
+        waiters[slot] = prio;
     }
     pthread_mutex_unlock(&wait_mu);
+    return slot;
 }
 
-/* no waiting communicator of this process has a higher priority (beyond the table: all offered) */
+static void waiter_remove(int slot)
+{
+    if (slot >= 0) {
+        pthread_mutex_lock(&wait_mu);
+        waiters[slot] = 0;
+        pthread_mutex_unlock(&wait_mu);
+    }
+}
+
+/* no waiting communicator of this process has a higher priority */
 static int waiter_first(uint64_t prio)
 {
     int i, first = 1;
 
     pthread_mutex_lock(&wait_mu);
-    for (i = 0; i < n_waiters; i++) {
+    for (i = 0; i < TURN_MAX_WAITERS; i++) {
         if (waiters[i] > prio) {
             first = 0;
             break;
@@ -127,13 +139,13 @@ static __attribute__((noreturn, noinline)) void turn_timeout(MPI_Comm comm, cons
     tlmpi_gpu_abort(comm);
 }
 
-int tlmpi_turn_take(MPI_Comm comm, uint64_t prio, const tlmpi_wait_who_t *who)
+int tlmpi_turn_take(MPI_Comm comm, uint64_t uid, const tlmpi_wait_who_t *who)
 {
     const long limit = (long)TLMPI_ENV_I(TIMEOUT);
     const int stuck = tlmpi_fault_hit(TURN_STUCK);
     const double t0 = now_s();
     unsigned round;
-    int rc;
+    int rc, slot = -1;
 
     if (turn_depth > 0) {
         turn_depth++;
@@ -144,16 +156,19 @@ int tlmpi_turn_take(MPI_Comm comm, uint64_t prio, const tlmpi_wait_who_t *who)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    waiter_add(prio);
     for (round = 0;; round++) {
+        const uint64_t prio = turn_prio(uid, round);
         /* {got (MIN: all got it), random back-off (MIN: the same for all)} */
-        int v[2], got = !stuck && waiter_first(prio) && pthread_mutex_trylock(&turn_mu) == 0;
+        int v[2], got;
+
+        slot = waiter_set(slot, prio);
+        got = !stuck && waiter_first(prio) && pthread_mutex_trylock(&turn_mu) == 0;
 
         v[0] = got;
         v[1] = (int)(next_random() & 0x7fffffff);
         rc = PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm);
         if (rc != MPI_SUCCESS || v[0]) {
-            waiter_remove(prio);
+            waiter_remove(slot);
             if (rc != MPI_SUCCESS) {
                 if (got) {
                     pthread_mutex_unlock(&turn_mu);

@@ -15,13 +15,15 @@
  * Protocol (collective over the communicator, all ranks inside the same call):
  *   1. PMPI_Barrier: every rank has arrived (no turn is held while waiting for a rank that has not);
  *   2. rounds: each rank tries the process's turn without blocking (trylock), where no communicator
- *      of higher priority (uid, the same on every rank) waits for it in this process, and one
+ *      of higher priority waits for it in this process (priority: rounds lost, then the uid; the
+ *      same on every rank of a communicator), and one
  *      PMPI_Allreduce(MIN) tells all whether all got it. All got it: go. Else those that got it give
  *      it back, and all sleep the same agreed random time (growing with the rounds) and try again.
  * A rank never blocks while holding the turn except in a round among ranks that all arrived (which
  * completes) or in the collective itself (whose peers all hold their turns), so there is no
  * deadlock; the highest waiting communicator of all is offered the turn by all its processes and
- * wins its next round, so collisions end (no livelock); the back-off spreads the rounds. The
+ * wins its next round, so collisions end (no livelock), and a communicator that keeps losing ages
+ * past the others (no starvation); the back-off spreads the rounds. The
  * whole take is bounded by TLMPI_TIMEOUT (diagnostic, then MPI_Abort), like every wait of tlmpi.
  * Nested takes by the thread holding the turn (a hier call's steps, a plan built inside a plan)
  * only count. Not used below MPI_THREAD_MULTIPLE, nor with TLMPI_GPU_TURNS=0 (for applications
@@ -36,8 +38,8 @@
 
 /* Whether this rank asks for turns (agreed by OR at plan build: TLMPI_CAP_TURNS). */
 int tlmpi_turn_wanted(void);
-/* Take the turn for a call of communicator comm (collective over comm), whose priority prio (its
- * uid) is the same on every rank and differs from every other communicator's. Returns MPI_SUCCESS or the
+/* Take the turn for a call of communicator comm (collective over comm); uid is the same on every
+ * rank of comm and differs from every other communicator's. Returns MPI_SUCCESS or the
  * MPI error of the barrier / allreduce (the turn is then not held); aborts past TLMPI_TIMEOUT. */
 int tlmpi_turn_take(MPI_Comm comm, uint64_t prio, const tlmpi_wait_who_t *who);
 /* Give it back (after the call's device work completed). */
