@@ -33,7 +33,7 @@ mkdir -p "$work"
 limit=${THREADS_TIMEOUT:-170}
 table=nccl:16k,staging
 
-run_one() { # np mode iters -> 0/1; log in $work/np$1-$2.log
+launch() { # np mode iters: one run of the mode; sets log, rc, t (log in $work/np$1-$2.log)
     np=$1 mode=$2 iters=$3
     log=$work/np$np-$mode.log
     case $mode in
@@ -49,6 +49,10 @@ run_one() { # np mode iters -> 0/1; log in $work/np$1-$2.log
         -- "$prog" >"$log" 2>&1
     rc=$?
     t=$(( $(date +%s) - s ))
+}
+
+run_one() { # np mode iters -> 0/1
+    launch "$@"
     res=$(grep -m1 -E '^mpi_threads: (PASS|FAIL|SKIP)' "$log")
     if [ $rc = 77 ] || echo "$res" | grep -q SKIP; then
         echo "np=$np $mode: SKIP ($res)"
@@ -88,13 +92,9 @@ while [ $k -lt "$repeat" ]; do
     [ "$repeat" -gt 1 ] && echo "repetition $k/$repeat: PASS"
 done
 # the mutant: the same without the turn must be caught (once)
-s=$(date +%s)
-log=$work/np2-noturn.log
-timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np 2 --env TLMPI_TIER=nccl --env FAKE_NCCL_ONE_AT_A_TIME=1 \
-    --env TLMPI_GPU_TURNS=no --env TLMPI_TIMEOUT=60 --env TLMPI_TEST_ITERS="${THREADS_ITERS_NP2:-200}" -- "$prog" >"$log" 2>&1
-rc=$?
+launch 2 noturn "${THREADS_ITERS_NP2:-200}"
 if [ $rc != 0 ] && grep -q 'fakenccl: rank .*two collectives of different communicators in flight at once' "$log"; then
-    echo "np=2 noturn (TLMPI_GPU_TURNS=no, the mutant): caught as it must be (exit $rc, $(( $(date +%s) - s )) s)"
+    echo "np=2 noturn (TLMPI_GPU_TURNS=no, the mutant): caught as it must be (exit $rc, $t s)"
 else
     echo "np=2 noturn (TLMPI_GPU_TURNS=no, the mutant): FAIL: not caught (exit $rc; $log)"
     exit 1
