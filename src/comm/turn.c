@@ -39,22 +39,30 @@ static uint64_t turn_prio(uint64_t uid, unsigned round)
     return age << 56 | (uid & ((1ull << 56) - 1)); /* never 0: a uid's id is at least 1 */
 }
 
-/* this waiter's slot (-1: the table is full; it is then offered the turn like the first) */
-static int waiter_set(int slot, uint64_t prio)
+/* Set this waiter's priority (*slot: its table slot, found on the first call; -1 when the table is
+ * full: it is then offered the turn like the first) and say whether no waiting communicator of this
+ * process has a higher one. */
+static int waiter_offer(int *slot, uint64_t prio)
 {
-    int i;
+    int i, first = 1;
 
     pthread_mutex_lock(&wait_mu);
-    if (slot < 0) {
+    if (*slot < 0) {
         for (i = 0; i < TURN_MAX_WAITERS && waiters[i]; i++) {
         }
-        slot = i < TURN_MAX_WAITERS ? i : -1;
+        *slot = i < TURN_MAX_WAITERS ? i : -1;
     }
-    if (slot >= 0) {
-        waiters[slot] = prio;
+    if (*slot >= 0) {
+        waiters[*slot] = prio;
+    }
+    for (i = 0; i < TURN_MAX_WAITERS; i++) {
+        if (waiters[i] > prio) {
+            first = 0;
+            break;
+        }
     }
     pthread_mutex_unlock(&wait_mu);
-    return slot;
+    return first;
 }
 
 static void waiter_remove(int slot)
@@ -64,22 +72,6 @@ static void waiter_remove(int slot)
         waiters[slot] = 0;
         pthread_mutex_unlock(&wait_mu);
     }
-}
-
-/* no waiting communicator of this process has a higher priority */
-static int waiter_first(uint64_t prio)
-{
-    int i, first = 1;
-
-    pthread_mutex_lock(&wait_mu);
-    for (i = 0; i < TURN_MAX_WAITERS; i++) {
-        if (waiters[i] > prio) {
-            first = 0;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&wait_mu);
-    return first;
 }
 
 int tlmpi_turn_wanted(void)
@@ -161,8 +153,7 @@ int tlmpi_turn_take(MPI_Comm comm, uint64_t uid, const tlmpi_wait_who_t *who)
         /* {got (MIN: all got it), random back-off (MIN: the same for all)} */
         int v[2], got;
 
-        slot = waiter_set(slot, prio);
-        got = !stuck && waiter_first(prio) && pthread_mutex_trylock(&turn_mu) == 0;
+        got = waiter_offer(&slot, prio) && !stuck && pthread_mutex_trylock(&turn_mu) == 0;
 
         v[0] = got;
         v[1] = (int)(next_random() & 0x7fffffff);
