@@ -4,7 +4,8 @@
 #  2. guard self-test: a device pointer handed to PMPI_* directly must be caught by the guard
 #  3. gpu_coll (full suite) on 1, 2 and 4 ranks on this host's GPU(s), guard preloaded, each rank
 #     with its own NCCL_HOSTID (rank-env.sh)
-#  4. make check (the GPU entry runs the quick suite there)
+#  4. make check (the GPU entry runs the quick suite there), TLMPI_GPU_CHECK_JOBS jobs (default 8: the
+#     whole run then fits one 600 s device call; -j4 did not) within TLMPI_GPU_CHECK_TIMEOUT (400 s)
 # Writes summary.md and logs to $OUT (default ./gpu-test-out). Exit 0 only if everything passed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -69,10 +70,14 @@ for np in 1 2 4; do
 done
 
 echo "== make check" | tee "$out/check.log"
-(cd "$src" && timeout ${TLMPI_GPU_CHECK_TIMEOUT:-400} make -j4 check >>"$out/check.log" 2>&1)
+(cd "$src" && timeout ${TLMPI_GPU_CHECK_TIMEOUT:-400} make -j${TLMPI_GPU_CHECK_JOBS:-8} check >>"$out/check.log" 2>&1)
 rc=$?
 echo "- make check: rc=$rc: $(grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' "$src/test-suite.log" 2>/dev/null | tr -s ' ' | paste -sd' ' -)" >>"$sum"
 grep -E '^(PASS|FAIL|SKIP|ERROR)' "$out/check.log" | sed 's/^/    /' >>"$sum"
+# the log of every failed test comes back with the run's logs
+grep -E '^(FAIL|ERROR):' "$out/check.log" | awk '{print $2}' | while read -r t; do
+    cp "$src/$t.log" "$out/check-$(echo "$t" | tr / _).log" 2>/dev/null
+done
 [ $rc -eq 0 ] || ok=0
 cp "$src/tests/gpu/check_gpu.sh.log" "$out/check_gpu.log" 2>/dev/null
 
