@@ -103,7 +103,10 @@ int main(int argc, char **argv)
         } else if (!tlmpi_nccl_have_devcomm_api(&missing)) {
             printf("runtime: devcomm transport: no (libnccl lacks %s)\n", missing);
         } else {
-            printf("runtime: devcomm transport: NCCL %s, where a communicator's ranks have distinct GPUs\n", b);
+            char rule[160];
+
+            printf("runtime: devcomm transport: NCCL %s, where a communicator's ranks have distinct GPUs%s\n", b,
+                   tlmpi_devcomm_nccl_rule(nv, 1, 1, rule, sizeof(rule)) ? "" : " and are 2+ on one node");
         }
     }
 #endif

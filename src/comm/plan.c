@@ -447,7 +447,7 @@ static void fill_agreed(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p, const specs_t *s
 static void setup_tiers(tlmpi_tier_comm_t *tc, tlmpi_plan_t *p)
 {
     unsigned need = tlmpi_plan_tiers_used(p) & ~p->setup_done, failed = 0, all_failed = 0, found;
-    char why[TLMPI_TIER_COUNT][160];
+    char why[TLMPI_TIER_COUNT][320]; /* a devcomm failure with its hint: ~280 */
     int t, any = 0, turn = 0;
 
     for (t = 0; t < TLMPI_TIER_COUNT; t++) {

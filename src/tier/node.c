@@ -1,9 +1,9 @@
 /*
  * node: the node tier, tlmpi's own kernels (cuda/node*.cu) for a communicator whose 2..8 ranks are
  * all on one node (1 rank too where the devcomm transport is asked for and TLMPI_TIER or a table
- * names the node tier: a one-rank devcomm is all NCCL allows on a single-GPU host; auto keeps self
- * for one rank). Algorithms (the plan's names; "auto" picks by message size, per call, from
- * rank-uniform settings):
+ * names the node tier: a one-rank devcomm is all NCCL 2.28.7+ allows on a single-GPU host, and
+ * before 2.28.7 not even that (tlmpi_devcomm_nccl_rule); auto keeps self for one rank). Algorithms
+ * (the plan's names; "auto" picks by message size, per call, from rank-uniform settings):
  *   allgather             push (own block into every peer's pool; auto up to TLMPI_NODE_AG_PUSH_MAX)
  *                         or pull (every rank loads the others' blocks from their pools)
  *   reduce_scatter_block  pull (load-reduce the own block from every pool), whatever is asked
@@ -273,7 +273,7 @@ static int node_transport(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, siz
         /* NCCL refuses two ranks on one GPU: the comm's agreed SHARED_GPU (node-wide, so it may be
          * more careful than needed; a one-rank comm shares nothing) */
         int shared = tc->size > 1 && (tc->caps & TLMPI_CAP_SHARED_GPU), attempted = 0;
-        char dwhy[160];
+        char dwhy[320];
 
         nc->dc = tlmpi_devcomm_create(tc->comm, tc->rank, tc->size, tc->dev, shared, data, tc->ctx->stream, NULL,
                                       &attempted, dwhy, sizeof(dwhy));

@@ -27,14 +27,37 @@ void tlmpi_devcomm_version_string(int code, char *buf, size_t len)
     }
 }
 
+/* NCCL_VERSION(2,28,0): the first Device API; NCCL_VERSION(2,28,7): symmetric memory without the
+ * one-node, two-rank condition */
+#define NCCL_2_28_0 22800
+#define NCCL_2_28_7 22807
+
+/* devcomm.h. Before 2.28.7: comm->symmetricSupport = isAllDirectP2p && nNodes == 1 && ... (v2.28.3-1
+ * src/init.cc:1331), and ncclTransportCheckP2pType sets isAllDirectP2p false where localRanks == 1
+ * (src/transport.cc:77); from 2.28.7 on: isAllCudaP2p && ... (v2.28.7-1 src/init.cc:1376), true
+ * with one local rank, no nNodes. Older versions have no Device API (refused elsewhere). */
+int tlmpi_devcomm_nccl_rule(int version, int ranks_per_node, int nodes, char *why, size_t len)
+{
+    char v[16];
+
+    if (version < NCCL_2_28_0 || version >= NCCL_2_28_7 || (nodes <= 1 && ranks_per_node >= 2)) {
+        return 1;
+    }
+    tlmpi_devcomm_version_string(version, v, sizeof(v));
+    snprintf(why, len, "NCCL %s gives the Device API (symmetric memory) only to one node of 2+ ranks; NCCL 2.28.7+ "
+             "also to %s", v, nodes > 1 ? "several nodes" : "1-rank communicators");
+    return 0;
+}
+
 #if defined(HAVE_CUDA) && defined(HAVE_NCCL)
 #include <cuda_runtime_api.h>
 
-/* Step 1, local (devcomm.h). The first reason is logged once per process (info). */
-int tlmpi_devcomm_can(int shared_gpu, char *why, size_t len)
+/* Step 1, local (devcomm.h). The first reason is logged once per process (info), and NCCL's
+ * version rule once more where it is not that first one (it depends on the comm's size). */
+int tlmpi_devcomm_can(int shared_gpu, int node_ranks, char *why, size_t len)
 {
-    static int said;
-    int built = tlmpi_cuda_devcomm_version(), runtime;
+    static int said, said_rule;
+    int built = tlmpi_cuda_devcomm_version(), runtime = 0, rule = 0, first;
     const char *v, *missing = "";
     char b[16], r[16];
 
@@ -45,6 +68,10 @@ int tlmpi_devcomm_can(int shared_gpu, char *why, size_t len)
         snprintf(why, len, "ranks of the communicator share a GPU (NCCL refuses duplicate GPUs)");
     } else if (!tlmpi_nccl_load(&missing)) {
         snprintf(why, len, "NCCL unavailable: %s", missing);
+    } else if (node_ranks > 0 && (runtime = tlmpi_nccl_runtime_version()) &&
+               !tlmpi_devcomm_nccl_rule(runtime, node_ranks, 1, why, len)) {
+        /* before the version match: kernels built for this NCCL would not help this comm either */
+        rule = 1;
     } else if ((runtime = tlmpi_nccl_runtime_version()) != built) {
         tlmpi_devcomm_version_string(built, b, sizeof(b));
         tlmpi_devcomm_version_string(runtime, r, sizeof(r));
@@ -60,7 +87,11 @@ int tlmpi_devcomm_can(int shared_gpu, char *why, size_t len)
     } else {
         return 1;
     }
-    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+    first = !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED);
+    if (rule && !__atomic_exchange_n(&said_rule, 1, __ATOMIC_RELAXED)) {
+        first = 1;
+    }
+    if (first) {
         tlmpi_info(NCCL, "devcomm transport unavailable: %s", why);
     }
     return 0;
@@ -95,6 +126,22 @@ static void devcomm_free(tlmpi_devcomm_t *dc)
     (void)cudaGetLastError();
     free(dc->devcomm);
     free(dc);
+}
+
+/* After "Communicator does not support symmetric memory!" from ncclDevCommCreate: what NCCL
+ * `version` still requires once tlmpi_devcomm_nccl_rule passed (v2.28.3-1 src/init.cc:1331,
+ * v2.28.7-1 src/init.cc:1376; windows are on: tlmpi_devcomm_can). cuMem: NCCL_CUMEM_ENABLE's auto
+ * default turns it off where the device reports no GPUDirect RDMA with VMM (some VMs, hosts
+ * without an RDMA NIC), so =1 is advice only where the variable is unset. */
+static void symmetric_hint(int version, char *buf, size_t len)
+{
+    char v[16];
+
+    tlmpi_devcomm_version_string(version, v, sizeof(v));
+    snprintf(buf, len, "; NCCL %s needs %s, cuMem on%s", v,
+             version < NCCL_2_28_7 ? "2+ ranks on one node, direct P2P between their GPUs"
+                                   : "CUDA P2P between the GPUs on a node",
+             getenv("NCCL_CUMEM_ENABLE") ? "" : " (NCCL_CUMEM_ENABLE=1 if its default left it off)");
 }
 
 /* One agreement between the collective steps: 0 when ok on every rank, else -1 with why (this
@@ -173,7 +220,8 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     void *reqs = NULL;
     ncclComm_t nccl = NULL;
     ncclResult_t r;
-    char mc_why[96] = "";
+    char mc_why[96] = "", hint[192] = "";
+    const char *last = "";
     int v[2], ok, saved = -1, entered = 0, want_mc;
     /* the LSA team the kernels need: the whole comm (node transport) or this rank's node (GIN) */
     const int lsa_rank = gin ? gin->local_rank : rank, lsa_size = gin ? gin->local_size : size;
@@ -187,12 +235,14 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     }
     /* 1: can every rank attempt it (here also: its memory and its device current), and may it ask
      * for multicast (never with GIN: the fused kernels have no NVLS form)? */
-    ok = tlmpi_devcomm_can(shared_gpu, why, len);
+    ok = tlmpi_devcomm_can(shared_gpu, gin ? 0 : size, why, len);
     if (ok && gin) {
         const char *ge = getenv("NCCL_GIN_ENABLE");
         char b[16];
 
         if (!tlmpi_cuda_devcomm_gin_built()) {
+            /* the headers' version is the runtime's (tlmpi_devcomm_can), so this also covers NCCL's
+             * rule (tlmpi_devcomm_nccl_rule: before 2.28.7 no devcomm spans several nodes at all) */
             tlmpi_devcomm_version_string(tlmpi_cuda_devcomm_version(), b, sizeof(b));
             snprintf(why, len, "the kernels were built against NCCL %s headers, without GIN (2.28.9+)", b);
             ok = 0;
@@ -283,19 +333,21 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     r = tlmpi_nccl.ncclDevCommCreate(nccl, reqs, dc->devcomm);
     dc->created = r == ncclSuccess;
     ok = 0;
+    if (!dc->created) {
+        last = tlmpi_nccl.ncclGetLastError(nccl);
+        last = last ? last : "";
+        if (strstr(last, "symmetric memory")) {
+            symmetric_hint(dc->version, hint, sizeof(hint));
+        }
+    }
     if (gin ? tlmpi_fault_hit(GIN_INIT) : tlmpi_fault_hit(DEVCOMM_INIT)) {
         /* after the call, whatever it returned: the peers' collective steps inside NCCL stay matched */
         snprintf(why, len, "ncclDevCommCreate%s failed (injected: TLMPI_FAULT=%s)",
                  gin ? " with GIN" : want_mc ? " (lsaMultimem)" : "", gin ? "gin_init" : "devcomm_init");
     } else if (!dc->created && gin) {
-        snprintf(why, len, "ncclDevCommCreate with %d GIN signals: %s (%s)", gin->signals, nccl_err(r),
-                 tlmpi_nccl.ncclGetLastError(nccl));
+        snprintf(why, len, "ncclDevCommCreate with %d GIN signals: %s (%s)%s", gin->signals, nccl_err(r), last, hint);
     } else if (!dc->created) {
-        /* NCCL's symmetric memory needs cuMem, which NCCL_CUMEM_ENABLE's auto default turns off
-         * where the device reports no GPUDirect RDMA with VMM (some VMs, hosts without an RDMA NIC) */
-        snprintf(why, len, "ncclDevCommCreate%s: %s (%s)%s", want_mc ? " (lsaMultimem)" : "", nccl_err(r),
-                 tlmpi_nccl.ncclGetLastError(nccl),
-                 getenv("NCCL_CUMEM_ENABLE") ? "" : "; if NCCL said it has no symmetric memory, NCCL_CUMEM_ENABLE=1 may enable it");
+        snprintf(why, len, "ncclDevCommCreate%s: %s (%s)%s", want_mc ? " (lsaMultimem)" : "", nccl_err(r), last, hint);
     } else if (gin && (dc->gin_contexts = tlmpi_cuda_devcomm_gin_contexts(dc->devcomm)) <= 0) {
         snprintf(why, len, "ncclDevCommCreate granted no GIN context");
     } else {

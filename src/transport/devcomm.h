@@ -7,8 +7,9 @@
  *
  * Setup, collective over the comm (every rank calls tlmpi_devcomm_create; all end alike):
  *   1. whether every rank can attempt it (one PMPI_Allreduce, MIN of {can, multicast allowed}): the
- *      kernels were built with the Device API and the runtime libnccl is exactly that version
- *      (its structures change in every release), the library has the entry points, no two ranks
+ *      kernels were built with the Device API, the runtime libnccl gives this layout symmetric
+ *      memory at all (before 2.28.7 not to one rank: tlmpi_devcomm_nccl_rule) and is exactly the
+ *      kernels' version (its structures change in every release), has the entry points, no two ranks
  *      of the comm share a GPU (NCCL refuses duplicate GPUs), NCCL's cuMem and windows are not
  *      switched off, tlmpi's NCCL environment is consistent (TLMPI_NVLS=0), its host memory is
  *      there and its device current. Nobody enters a collective NCCL call unless everyone does;
@@ -48,9 +49,19 @@ typedef struct tlmpi_devcomm {
 } tlmpi_devcomm_t;
 
 /* Local, step 1: 1 if this rank can attempt an NCCL devcomm (kernels built with the Device API, the
- * runtime NCCL that version with its entry points, no shared GPU, cuMem and windows on, a consistent
- * NCCL environment), else 0 and why. */
-int tlmpi_devcomm_can(int shared_gpu, char *why, size_t len);
+ * runtime NCCL gives this layout symmetric memory (tlmpi_devcomm_nccl_rule), is the kernels' version
+ * and has the entry points, no shared GPU, cuMem and windows on, a consistent NCCL environment),
+ * else 0 and why. node_ranks: the comm's size, all on one node (the node transport), or 0 for a GIN
+ * devcomm over several nodes (GIN's own requirement, 2.28.9+, then covers the rule). */
+int tlmpi_devcomm_can(int shared_gpu, int node_ranks, char *why, size_t len);
+
+/* NCCL's rule for the symmetric memory that ncclDevCommCreate needs, by runtime version (an
+ * NCCL_VERSION_CODE): 2.28.0..2.28.6 give it only to a communicator of one node with at least 2
+ * ranks on it (v2.28.3-1 src/init.cc:1331 nNodes == 1, src/transport.cc:77 localRanks == 1 -> no
+ * direct P2P), 2.28.7+ to any (v2.28.7-1 src/init.cc:1376). 1 where `ranks_per_node` ranks on
+ * each of `nodes` nodes may have it, else 0 and why. Other conditions (P2P between the GPUs, cuMem,
+ * windows on) are not judged here. */
+int tlmpi_devcomm_nccl_rule(int version, int ranks_per_node, int nodes, char *why, size_t len);
 
 /* "2.28.9" from an NCCL_VERSION_CODE (either of NCCL's encodings) */
 void tlmpi_devcomm_version_string(int code, char *buf, size_t len);
