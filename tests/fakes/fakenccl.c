@@ -43,6 +43,10 @@
  * ncclGetLastError) after counting a request for multicast (lsaMultimem, read with the 2.28.9
  * layout of ncclDevCommRequirements this fake's version stands for) in
  * fake_nccl_multicast_requests, so that tlmpi's fallback is what the CPU tests exercise.
+ * fake_nccl_comm_inits and fake_nccl_devcomm_creates count the calls of ncclCommInitRank and
+ * ncclDevCommCreate; FAKE_NCCL_VERSION (an NCCL_VERSION_CODE) replaces the headers' version that
+ * ncclGetVersion reports; with FAKE_NCCL_NO_SYMMETRIC set, ncclDevCommCreate's last error is real
+ * NCCL's "Communicator does not support symmetric memory!".
  */
 #define _GNU_SOURCE
 #include <nccl.h>
@@ -87,10 +91,14 @@ struct fk_comm {
 };
 typedef struct fk_comm fk_comm_t;
 
+/* the headers tlmpi (and its kernels) were built with, or FAKE_NCCL_VERSION (an NCCL_VERSION_CODE,
+ * e.g. 22803: tests/mpi/fault.sh's devcomm_old) */
 ncclResult_t ncclGetVersion(int *v)
 {
+    const char *e = getenv("FAKE_NCCL_VERSION");
+
     if (!v) return ncclInvalidArgument;
-    *v = NCCL_VERSION_CODE; /* the headers tlmpi (and its kernels) were built with */
+    *v = e && *e ? atoi(e) : NCCL_VERSION_CODE;
     return ncclSuccess;
 }
 
@@ -204,6 +212,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
  * NVLS multicast for a communicator of several ranks at init unless NCCL_NVLS_ENABLE=0, so an init
  * with it unset or not 0 counts as one. */
 unsigned long fake_nccl_multicast_requests;
+/* calls of ncclCommInitRank and ncclDevCommCreate (read the same way) */
+unsigned long fake_nccl_comm_inits, fake_nccl_devcomm_creates;
 
 ncclResult_t ncclCommInitRank(ncclComm_t *cp, int n, ncclUniqueId id, int r)
 {
@@ -212,6 +222,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *cp, int n, ncclUniqueId id, int r)
     uint32_t magic, slot = FK_DEFAULT_SLOT;
     int fd, i;
 
+    __atomic_fetch_add(&fake_nccl_comm_inits, 1, __ATOMIC_RELAXED);
     if (n > 1 && (!nvls || strcmp(nvls, "0"))) __atomic_fetch_add(&fake_nccl_multicast_requests, 1, __ATOMIC_RELAXED);
 
     if (!cp || n < 1 || r < 0 || r >= n) return ncclInvalidArgument;
@@ -373,9 +384,11 @@ ncclResult_t ncclDevCommCreate(ncclComm_t cm, const void *reqs, void *devcomm)
     const fk_devcomm_reqs_t *r = reqs;
 
     (void)devcomm;
+    __atomic_fetch_add(&fake_nccl_devcomm_creates, 1, __ATOMIC_RELAXED);
     if (!fk_get(cm) || !r) return ncclInvalidArgument;
     if (r->lsaMultimem) __atomic_fetch_add(&fake_nccl_multicast_requests, 1, __ATOMIC_RELAXED);
-    fk_last_error = "not supported by the fake NCCL";
+    fk_last_error = getenv("FAKE_NCCL_NO_SYMMETRIC") ? "Communicator does not support symmetric memory!"
+                                                     : "not supported by the fake NCCL";
     return ncclInvalidUsage;
 }
 

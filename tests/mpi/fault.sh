@@ -46,7 +46,18 @@
 #              one-rank communicator only there; devcomm is attempted (a one-rank NCCL communicator,
 #              pool, window) and fails in the fake: staging, one warning (setting up tier node
 #              failed); no multicast is requested (one rank); auto_one (the control: transport auto):
-#              no node tier for one rank, no warning
+#              no node tier for one rank, no warning. Both with the version the fake NCCL reports by
+#              default, the build's headers': where those are 2.28.0..2.28.6 devcomm_one is refused
+#              as devcomm_old is (NCCL's rule below), and devcomm_nosym is skipped
+#   devcomm_old the same as devcomm_one with the fake NCCL reporting 2.28.3 (FAKE_NCCL_VERSION=22803):
+#              NCCL before 2.28.7 gives no 1-rank communicator symmetric memory, so the transport is
+#              unavailable before any NCCL call: exactly one info line naming the rule, the warning
+#              (the named tier's setup failed) says unavailable and names the rule, never
+#              NCCL_CUMEM_ENABLE; the fake counted no ncclCommInitRank and no ncclDevCommCreate
+#              (devcomm_one, attempted: one of each)
+#   devcomm_nosym devcomm_one with the fake's ncclDevCommCreate failing as NCCL's does without
+#              symmetric memory (FAKE_NCCL_NO_SYMMETRIC=1): the warning names what that NCCL
+#              version needs (CUDA P2P, cuMem on), not the old NCCL_CUMEM_ENABLE=1 advice alone
 #   node_shared TLMPI_TIER=node, one fake GPU for all ranks: devcomm is unavailable (a shared GPU,
 #              silently), the ipc setup's smoke test (a node barrier) cannot launch: staging, one
 #              warning per rank (setting up tier node failed)
@@ -231,10 +242,66 @@ check_run devcomm_auto staging 2 "devcomm transport.*failed on some rank.*uses t
     'node: transport ipc, 4 ranks, pool 128 MiB'
 check_injected devcomm_auto 3
 
+# check_calls name inits creates: the fake NCCL's calls of ncclCommInitRank and ncclDevCommCreate on
+# every rank (mpi_fault's "nccl inits N devcomm creates M" line)
+check_calls() {
+    bad=
+    for r in $(seq 0 $((np - 1))); do
+        c=$(sed -n "s/^mpi_fault: rank $r nccl inits \([0-9]*\) devcomm creates \([0-9]*\)$/\1 \2/p" "$out" | head -1)
+        [ "$c" = "$2 $3" ] || bad="${bad:+$bad; }rank $r: ncclCommInitRank, ncclDevCommCreate calls ${c:-not printed}, expected $2 $3"
+    done
+    if [ -n "$bad" ]; then
+        report "$1 (NCCL calls)" 1 "$bad"
+    fi
+}
+
+# check_rule name version: refused by NCCL's symmetric-memory rule for one rank (check_run before):
+# exactly one info line per rank names it, the warning says unavailable and names it, no NCCL
+# communicator or devcomm was created
+check_rule() {
+    rule="devcomm transport unavailable: NCCL $2 gives the Device API \(symmetric memory\) only to one node of 2\+ ranks; NCCL 2\.28\.7\+ also to 1-rank communicators"
+    bad=
+    for r in $(seq 0 $((np - 1))); do
+        n=$(grep ' TLMPI INFO ' "$dir/rank$r.lines" | grep -cE "$rule\$")
+        [ "$n" = 1 ] || bad="${bad:+$bad; }rank $r: $n info lines name NCCL's rule, expected 1"
+        grep ' TLMPI WARN ' "$dir/rank$r.lines" | grep -qE "setting up tier node failed.*\(here: $rule\)" ||
+            bad="${bad:+$bad; }rank $r: the warning does not say /$rule/"
+    done
+    if [ -n "$bad" ]; then
+        report "$1 (NCCL's rule)" 1 "$bad"
+    fi
+    check_calls "$1" 0 0
+}
+
+# the NCCL_VERSION_CODE of the build's NCCL headers, what the fake NCCL reports by default
+hv=$("$builddir/tools/tlmpi_info" 2>/dev/null | sed -n 's/^build: NCCL headers \([0-9]*\)$/\1/p')
+hv=${hv:-0}
+hvs=$(echo "$hv" | awk '{ printf "%d\\.%d\\.%d", $1 / 10000, $1 % 10000 / 100, $1 % 100 }')
+
 np=1
-run_case devcomm_one staging --env TLMPI_TIER=node --env TLMPI_NODE_TRANSPORT=devcomm
-check_run devcomm_one staging 1 'setting up tier node failed.*devcomm transport failed.*not supported by the fake' \
-    '' 0 'lsaMultimem'
+info="--env TLMPI_LOG_LEVEL=info"
+run_case devcomm_one staging --env TLMPI_TIER=node --env TLMPI_NODE_TRANSPORT=devcomm $info
+if [ "$hv" -ge 22800 ] && [ "$hv" -lt 22807 ]; then
+    check_run devcomm_one staging 1 'setting up tier node failed.*devcomm transport unavailable' '' 0 'NCCL_CUMEM_ENABLE'
+    check_rule devcomm_one "$hvs"
+else
+    check_run devcomm_one staging 1 'setting up tier node failed.*devcomm transport failed.*not supported by the fake' \
+        '' 0 'lsaMultimem'
+    check_calls devcomm_one 1 1
+fi
+
+run_case devcomm_old staging --env TLMPI_TIER=node --env TLMPI_NODE_TRANSPORT=devcomm $info --env FAKE_NCCL_VERSION=22803
+check_run devcomm_old staging 1 'setting up tier node failed.*devcomm transport unavailable' '' 0 'NCCL_CUMEM_ENABLE'
+check_rule devcomm_old '2\.28\.3'
+
+if [ "$hv" -ge 22800 ] && [ "$hv" -lt 22807 ]; then
+    echo "fault devcomm_nosym: SKIP (the build's NCCL headers are $hv: one rank is refused before ncclDevCommCreate)"
+else
+    run_case devcomm_nosym staging --env TLMPI_TIER=node --env TLMPI_NODE_TRANSPORT=devcomm --env FAKE_NCCL_NO_SYMMETRIC=1
+    check_run devcomm_nosym staging 1 \
+        "devcomm transport failed: ncclDevCommCreate: .*\(Communicator does not support symmetric memory!\); NCCL $hvs needs CUDA P2P between the GPUs on a node, cuMem on" \
+        '' 0 'NCCL_CUMEM_ENABLE=1 may enable'
+fi
 
 run_case auto_one self --env TLMPI_NODE_TRANSPORT=devcomm
 check_run auto_one self 0 ''

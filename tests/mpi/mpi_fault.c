@@ -14,10 +14,11 @@
  * paths gathered with PMPI_Allgather), and the one FAULT_EXPECT_PATH names (nccl|staging|self|node)
  * when that is set. Each rank prints "mpi_fault: rank R path P", then "mpi_fault: rank R multicast
  * requests N" (what the fake CUDA runtime and the fake NCCL counted as requests for multicast
- * objects; fault.sh checks it), then the plan of the dup in words (tlmpi_comm_describe) as
- * "mpi_fault: rank R plan ..."; rank 0 the harness's verdict. TLMPI_TEST_ROUNDS (default 3) rounds.
- * Each rank uses device rank % (number of devices): FAKE_CUDA_DEVICES=4 gives every rank its own
- * fake GPU (then no two ranks share one).
+ * objects; fault.sh checks it), "mpi_fault: rank R nccl inits N devcomm creates M" (the fake NCCL's
+ * calls of ncclCommInitRank and ncclDevCommCreate), then the plan of the dup in words
+ * (tlmpi_comm_describe) as "mpi_fault: rank R plan ..."; rank 0 the harness's verdict.
+ * TLMPI_TEST_ROUNDS (default 3) rounds. Each rank uses device rank % (number of devices):
+ * FAKE_CUDA_DEVICES=4 gives every rank its own fake GPU (then no two ranks share one).
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -162,19 +163,26 @@ static const struct {
  * if tlmpi loaded it, is found through the same dlopen name */
 extern unsigned long fake_cuda_multicast_requests;
 
-static unsigned long multicast_requests(void)
+/* a counter of the fake NCCL (0 where tlmpi did not load it) */
+static unsigned long fake_nccl_count(const char *name)
 {
-    unsigned long n = __atomic_load_n(&fake_cuda_multicast_requests, __ATOMIC_RELAXED);
     const char *lib = getenv("TLMPI_NCCL_LIBRARY");
     void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    unsigned long n = 0;
 
     if (h) {
-        unsigned long *c = (unsigned long *)dlsym(h, "fake_nccl_multicast_requests");
+        unsigned long *c = (unsigned long *)dlsym(h, name);
 
-        if (c) n += __atomic_load_n(c, __ATOMIC_RELAXED);
+        if (c) n = __atomic_load_n(c, __ATOMIC_RELAXED);
         dlclose(h);
     }
     return n;
+}
+
+static unsigned long multicast_requests(void)
+{
+    return __atomic_load_n(&fake_cuda_multicast_requests, __ATOMIC_RELAXED) +
+           fake_nccl_count("fake_nccl_multicast_requests");
 }
 
 static uint64_t calls_on(tlmpi_coll_t c, tlmpi_path_t p)
@@ -265,6 +273,8 @@ int main(int argc, char **argv)
         char plan[2048];
 
         printf("mpi_fault: rank %d multicast requests %lu\n", tst_rank, multicast_requests());
+        printf("mpi_fault: rank %d nccl inits %lu devcomm creates %lu\n", tst_rank,
+               fake_nccl_count("fake_nccl_comm_inits"), fake_nccl_count("fake_nccl_devcomm_creates"));
         if (tlmpi_comm_describe(g_comm, plan, sizeof(plan)) == TLMPI_OK) {
             printf("mpi_fault: rank %d plan %s\n", tst_rank, plan);
         }
