@@ -232,6 +232,9 @@ static void one_case(int kind, int dt, int op, size_t count, int in_place, int c
     snprintf(what, sizeof(what), "n=%d %s %s %s count=%zu%s ctas=%d", nr, kind_names[kind], is_ag(kind) ? "bytes" : dt_names[dt],
              is_ag(kind) ? "" : op_names[op], count, in_place ? " in-place" : "", ctas);
     call_prepare(&c);
+    /* the inputs and poison were written on the legacy stream (cudaMemset, pageable cudaMemcpy, which
+     * may return before its DMA lands); the ranks' streams are non-blocking and not ordered after it */
+    CK(cudaDeviceSynchronize());
     call_launch(&c);
     cases++;
     if (sync_all(what) || call_check(&c, what)) failures++;
