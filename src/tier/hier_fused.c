@@ -140,8 +140,14 @@ common:
     /* fault sites: this rank never arrives at node barriers / never signals its rail peers */
     hf->x.node.stuck = tlmpi_fault_hit(BARRIER_STUCK);
     hf->x.rail_stuck = tlmpi_fault_hit(RAIL_STUCK);
+    /* auto (0): one group on the emulated rail, whose synchronous copies leave a group nothing to
+     * hide behind (measured: docs/PERFORMANCE.md, rail groups); two on the GIN rail, whose puts are
+     * asynchronous (the model's choice, not measured). The rail is agreed, so g is the same everywhere. */
     g = (int)TLMPI_ENV_I(HIER_GROUPS);
-    hf->groups = g < 1 ? 1 : g > TLMPI_RAIL_MAX_GROUPS ? TLMPI_RAIL_MAX_GROUPS : g;
+    if (g <= 0) {
+        g = hf->dc ? 2 : 1;
+    }
+    hf->groups = g > TLMPI_RAIL_MAX_GROUPS ? TLMPI_RAIL_MAX_GROUPS : g;
     return hf;
 }
 

@@ -3,8 +3,8 @@
 # TLMPI_TIER=hier in the layouts 4 = 2 nodes x 2, 6 = 3 x 2, 8 = 2 x 4 and 8 = 4 x 2
 # (TLMPI_TOPO_RANKS_PER_NODE), and 4 = 2 x 2 once more with TLMPI_HIER_RAIL=nccl (the rail step on
 # the NCCL tier) and =ipc (on the node tier's kernels between the rail's ranks), and a layout
-# suffix :fusedG (TLMPI_HIER_FUSED=auto, TLMPI_HIER_GROUPS=G: GIN probed, then the fused kernels with the
-# emulated rail; on a GPU host every collective must run hier/fused and no sub-comm step; on the
+# suffix :fusedG (TLMPI_HIER_FUSED=auto, TLMPI_HIER_GROUPS=G, 0 = auto: GIN probed, then the fused kernels
+# with the emulated rail, whose plan line must name G rail groups, 1 for auto; on a GPU host every collective must run hier/fused and no sub-comm step; on the
 # CPU box their launches fail on the stand-ins and every rank stages those calls, with one warning). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
 # the fake NCCL really communicates); HIER_PROG=tests/gpu/gpu_hier and HIER_LAYOUTS run it on a GPU
 # host (tests/gpu/hier.sh). Each run has TLMPI_TIMEOUT=60 and runs under `timeout`. One line per
@@ -24,7 +24,7 @@ work=${OUT:-$builddir/tests/mpi/work-hier}
 mkdir -p "$work"
 limit=${HIER_TIMEOUT:-240}
 fails=0 runs=0
-for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused2}; do
+for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused0}; do
     np=${lay%%x*} rest=${lay#*x} rpn=${rest%%:*} rail=auto
     case $lay in *:*) rail=${lay##*:} ;; esac
     # rail fusedG: the fused kernels (emulated rail, G rail groups); any other: host-ordered steps
@@ -60,6 +60,12 @@ for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused2}; do
     # NIC, shared GPU, stand-ins), agreed, and the emulated rail (or its fallback) served
     if [ $fused != off ] && [ "$(grep -c 'GIN unavailable for the fused 2D kernels' "$log")" -lt "$np" ]; then
         rc=1 res="mpi_hier: FAIL: fewer than $np 'GIN unavailable' lines"
+    fi
+    # ... and the plan line names the rail groups in use (auto: 1 on the emulated rail)
+    eg=$groups
+    [ "$eg" = 0 ] && eg=1
+    if [ $fused != off ] && ! grep -q "fused: emulated rail.*, $eg rail groups" "$log"; then
+        rc=1 res="mpi_hier: FAIL: no plan line 'fused: emulated rail ..., $eg rail groups'"
     fi
     if [ $rc = 0 ] && echo "$res" | grep -q PASS; then
         echo "hier np=$np nodes=$((np / rpn))x$rpn rail=$rail fused=$fused groups=$groups: PASS, $t s ($(grep -m1 'cases per rank' "$log" | sed 's/^mpi_hier: //'); $(grep -m1 'steps on the world' "$log" | sed 's/^mpi_hier: //'))"
