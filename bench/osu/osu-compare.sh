@@ -125,10 +125,10 @@ export MPIEXEC=$mpiexec
 # Under MPS when ranks share a GPU: re-run this script inside tests/gpu/mps.sh once.
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 maxnp=0; for n in $nps; do [ "$n" -gt "$maxnp" ] && maxnp=$n; done
-if [ "$mps" = 1 ] && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ -z "${TLMPI_OSU_IN_MPS:-}" ] &&
+if [ "$mps" = 1 ] && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ -z "${OSU_COMPARE_IN_MPS:-}" ] &&
    [ "$ngpu" -ge 1 ] && [ "$maxnp" -gt "$ngpu" ]; then
     mpssh=$(helper mps.sh) || exit 2
-    TLMPI_OSU_IN_MPS=1 exec sh "$mpssh" bash "$0" -o "$out" -n "$nps" -m "$modes" -s "$minsz:$maxsz" \
+    OSU_COMPARE_IN_MPS=1 exec sh "$mpssh" bash "$0" -o "$out" -n "$nps" -m "$modes" -s "$minsz:$maxsz" \
         -a "$osu_args" -t "$timeout_s" $([ $inplace = 0 ] && echo --no-in-place) \
         $([ $plot = 0 ] && echo --no-plot) ${note:+--note "$note"} "${metas[@]}" -- "$osu" "$lib"
 fi
