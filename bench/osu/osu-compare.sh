@@ -38,8 +38,11 @@
 # path served), meta.txt, osu-compare.csv and osu-compare.md (bench/osu/osu_merge.py: latency per
 # mode, speed-up of auto over every other mode, validation per mode), and a PNG per collective in
 # DIR/plots (bench/plot.py through bench/plot.sh, which installs python3-matplotlib when missing;
-# --no-plot skips). Other options: -a "OSU ARGS" (default "-i 200 -x 20"), -t SECONDS per run
-# (default 900), --no-in-place, --no-mps, --note TEXT (a caption line), --meta KEY=VALUE (a metadata
+# --no-plot skips). Other options: -a "OSU ARGS" (default "-i 200 -x 20"), -A "OSU ARGS" for the
+# sizes from -L BYTES up (default "-i 20 -x 2" from 4 MiB: OSU's -c fills and checks the buffers on
+# the host around every iteration, so one 256 MiB size with -i 200 takes minutes; such runs are made
+# as a second OSU run of the same benchmark, appended to the same output; -L 0: one run with -a for
+# every size), -t SECONDS per OSU run (default 900), --no-in-place, --no-mps, --note TEXT (a caption line), --meta KEY=VALUE (a metadata
 # field of the table; with --from-dir for outputs without meta.txt). Exit status: 0 when every run exited 0 and OSU's validation passed everywhere.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,7 +59,7 @@ helper() {
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
 
 out=$PWD/osu-out; nps="2 4"; modes=auto,staging,nccl,node,mpi; minsz=4; maxsz=268435456
-osu_args="-i 200 -x 20"; inplace=1; mps=1; plot=1; from=; note=; timeout_s=${RUN_TIMEOUT:-900}
+osu_args="-i 200 -x 20"; large_from=4194304; large_args="-i 20 -x 2"; inplace=1; mps=1; plot=1; from=; note=; timeout_s=${RUN_TIMEOUT:-900}
 metas=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -65,6 +68,8 @@ while [ $# -gt 0 ]; do
         -m|--modes) modes=$2; shift 2 ;;
         -s|--sizes) minsz=${2%%:*}; maxsz=${2##*:}; shift 2 ;;
         -a|--osu-args) osu_args=$2; shift 2 ;;
+        -A|--osu-args-large) large_args=$2; shift 2 ;;
+        -L|--large-from) large_from=$2; shift 2 ;;
         -t|--timeout) timeout_s=$2; shift 2 ;;
         --no-in-place) inplace=0; shift ;;
         --no-mps) mps=0; shift ;;
@@ -129,7 +134,7 @@ if [ "$mps" = 1 ] && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ -z "${OSU_COMPAR
    [ "$ngpu" -ge 1 ] && [ "$maxnp" -gt "$ngpu" ]; then
     mpssh=$(helper mps.sh) || exit 2
     OSU_COMPARE_IN_MPS=1 exec sh "$mpssh" bash "$0" -o "$out" -n "$nps" -m "$modes" -s "$minsz:$maxsz" \
-        -a "$osu_args" -t "$timeout_s" $([ $inplace = 0 ] && echo --no-in-place) \
+        -a "$osu_args" -A "$large_args" -L "$large_from" -t "$timeout_s" $([ $inplace = 0 ] && echo --no-in-place) \
         $([ $plot = 0 ] && echo --no-plot) ${note:+--note "$note"} "${metas[@]}" -- "$osu" "$lib"
 fi
 
@@ -198,10 +203,21 @@ tv=$(strings "$lib" 2>/dev/null | grep -m1 -E '^tlmpi [0-9]' || true)
     echo "mpi=$("$mpiexec" --version 2>&1 | head -1)"
     echo "mps=$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo on || echo off)"
     echo "tlmpi=$lib${tv:+ ($tv)}${TLMPI_COMMIT:+ commit $TLMPI_COMMIT}"
-    echo "options=-d cuda -c [-T mpi_float for the reductions] -m $minsz:$maxsz $osu_args"
+    echo "options=-d cuda -c [-T mpi_float for the reductions] -m $minsz:$maxsz $osu_args$( [ "$large_from" -gt 0 ] && [ "$large_from" -le "$maxsz" ] && echo " ($large_args from $large_from bytes)")"
     [ -n "$skipped" ] && echo "skipped=$skipped"
     env | grep -E '^(TLMPI|NCCL)_' | grep -vE '^(TLMPI_TIER|TLMPI_[A-Z_]*_TIERS|NCCL_HOSTID)=' | sort | sed 's/^/env./'
 } >"$out/meta.txt"
+
+# the size ranges of one benchmark's runs: MIN:MAX, or MIN:LARGE-1 and LARGE:MAX
+osu_ranges() {
+    if [ "$large_from" -gt "$minsz" ] && [ "$large_from" -le "$maxsz" ]; then
+        echo "$minsz:$((large_from - 1)) $large_from:$maxsz"
+    else
+        echo "$minsz:$maxsz"
+    fi
+}
+# every size large (-L at or below the smallest size): one run, with -A
+[ "$large_from" -gt 0 ] && [ "$large_from" -le "$minsz" ] && osu_args=$large_args
 
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TLMPI_TIMEOUT=${TLMPI_TIMEOUT:-120}
 rc=0
@@ -224,6 +240,10 @@ for np in $nps; do
         for m in $list; do
             for ip in 0 $([ $inplace_ok = 1 ] && echo 1); do
                 f=$out/$b-np$np-$m$([ $ip = 1 ] && echo -inplace).txt
+                : >"$f"
+                r=0
+                # one OSU run per size range: below large_from with -a, from it with -A
+                for range in $(osu_ranges); do
                 (
                     unset TLMPI_TIER TLMPI_ALLREDUCE_TIERS TLMPI_ALLGATHER_TIERS TLMPI_REDUCE_SCATTER_BLOCK_TIERS
                     case $m in
@@ -233,10 +253,14 @@ for np in $nps; do
                     esac
                     # rank-env.sh preloads GPU_TEST_GUARD_LIB into the ranks only (not mpiexec)
                     [ $m != mpi-plain ] && export GPU_TEST_GUARD_LIB=$lib TLMPI_STATS=1
+                    args=$osu_args
+                    [ "${range%%:*}" -ge "$large_from" ] && [ "$large_from" -gt "$minsz" ] && args=$large_args
                     exec timeout -k 10 "$timeout_s" sh "$mpirun" "$np" "$bindir/$b" -d cuda -c $T \
-                        -m "$minsz:$maxsz" -M "$memlimit" $([ $ip = 1 ] && echo -l) $osu_args
-                ) >"$f" 2>&1
-                r=$?
+                        -m "$range" -M "$memlimit" $([ $ip = 1 ] && echo -l) $args
+                ) >>"$f" 2>&1
+                rr=$?
+                [ $r = 0 ] && r=$rr
+                done
                 echo $r >"${f%.txt}.rc"
                 [ $r = 0 ] || rc=1
                 say "$(basename "$f"): exit $r, $(grep -cE '^[0-9]+[[:space:]]' "$f") sizes, $(grep -ciE '[[:space:]]fail' "$f") failed"

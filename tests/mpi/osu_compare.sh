@@ -89,6 +89,15 @@ else
     echo "note: no plots here ($(tail -1 "$t/plot.log"))"
 fi
 
+# large sizes in a second OSU run with their own arguments (-L, -A), appended to the same output
+SKIP_APT=1 bash "$src/bench/osu/osu-compare.sh" -o "$t/out3" -n 2 -m auto -s 4:1024 -a "-i 5 -x 1" -L 64 -A "-i 2 -x 1" \
+    --no-mps --no-in-place --no-plot "$t/osu" "$lib" >"$t/large.log" 2>&1
+check "-L/-A: exit status 0" [ $? = 0 ]
+check "-L/-A: the sizes below 64 with -a" grep -q "args=-d cuda -c -T mpi_float -m 4:63 -M 4096 -i 5 -x 1" "$t/out3/osu_allreduce-np2-auto.txt"
+check "-L/-A: the sizes from 64 with -A" grep -q "args=-d cuda -c -T mpi_float -m 64:1024 -M 4096 -i 2 -x 1" "$t/out3/osu_allreduce-np2-auto.txt"
+check "-L/-A: one merged row per size" grep -qF "| 1024 | 10.00 |" "$t/out3/osu-compare.md"
+check "-L/-A: said in the metadata" grep -q "options=.*-i 5 -x 1 (-i 2 -x 1 from 64 bytes)" "$t/out3/meta.txt"
+
 mkfake "$t/osu-nocuda" 0
 bash "$src/bench/osu/osu-compare.sh" -o "$t/out2" -n 2 --no-mps "$t/osu-nocuda" "$lib" >"$t/nocuda.log" 2>&1
 check "an OSU build without CUDA is refused (exit 2)" [ $? = 2 ]
