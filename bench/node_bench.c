@@ -13,6 +13,10 @@
  *                  barrier with itself, i.e. launch + wait alone;
  *       nccl-1     raw NCCL (dlopen'ed like tlmpi does) on a one-rank communicator of its own per
  *                  rank (all ranks at once), ncclAllReduce of 8 bytes + the same polling wait;
+ *       kernel     the node kernels tlmpi's 8-byte calls run (allreduce one-shot, allgather push,
+ *                  reduce_scatter_block pull; 1 CTA, float sum, g_s -> g_r) launched on the floor's
+ *                  transport the floor's way, without MPI, plan or tier: their difference to the
+ *                  floor is the kernels' data phase, and node minus kernel is tlmpi's host path;
  *       node/staging  MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block of an 8-byte message
  *                  (2 floats: allreduce count, allgather sendcount, reduce_scatter recvcount)
  *                  through tlmpi with TLMPI_TIER=node, and with TLMPI_TIER=staging.
@@ -61,6 +65,7 @@
 
 #include "bench_stats.h"
 #include "kernels.h"
+#include "types.h"
 #include "tlmpi.h"
 
 #define MAX_SIZES 32
@@ -405,12 +410,32 @@ static void nccl_once(void)
 
 /* ---------------------------------------------------------------- 1. latency */
 
-enum { L_FLOOR, L_EMPTY, L_NCCL, L_NODE_AR, L_NODE_AG, L_NODE_RSB, L_STG_AR, L_STG_AG, L_STG_RSB, L_N };
+enum { L_FLOOR, L_EMPTY, L_NCCL, L_K_AR, L_K_AG, L_K_RSB, L_NODE_AR, L_NODE_AG, L_NODE_RSB, L_STG_AR, L_STG_AG, L_STG_RSB, L_N };
 static const char *const lat_names[L_N] = { "floor: node barrier kernel (1 CTA), n ranks", "empty kernel + self barrier (one-rank descriptor)",
-                                            "raw NCCL allreduce 8 B, 1-rank communicator per rank", "tlmpi node MPI_Allreduce 8 B",
+                                            "raw NCCL allreduce 8 B, 1-rank communicator per rank",
+                                            "kernel alone: allreduce one-shot 8 B (no MPI, plan or tier)",
+                                            "kernel alone: allgather push 8 B (no MPI, plan or tier)",
+                                            "kernel alone: reduce_scatter_block pull 8 B (no MPI, plan or tier)",
+                                            "tlmpi node MPI_Allreduce 8 B",
                                             "tlmpi node MPI_Allgather 8 B", "tlmpi node MPI_Reduce_scatter_block 8 B",
                                             "tlmpi staging MPI_Allreduce 8 B", "tlmpi staging MPI_Allgather 8 B",
                                             "tlmpi staging MPI_Reduce_scatter_block 8 B" };
+
+/* one node kernel of an 8-byte call on the floor's transport, the floor's way (its epoch is the
+ * floor's: one pool, one running barrier count) */
+static void kernel_once(int k)
+{
+    static const int kinds[3] = { TLMPI_NODE_AR_ONESHOT, TLMPI_NODE_AG_PUSH, TLMPI_NODE_RSB_PULL };
+
+    g_a.kind = kinds[k - L_K_AR];
+    g_a.dtype = TLMPI_DT_F32;
+    g_a.op = TLMPI_OP_SUM;
+    g_a.in = g_s;
+    g_a.out = g_r;
+    g_a.count = k == L_K_AG ? 8 : 2; /* allgather: bytes; else floats */
+    barrier_once(&g_x, &g_a);
+    g_a.kind = TLMPI_NODE_BARRIER;
+}
 
 static double lat_item(int k, int iters)
 {
@@ -425,6 +450,7 @@ static double lat_item(int k, int iters)
     for (i = 0; i < 5; i++) { /* warm-up */
         if (k == L_FLOOR) barrier_once(&g_x, &g_a);
         else if (k == L_EMPTY) barrier_once(&g_x1, &g_a1);
+        else if (k >= L_K_AR) kernel_once(k);
 #ifdef HAVE_NCCL
         else nccl_once();
 #endif
@@ -434,6 +460,7 @@ static double lat_item(int k, int iters)
     for (i = 0; i < iters; i++) {
         if (k == L_FLOOR) barrier_once(&g_x, &g_a);
         else if (k == L_EMPTY) barrier_once(&g_x1, &g_a1);
+        else if (k >= L_K_AR) kernel_once(k);
 #ifdef HAVE_NCCL
         else nccl_once();
 #endif
@@ -509,8 +536,10 @@ static void bench_latency(void)
             if (hp) printf("%+.2f [%+.2f, %+.2f]", pm, plo, phi);
             printf(" |\n");
         }
-        csv_row("lat", k >= L_NODE_AR ? coll_names[(k - L_NODE_AR) % 3] : k == L_NCCL ? "allreduce" : "barrier",
-                k >= L_STG_AR ? "staging" : k >= L_NODE_AR ? "node" : k == L_FLOOR ? "floor" : k == L_EMPTY ? "empty" : "raw-nccl-1",
+        csv_row("lat", k >= L_NODE_AR ? coll_names[(k - L_NODE_AR) % 3] : k >= L_K_AR ? coll_names[k - L_K_AR]
+                : k == L_NCCL ? "allreduce" : "barrier",
+                k >= L_STG_AR ? "staging" : k >= L_NODE_AR ? "node" : k >= L_K_AR ? "kernel" : k == L_FLOOR ? "floor"
+                : k == L_EMPTY ? "empty" : "raw-nccl-1",
                 "", pth, 8, k >= L_STG_AR ? o.stg_iters : o.lat_iters, reps, med, sl, hp, pm, plo, phi, 0, 0, 0, "-");
     }
 #ifdef HAVE_NCCL
