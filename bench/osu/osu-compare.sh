@@ -83,6 +83,12 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
+for v in "$minsz" "$maxsz" "$large_from" "$timeout_s"; do
+    case $v in
+        ''|*[!0-9]*) echo "tlmpi-osu-compare: sizes (-s MIN:MAX, -L) and -t are whole numbers of bytes / seconds, not '$v'" >&2
+                     exit 2 ;;
+    esac
+done
 
 merge_and_plot() { # DIR
     local d=$1 rc

@@ -98,6 +98,10 @@ check "-L/-A: the sizes from 64 with -A" grep -q "args=-d cuda -c -T mpi_float -
 check "-L/-A: one merged row per size" grep -qF "| 1024 | 10.00 |" "$t/out3/osu-compare.md"
 check "-L/-A: said in the metadata" grep -q "options=.*-i 5 -x 1 (-i 2 -x 1 from 64 bytes)" "$t/out3/meta.txt"
 
+bash "$src/bench/osu/osu-compare.sh" -o "$t/out4" -n 2 -L 4M --no-mps "$t/osu" "$lib" >"$t/badsize.log" 2>&1
+check "-L 4M (not bytes) is refused (exit 2) and says why" [ $? = 2 ]
+check "... and says why" grep -q "whole numbers of bytes" "$t/badsize.log"
+
 mkfake "$t/osu-nocuda" 0
 bash "$src/bench/osu/osu-compare.sh" -o "$t/out2" -n 2 --no-mps "$t/osu-nocuda" "$lib" >"$t/nocuda.log" 2>&1
 check "an OSU build without CUDA is refused (exit 2)" [ $? = 2 ]
