@@ -106,7 +106,7 @@ int main(int argc, char **argv)
             char rule[160];
 
             printf("runtime: devcomm transport: NCCL %s, where a communicator's ranks have distinct GPUs%s\n", b,
-                   tlmpi_devcomm_nccl_rule(nv, 1, 1, rule, sizeof(rule)) ? "" : " and are 2+ on one node");
+                   tlmpi_devcomm_nccl_rule(nv, 1, rule, sizeof(rule)) ? "" : " and are 2+ on one node");
         }
     }
 #endif

@@ -35,17 +35,17 @@ void tlmpi_devcomm_version_string(int code, char *buf, size_t len)
 /* devcomm.h. Before 2.28.7: comm->symmetricSupport = isAllDirectP2p && nNodes == 1 && ... (v2.28.3-1
  * src/init.cc:1331), and ncclTransportCheckP2pType sets isAllDirectP2p false where localRanks == 1
  * (src/transport.cc:77); from 2.28.7 on: isAllCudaP2p && ... (v2.28.7-1 src/init.cc:1376), true
- * with one local rank, no nNodes. Older versions have no Device API (refused elsewhere). */
-int tlmpi_devcomm_nccl_rule(int version, int ranks_per_node, int nodes, char *why, size_t len)
+ * with one local rank. Older versions have no Device API (refused elsewhere). */
+int tlmpi_devcomm_nccl_rule(int version, int node_ranks, char *why, size_t len)
 {
     char v[16];
 
-    if (version < NCCL_2_28_0 || version >= NCCL_2_28_7 || (nodes <= 1 && ranks_per_node >= 2)) {
+    if (version < NCCL_2_28_0 || version >= NCCL_2_28_7 || node_ranks >= 2) {
         return 1;
     }
     tlmpi_devcomm_version_string(version, v, sizeof(v));
     snprintf(why, len, "NCCL %s gives the Device API (symmetric memory) only to one node of 2+ ranks; NCCL 2.28.7+ "
-             "also to %s", v, nodes > 1 ? "several nodes" : "1-rank communicators");
+             "also to 1-rank communicators", v);
     return 0;
 }
 
@@ -69,7 +69,7 @@ int tlmpi_devcomm_can(int shared_gpu, int node_ranks, char *why, size_t len)
     } else if (!tlmpi_nccl_load(&missing)) {
         snprintf(why, len, "NCCL unavailable: %s", missing);
     } else if (node_ranks > 0 && (runtime = tlmpi_nccl_runtime_version()) &&
-               !tlmpi_devcomm_nccl_rule(runtime, node_ranks, 1, why, len)) {
+               !tlmpi_devcomm_nccl_rule(runtime, node_ranks, why, len)) {
         /* before the version match: kernels built for this NCCL would not help this comm either */
         rule = 1;
     } else if ((runtime = tlmpi_nccl_runtime_version()) != built) {

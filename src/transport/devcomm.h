@@ -58,10 +58,11 @@ int tlmpi_devcomm_can(int shared_gpu, int node_ranks, char *why, size_t len);
 /* NCCL's rule for the symmetric memory that ncclDevCommCreate needs, by runtime version (an
  * NCCL_VERSION_CODE): 2.28.0..2.28.6 give it only to a communicator of one node with at least 2
  * ranks on it (v2.28.3-1 src/init.cc:1331 nNodes == 1, src/transport.cc:77 localRanks == 1 -> no
- * direct P2P), 2.28.7+ to any (v2.28.7-1 src/init.cc:1376). 1 where `ranks_per_node` ranks on
- * each of `nodes` nodes may have it, else 0 and why. Other conditions (P2P between the GPUs, cuMem,
- * windows on) are not judged here. */
-int tlmpi_devcomm_nccl_rule(int version, int ranks_per_node, int nodes, char *why, size_t len);
+ * direct P2P), 2.28.7+ to any (v2.28.7-1 src/init.cc:1376). 1 where a communicator of `node_ranks`
+ * ranks, all on one node, may have it, else 0 and why. Several nodes need GIN, 2.28.9+, so never
+ * meet the rule's versions (tlmpi_devcomm_can's caller). Other conditions (P2P between the GPUs,
+ * cuMem, windows on) are not judged here. */
+int tlmpi_devcomm_nccl_rule(int version, int node_ranks, char *why, size_t len);
 
 /* "2.28.9" from an NCCL_VERSION_CODE (either of NCCL's encodings) */
 void tlmpi_devcomm_version_string(int code, char *buf, size_t len);
