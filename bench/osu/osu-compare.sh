@@ -214,7 +214,8 @@ tv=$(strings "$lib" 2>/dev/null | grep -m1 -E '^tlmpi [0-9]' || true)
     env | grep -E '^(TLMPI|NCCL)_' | grep -vE '^(TLMPI_TIER|TLMPI_[A-Z_]*_TIERS|NCCL_HOSTID)=' | sort | sed 's/^/env./'
 } >"$out/meta.txt"
 
-# the size ranges of one benchmark's runs: MIN:MAX, or MIN:LARGE-1 and LARGE:MAX
+# the size ranges of one benchmark's runs: MIN:MAX, or MIN:LARGE-1 and LARGE:MAX; a range that
+# starts at or above LARGE (-L; 0: none) runs with -A, any other with -a
 osu_ranges() {
     if [ "$large_from" -gt "$minsz" ] && [ "$large_from" -le "$maxsz" ]; then
         echo "$minsz:$((large_from - 1)) $large_from:$maxsz"
@@ -222,8 +223,6 @@ osu_ranges() {
         echo "$minsz:$maxsz"
     fi
 }
-# every size large (-L at or below the smallest size): one run, with -A
-[ "$large_from" -gt 0 ] && [ "$large_from" -le "$minsz" ] && osu_args=$large_args
 
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TLMPI_TIMEOUT=${TLMPI_TIMEOUT:-120}
 rc=0
@@ -260,7 +259,7 @@ for np in $nps; do
                     # rank-env.sh preloads GPU_TEST_GUARD_LIB into the ranks only (not mpiexec)
                     [ $m != mpi-plain ] && export GPU_TEST_GUARD_LIB=$lib TLMPI_STATS=1
                     args=$osu_args
-                    [ "${range%%:*}" -ge "$large_from" ] && [ "$large_from" -gt "$minsz" ] && args=$large_args
+                    [ "$large_from" -gt 0 ] && [ "${range%%:*}" -ge "$large_from" ] && args=$large_args
                     exec timeout -k 10 "$timeout_s" sh "$mpirun" "$np" "$bindir/$b" -d cuda -c $T \
                         -m "$range" -M "$memlimit" $([ $ip = 1 ] && echo -l) $args
                 ) >>"$f" 2>&1
