@@ -13,10 +13,12 @@
  *                  barrier with itself, i.e. launch + wait alone;
  *       nccl-1     raw NCCL (dlopen'ed like tlmpi does) on a one-rank communicator of its own per
  *                  rank (all ranks at once), ncclAllReduce of 8 bytes + the same polling wait;
- *       kernel     the node kernels tlmpi's 8-byte calls run (allreduce one-shot, allgather push,
- *                  reduce_scatter_block pull; 1 CTA, float sum, g_s -> g_r) launched on the floor's
- *                  transport the floor's way, without MPI, plan or tier: their difference to the
- *                  floor is the kernels' data phase, and node minus kernel is tlmpi's host path;
+ *       kernel     the node kernels of an 8-byte call (1 CTA, float sum, g_s -> g_r) launched on the
+ *                  floor's transport the floor's way, without MPI, plan or tier: the barrier kinds
+ *                  (allreduce one-shot, allgather push, reduce_scatter_block pull) and the LL kinds
+ *                  (no barrier: the data travels with the flags; what tlmpi's auto runs at 8 bytes).
+ *                  Their difference to the floor is the kernels' data phase, and node minus the
+ *                  kernel tlmpi ran is tlmpi's host path;
  *       node/staging  MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block of an 8-byte message
  *                  (2 floats: allreduce count, allgather sendcount, reduce_scatter recvcount)
  *                  through tlmpi with TLMPI_TIER=node, and with TLMPI_TIER=staging.
@@ -97,7 +99,8 @@ typedef tlmpi_status_t (*describe_fn)(MPI_Comm, char *, size_t);
 static algo_stats_fn g_algo_stats;
 static describe_fn g_describe;
 static int P_NODE = -1, g_npaths;
-static const char *const node_algos[] = { "push", "pull", "oneshot", "twoshot" }; /* src/tier/node.c's names */
+#define N_NODE_ALGOS 5
+static const char *const node_algos[N_NODE_ALGOS] = { "push", "pull", "oneshot", "twoshot", "ll" }; /* src/tier/node.c's names */
 
 #define CK(_call)                                                                                     \
     do {                                                                                              \
@@ -410,12 +413,15 @@ static void nccl_once(void)
 
 /* ---------------------------------------------------------------- 1. latency */
 
-enum { L_FLOOR, L_EMPTY, L_NCCL, L_K_AR, L_K_AG, L_K_RSB, L_NODE_AR, L_NODE_AG, L_NODE_RSB, L_STG_AR, L_STG_AG, L_STG_RSB, L_N };
+enum { L_FLOOR, L_EMPTY, L_NCCL, L_K_AR, L_K_AG, L_K_RSB, L_KL_AR, L_KL_AG, L_KL_RSB, L_NODE_AR, L_NODE_AG, L_NODE_RSB, L_STG_AR, L_STG_AG, L_STG_RSB, L_N };
 static const char *const lat_names[L_N] = { "floor: node barrier kernel (1 CTA), n ranks", "empty kernel + self barrier (one-rank descriptor)",
                                             "raw NCCL allreduce 8 B, 1-rank communicator per rank",
                                             "kernel alone: allreduce one-shot 8 B (no MPI, plan or tier)",
                                             "kernel alone: allgather push 8 B (no MPI, plan or tier)",
                                             "kernel alone: reduce_scatter_block pull 8 B (no MPI, plan or tier)",
+                                            "kernel alone: allreduce ll 8 B (no MPI, plan or tier)",
+                                            "kernel alone: allgather ll 8 B (no MPI, plan or tier)",
+                                            "kernel alone: reduce_scatter_block ll 8 B (no MPI, plan or tier)",
                                             "tlmpi node MPI_Allreduce 8 B",
                                             "tlmpi node MPI_Allgather 8 B", "tlmpi node MPI_Reduce_scatter_block 8 B",
                                             "tlmpi staging MPI_Allreduce 8 B", "tlmpi staging MPI_Allgather 8 B",
@@ -425,14 +431,15 @@ static const char *const lat_names[L_N] = { "floor: node barrier kernel (1 CTA),
  * floor's: one pool, one running barrier count) */
 static void kernel_once(int k)
 {
-    static const int kinds[3] = { TLMPI_NODE_AR_ONESHOT, TLMPI_NODE_AG_PUSH, TLMPI_NODE_RSB_PULL };
+    static const int kinds[6] = { TLMPI_NODE_AR_ONESHOT, TLMPI_NODE_AG_PUSH, TLMPI_NODE_RSB_PULL,
+                                  TLMPI_NODE_AR_LL,      TLMPI_NODE_AG_LL,   TLMPI_NODE_RSB_LL };
 
     g_a.kind = kinds[k - L_K_AR];
     g_a.dtype = TLMPI_DT_F32;
     g_a.op = TLMPI_OP_SUM;
     g_a.in = g_s;
     g_a.out = g_r;
-    g_a.count = k == L_K_AG ? 8 : 2; /* allgather: bytes; else floats */
+    g_a.count = k == L_K_AG || k == L_KL_AG ? 8 : 2; /* allgather: bytes; else floats */
     barrier_once(&g_x, &g_a);
     g_a.kind = TLMPI_NODE_BARRIER;
 }
@@ -485,7 +492,7 @@ static void bench_latency(void)
     for (rep = 0; rep < reps; rep++) {
         for (kk = 0; kk < L_N; kk++) {
             double t, sum = 0, mx = 0;
-            unsigned long long b[32], a[32], ab[4], aa[4];
+            unsigned long long b[32], a[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS];
             k = rep & 1 ? L_N - 1 - kk : kk;
             if (!have[k]) continue;
             if (rep == 0 && k >= L_NODE_AR) {
@@ -581,7 +588,7 @@ static void bench_sweep(void)
             for (rep = 0; rep < reps; rep++) {
                 for (int kk = 0; kk < 2; kk++) {
                     double t, sum = 0, mx = 0;
-                    unsigned long long pb[32], pa[32], ab[4], aa[4];
+                    unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS];
                     m = rep & 1 ? 1 - kk : kk;
                     if (!ok[m]) continue;
                     if (!set_cfg(tiers[m], -1, NULL)) { ok[m] = 0; continue; }
@@ -709,7 +716,7 @@ static void bench_eff(void)
         for (a = 0; a < (int)(sizeof g_algos / sizeof g_algos[0]); a++) {
             const algo_t *al = &g_algos[a];
             double v[MAX_REPS], med, tr, gbps;
-            unsigned long long pb[32], pa[32], ab[4], aa[4];
+            unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS];
             char path[64];
             int iters;
             if (!set_cfg("staging", al->coll, al->table)) continue;

@@ -68,6 +68,13 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
  * alternate by step parity, so that back-to-back calls never overwrite a slot a peer still reads.
  * Messages larger than what one step holds run as several steps in the same kernel.
  *
+ * LL (low latency) exchange. Messages of at most TLMPI_NODE_LL_MAX_BYTES per (sender, receiver)
+ * pair can run without a barrier: the sender stores 16-byte lines of {4 data bytes, flag, 4 data
+ * bytes, flag} into the receiver's LL region (in the header, used by nothing else), the flag being
+ * the low 32 bits of the call's epoch, and the receiver polls its own region for lines carrying it
+ * (cuda/node_ll.cu). An LL call counts as one barrier of the epoch; every 2^32 epochs the launcher
+ * clears the region (one extra barrier) so that no line left from 2^32 epochs ago can pass.
+ *
  * Barriers. Per CTA index b, a flag per peer in each rank's header; barrier number k of a call
  * stores epoch+k into every peer's flag[b][rank] (release, system scope) and waits (acquire) until
  * its own flag[b][p] >= epoch+k for every p. The epoch is a per-communicator running total kept by
@@ -80,7 +87,12 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
  * =========================================================================================== */
 #define TLMPI_NODE_MAX_RANKS 8          /* ranks of a node the node kernels serve */
 #define TLMPI_NODE_MAX_CTAS 128         /* CTAs of one node kernel (barrier slots per rank) */
-#define TLMPI_NODE_HDR_BYTES 65536      /* pool header (barrier flags), ahead of the data area */
+#define TLMPI_NODE_LL_OFF 65536         /* the LL region inside the pool header (cuda/node_ll.cu) */
+#define TLMPI_NODE_LL_SLOT 16384        /* LL lines one sender owns in one half of a receiver's region */
+#define TLMPI_NODE_LL_MAX_BYTES (TLMPI_NODE_LL_SLOT / 2) /* LL payload per (sender, receiver) pair */
+#define TLMPI_NODE_LL_BYTES (2 * TLMPI_NODE_MAX_RANKS * TLMPI_NODE_LL_SLOT) /* the LL region: 2 halves */
+#define TLMPI_NODE_HDR_BYTES (TLMPI_NODE_LL_OFF + TLMPI_NODE_LL_BYTES) /* pool header (barrier flags, rail
+                                           signals, LL region), ahead of the data area: 320 KiB */
 #define TLMPI_NODE_THREADS 512          /* threads per CTA of every node kernel */
 
 /* The per-communicator transport descriptor (plain data; copied into every launch). */
@@ -117,6 +129,9 @@ typedef enum {
     TLMPI_NODE_RSB_PULL,      /* reduce_scatter_block: input into own pool, load-reduce own block from all (multicast ld_reduce shape) */
     TLMPI_NODE_AR_ONESHOT,    /* allreduce: input into own pool, every rank load-reduces all of it */
     TLMPI_NODE_AR_TWOSHOT,    /* allreduce: load-reduce own slice, store it into every pool, copy out */
+    TLMPI_NODE_AG_LL,         /* allgather: own block as flagged lines into every rank's LL region, no barrier */
+    TLMPI_NODE_RSB_LL,        /* reduce_scatter_block: block q as flagged lines into rank q's LL region, reduce */
+    TLMPI_NODE_AR_LL,         /* allreduce: the input as flagged lines into every rank's LL region, reduce */
     TLMPI_NODE_BARRIER,       /* one barrier, no data (the floor of any one-shot collective; bench) */
     TLMPI_NODE_KIND_COUNT
 } tlmpi_node_kind_t;

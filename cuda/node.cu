@@ -7,9 +7,12 @@
 // the same on every rank. Steps: a message larger than one data half of the pool runs as several
 // steps inside the same kernel; the per-step chunk is a data half (pull allgather, both allreduces)
 // or a data half divided by the number of ranks (push allgather, reduce-scatter: n slots per step).
-// Sync protocol: see node.cuh (barriers per CTA index, epochs advanced here by the barriers launched).
+// Sync protocol: see node.cuh (barriers per CTA index, epochs advanced here by the barriers launched;
+// an LL call counts as one, and the LL region is cleared here once per 2^32 epochs: node_ll.cu).
 #include "node_kernels.cuh"
 #include "transport_ipc.cuh"
+
+#include <string.h>
 
 using namespace tlmpi;
 using namespace tlmpi::node;
@@ -22,7 +25,8 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) barrier_ipc(const __
     (void)t.barrier(1);
 }
 
-bool is_allgather(int kind) { return kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_AG_PULL; }
+bool is_allgather(int kind) { return kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_AG_PULL || kind == TLMPI_NODE_AG_LL; }
+bool is_ll(int kind) { return kind == TLMPI_NODE_AG_LL || kind == TLMPI_NODE_RSB_LL || kind == TLMPI_NODE_AR_LL; }
 
 // Pull allgather steps are capped at 16 MiB: its peers re-read each step's blocks, and steps that
 // stay in L2 (50 MiB on an H200) made it 0.93-0.95 of the copy rate at 4 and 8 ranks where 64 MiB
@@ -46,9 +50,28 @@ const void *kernel_for(int kind, int dtype, int op, bool nvls)
     case TLMPI_NODE_RSB_PULL: return reduce_scatter_fn(dtype, op, nvls);
     case TLMPI_NODE_AR_ONESHOT: return allreduce_oneshot_fn(dtype, op, nvls);
     case TLMPI_NODE_AR_TWOSHOT: return allreduce_twoshot_fn(dtype, op, nvls);
+    case TLMPI_NODE_AG_LL:
+    case TLMPI_NODE_RSB_LL:
+    case TLMPI_NODE_AR_LL: return ll_fn(kind, dtype, op);
     case TLMPI_NODE_BARRIER: return barrier_fn();
     }
     return nullptr;
+}
+
+// The LL region's clearing at an epoch wrap (see tlmpi_cuda_node_run): memset, then one barrier
+// (1 CTA, target epoch + 1).
+int clear_ll(const tlmpi_node_xport_t *x, unsigned long long epoch, cudaStream_t stream)
+{
+    cudaError_t e = cudaMemsetAsync(static_cast<char *>(x->base[x->rank]) + TLMPI_NODE_LL_OFF, 0, TLMPI_NODE_LL_BYTES, stream);
+    if (e != cudaSuccess) return (int)e;
+    Params b;
+    memset(&b, 0, sizeof(b));
+    b.x = *x;
+    b.nsteps = 1;
+    b.epoch = epoch;
+    b.kind = TLMPI_NODE_BARRIER;
+    void *args[1] = { &b };
+    return (int)cudaLaunchKernel(barrier_fn(), dim3(1), dim3(kNodeThreads), args, 0, stream);
 }
 
 }  // namespace
@@ -89,12 +112,30 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
         if (a->count == 0) return 0;
         if (!a->in || !a->out || a->count > ((size_t)-1) / elem / (size_t)x->nranks) return (int)cudaErrorInvalidValue;
         p.bytes = a->count * elem;
-        p.chunk = chunk_for(a->kind, *x);
-        if (p.chunk < 16) return (int)cudaErrorInvalidValue;
-        const size_t steps = (p.bytes + p.chunk - 1) / p.chunk;
-        if (steps > (1u << 30)) return (int)cudaErrorInvalidValue;
-        p.nsteps = (unsigned)steps;
+        if (is_ll(a->kind)) {
+            if (p.bytes > TLMPI_NODE_LL_MAX_BYTES) return (int)cudaErrorInvalidValue;
+            p.chunk = p.bytes;
+            p.nsteps = 1;
+        } else {
+            p.chunk = chunk_for(a->kind, *x);
+            if (p.chunk < 16) return (int)cudaErrorInvalidValue;
+            const size_t steps = (p.bytes + p.chunk - 1) / p.chunk;
+            if (steps > (1u << 30)) return (int)cudaErrorInvalidValue;
+            p.nsteps = (unsigned)steps;
+        }
         barriers = p.nsteps * (a->kind == TLMPI_NODE_AR_TWOSHOT ? 2u : 1u);
+    }
+    // LL lines carry the epoch's low 32 bits (node_ll.cu): before this call's epochs reach the next
+    // multiple of 2^32, clear the own LL region, then one barrier (no peer writes into it before
+    // this rank cleared it; this rank read everything written into it before, in its earlier
+    // kernels), then jump the epoch to that multiple, so that every line is at most 2^32 - 1
+    // epochs old or zero, and no flag of the new era is zero. Once per 2^32 barriers, on every
+    // rank alike (the epochs are the same everywhere).
+    if (((a->epoch + barriers) >> 32) != (a->epoch >> 32)) {
+        const int e = clear_ll(x, a->epoch, static_cast<cudaStream_t>(stream));
+        if (e != 0) return e;
+        a->epoch = ((a->epoch >> 32) + 1ull) << 32;
+        p.epoch = a->epoch;
     }
     const void *fn = kernel_for(a->kind, a->dtype, a->op, x->mc_base != nullptr);
     if (!fn) return (int)cudaErrorInvalidValue;
@@ -115,6 +156,7 @@ extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
                           reduce_scatter_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false), allreduce_oneshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false),
                           allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false),
                           allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD, false), allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, true),
+                          ll_fn(TLMPI_NODE_AR_LL, TLMPI_DT_F16, TLMPI_OP_SUM), ll_fn(TLMPI_NODE_RSB_LL, TLMPI_DT_F64, TLMPI_OP_PROD),
                           barrier_fn() };
     int per_sm = 1 << 30;
     int saved = -1;
@@ -143,10 +185,14 @@ extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
 
 extern "C" int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas)
 {
+    if (max_ctas < 1) max_ctas = 1;
+    if (is_ll(kind)) { // one thread per 8-byte word: 1 CTA up to 4 KiB, 2 up to 8 KiB
+        const size_t n = (bytes + 8 * kNodeThreads - 1) / (8 * kNodeThreads);
+        return (int)(n < 1 ? 1 : n < (size_t)max_ctas ? n : (size_t)max_ctas);
+    }
     // bytes a rank moves per call, roughly: allgather / reduce-scatter touch n blocks
     const size_t work = (is_allgather(kind) || kind == TLMPI_NODE_RSB_PULL) ? bytes * (size_t)(nranks > 0 ? nranks : 1) : bytes;
     const size_t per_cta = 65536;
     size_t n = work / per_cta + 1;
-    if (max_ctas < 1) max_ctas = 1;
     return (int)(n < (size_t)max_ctas ? n : (size_t)max_ctas);
 }

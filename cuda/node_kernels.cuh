@@ -18,6 +18,7 @@ const void *allgather_fn(int kind, bool nvls);                  // node_allgathe
 const void *reduce_scatter_fn(int dtype, int op, bool nvls);    // node_reduce_scatter.cu
 const void *allreduce_oneshot_fn(int dtype, int op, bool nvls); // node_allreduce_oneshot.cu
 const void *allreduce_twoshot_fn(int dtype, int op, bool nvls); // node_allreduce_twoshot.cu
+const void *ll_fn(int kind, int dtype, int op);                 // node_ll.cu: the three LL kinds
 const void *barrier_fn();                                       // node.cu
 
 template <typename Op> constexpr int op_id();

@@ -47,8 +47,8 @@ constexpr int kMaxGroups = TLMPI_RAIL_MAX_GROUPS;
 // pool header: the node barrier flags and claim word (node.cuh), then the rail signals
 constexpr size_t kSigOff = 16384;
 static_assert(node::kClaimOff + 64 <= kSigOff, "rail signals after the node header");
-static_assert(kSigOff + sizeof(unsigned long long) * kSlots * kMaxNodes * kMaxGroups <= TLMPI_NODE_HDR_BYTES,
-              "rail signals inside the pool header");
+static_assert(kSigOff + sizeof(unsigned long long) * kSlots * kMaxNodes * kMaxGroups <= TLMPI_NODE_LL_OFF,
+              "rail signals inside the pool header, before the LL region");
 
 __device__ __forceinline__ unsigned long long *signal_at(void *base, int slot, int sender, int g)
 {

@@ -221,9 +221,11 @@ int main(int argc, char **argv)
         memset(cands, 0, sizeof(cands));
         cands[nc++].path = TLMPI_PATH_COUNT; /* [0]: the baseline */
         {
-            static const char *const node_algos[NCOLL][2] = { { "oneshot", "twoshot" }, { "push", "pull" }, { "pull", NULL } };
+            /* ll first: a forced ll above its size limit runs auto, so it is a candidate of small sizes only */
+            static const char *const node_algos[NCOLL][3] = { { "ll", "oneshot", "twoshot" }, { "ll", "push", "pull" },
+                                                              { "ll", "pull", NULL } };
 
-            for (int a = 0; a < 2; a++) {
+            for (int a = 0; a < 3; a++) {
                 if (!node_algos[coll][a]) continue;
                 for (int k = 0; k < nk; k++) {
                     if (knobs[k] > 0) snprintf(cands[nc].spec, sizeof(cands[nc].spec), "node/%s@%d", node_algos[coll][a], knobs[k]);

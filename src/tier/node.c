@@ -45,8 +45,8 @@
 #include <string.h>
 #include <time.h>
 
-enum { A_AUTO = 0, A_PUSH, A_PULL, A_ONESHOT, A_TWOSHOT, A_COUNT };
-static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "oneshot", "twoshot" };
+enum { A_AUTO = 0, A_PUSH, A_PULL, A_ONESHOT, A_TWOSHOT, A_LL, A_COUNT };
+static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "oneshot", "twoshot", "ll" };
 
 #define NODE_CAPS (TLMPI_CAP_NODE | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)
 #define NODE_GRACE_S 10         /* the host wait's bound beyond TLMPI_TIMEOUT (the device's) */
@@ -54,38 +54,71 @@ static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "onesho
 enum { NODE_XPORT_AUTO = 0, NODE_XPORT_IPC, NODE_XPORT_DEVCOMM }; /* TLMPI_NODE_TRANSPORT's values */
 #define NODE_TIER_ENV 5 /* "node" among TLMPI_TIER's values {auto,nccl,staging,mpi,self,node} */
 
-/* The algorithm a call runs (never A_AUTO), from rank-uniform inputs only. */
-static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
+/* auto's ll limit: TLMPI_NODE_LL_MAX, at most what the LL region holds */
+static size_t node_ll_max(void)
+{
+    const size_t m = (size_t)TLMPI_ENV_I(NODE_LL_MAX);
+    return m < TLMPI_NODE_LL_MAX_BYTES ? m : TLMPI_NODE_LL_MAX_BYTES;
+}
+
+/* Does a forced algorithm apply to coll (ll: at any size; the caller checks its limit)? */
+static int node_applies(tlmpi_coll_t coll, int algo)
 {
     switch (coll) {
     case TLMPI_COLL_ALLGATHER:
-        if (algo == A_PUSH || algo == A_PULL) {
-            return algo;
-        }
+        return algo == A_LL || algo == A_PUSH || algo == A_PULL;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        return algo == A_LL || algo == A_PULL;
+    default:
+        return algo == A_LL || algo == A_ONESHOT || algo == A_TWOSHOT;
+    }
+}
+
+/* The algorithm a call runs (never A_AUTO), from rank-uniform inputs only. */
+static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
+{
+    if (node_applies(coll, algo) && (algo != A_LL || bytes <= TLMPI_NODE_LL_MAX_BYTES)) {
+        return algo;
+    }
+    if (bytes <= node_ll_max()) {
+        return A_LL;
+    }
+    switch (coll) {
+    case TLMPI_COLL_ALLGATHER:
         return bytes <= (size_t)TLMPI_ENV_I(NODE_AG_PUSH_MAX) ? A_PUSH : A_PULL;
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
         return A_PULL;
     default:
-        if (algo == A_ONESHOT || algo == A_TWOSHOT) {
-            return algo;
-        }
         return bytes <= (size_t)TLMPI_ENV_I(NODE_ONESHOT_MAX) ? A_ONESHOT : A_TWOSHOT;
     }
 }
 
 static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t len)
 {
-    int applies = coll == TLMPI_COLL_ALLGATHER ? algo == A_PUSH || algo == A_PULL :
-                  coll == TLMPI_COLL_ALLREDUCE ? algo == A_ONESHOT || algo == A_TWOSHOT : 1;
+    const int forced_ll = algo == A_LL;
+    const size_t ll = forced_ll ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max();
+    char head[48] = "";
+    int o;
 
-    if (coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
-        snprintf(buf, len, "pull");
-    } else if (applies && algo != A_AUTO) {
+    if (node_applies(coll, algo) && !forced_ll) {
         snprintf(buf, len, "%s", node_algos[algo]);
-    } else if (coll == TLMPI_COLL_ALLGATHER) {
-        snprintf(buf, len, "auto(push<=%lld,pull)", (long long)TLMPI_ENV_I(NODE_AG_PUSH_MAX));
+        return;
+    }
+    if (ll > 0) { /* forced ll: ll up to the region's limit, auto (without ll) above it */
+        snprintf(head, sizeof(head), forced_ll ? "ll<=%zu then auto(" : "auto(ll<=%zu,", ll);
     } else {
-        snprintf(buf, len, "auto(oneshot<=%lld,twoshot)", (long long)TLMPI_ENV_I(NODE_ONESHOT_MAX));
+        snprintf(head, sizeof(head), "auto(");
+    }
+    o = snprintf(buf, len, "%s", head);
+    if (o < 0 || (size_t)o >= len) {
+        return;
+    }
+    if (coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
+        snprintf(buf + o, len - o, "pull)");
+    } else if (coll == TLMPI_COLL_ALLGATHER) {
+        snprintf(buf + o, len - o, "push<=%lld,pull)", (long long)TLMPI_ENV_I(NODE_AG_PUSH_MAX));
+    } else {
+        snprintf(buf + o, len - o, "oneshot<=%lld,twoshot)", (long long)TLMPI_ENV_I(NODE_ONESHOT_MAX));
     }
 }
 
@@ -401,11 +434,11 @@ static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
 {
     switch (coll) {
     case TLMPI_COLL_ALLGATHER:
-        return a == A_PUSH ? TLMPI_NODE_AG_PUSH : TLMPI_NODE_AG_PULL;
+        return a == A_LL ? TLMPI_NODE_AG_LL : a == A_PUSH ? TLMPI_NODE_AG_PUSH : TLMPI_NODE_AG_PULL;
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-        return TLMPI_NODE_RSB_PULL;
+        return a == A_LL ? TLMPI_NODE_RSB_LL : TLMPI_NODE_RSB_PULL;
     default:
-        return a == A_ONESHOT ? TLMPI_NODE_AR_ONESHOT : TLMPI_NODE_AR_TWOSHOT;
+        return a == A_LL ? TLMPI_NODE_AR_LL : a == A_ONESHOT ? TLMPI_NODE_AR_ONESHOT : TLMPI_NODE_AR_TWOSHOT;
     }
 }
 

@@ -15,8 +15,11 @@
  *   ar-twoshot  TLMPI_ALLREDUCE_TIERS=node/twoshot      } so that a table tlmpi ignored shows
  *   ag-push     TLMPI_ALLGATHER_TIERS=node/push         } up as the staging path (a failure)
  *   ag-pull     TLMPI_ALLGATHER_TIERS=node/pull         }
- *   mixed       all three tables at once with size thresholds (node/oneshot:16k,node/twoshot;
- *               node/push:8k,node/pull; node): algorithms change from call to call (back to back)
+ *   rsb-pull    TLMPI_REDUCE_SCATTER_BLOCK_TIERS=node/pull }
+ *   ll          all three tables node/ll                } (above 8 KiB, the LL limit: auto)
+ *   mixed       all three tables at once with size thresholds (node/ll:4k,node/oneshot:16k,
+ *               node/twoshot; node/ll:1k,node/pull; node/ll:2k,node/push:8k,node/pull): algorithms
+ *               change from call to call (back to back)
  *
  * Cases (full run; --quick: fewer types/ops, no 1 MiB, 200 back-to-back calls):
  *  - matrix: mode x collective x type {f32 f64 f16 bf16 i8 u8 i16 u16 i32 u32 i64 u64, mpix_f16
@@ -82,10 +85,13 @@ static const tmode_t g_modes[] = {
     { "ar-twoshot", "staging", { "node/twoshot", "", "" }, B(C_AR) },
     { "ag-push", "staging", { "", "", "node/push" }, B(C_AG) },
     { "ag-pull", "staging", { "", "", "node/pull" }, B(C_AG) },
+    { "rsb-pull", "staging", { "", "node/pull", "" }, B(C_RSB) },
+    { "ll", "staging", { "node/ll", "node/ll", "node/ll" }, B(C_AR) | B(C_RSB) | B(C_AG) },
 };
 #define N_MODES ((int)(sizeof(g_modes) / sizeof(g_modes[0])))
 static const tmode_t g_mixed = { "mixed", "staging",
-                                 { "node/oneshot:16k,node/twoshot", "node", "node/push:8k,node/pull" },
+                                 { "node/ll:4k,node/oneshot:16k,node/twoshot", "node/ll:1k,node/pull",
+                                   "node/ll:2k,node/push:8k,node/pull" },
                                  B(C_AR) | B(C_RSB) | B(C_AG) };
 static const tmode_t g_auto = { "auto", "auto", { "", "", "" }, B(C_AR) | B(C_RSB) | B(C_AG) };
 
@@ -325,6 +331,7 @@ static void run_case_x(MPI_Comm comm, int coll, const dtinfo_t *t, int op, int i
         sbuf = h_s + soff; /* host send buffer: h_s itself (checked unchanged below) */
     }
     fa = forced_algo(g_cur, coll);
+    if (fa && !strcmp(fa, "ll") && count * esz > 8192) fa = NULL; /* above the LL limit: auto */
     a0 = fa ? algo_calls(coll, fa) : 0;
     snap(coll, before);
     rc = call_coll(comm, coll, sbuf, rbuf, count, t->dt, ops_of(op));
@@ -587,7 +594,7 @@ static void back_to_back(MPI_Comm *comms, int ncomms, int n, const tmode_t *m)
     size_t total = 0, in_n, out_n, k;
     char *dev, *host;
     int a, rank[4], p[4], ncalls[C_N] = { 0, 0, 0 }, rc;
-    unsigned long long before[C_N][MAXP], after[C_N][MAXP], alg0[4];
+    unsigned long long before[C_N][MAXP], after[C_N][MAXP], alg0[7];
     double t0, t1;
     long bad_calls = 0;
 
@@ -639,6 +646,9 @@ static void back_to_back(MPI_Comm *comms, int ncomms, int n, const tmode_t *m)
     alg0[1] = algo_calls(C_AR, "twoshot");
     alg0[2] = algo_calls(C_AG, "push");
     alg0[3] = algo_calls(C_AG, "pull");
+    alg0[4] = algo_calls(C_AR, "ll");
+    alg0[5] = algo_calls(C_AG, "ll");
+    alg0[6] = algo_calls(C_RSB, "ll");
     PMPI_Barrier(MPI_COMM_WORLD); /* the one barrier: before the first call */
     t0 = now();
     for (a = 0; a < n; a++) {
@@ -663,14 +673,18 @@ static void back_to_back(MPI_Comm *comms, int ncomms, int n, const tmode_t *m)
         /* both sides of each table's threshold ran */
         unsigned long long d1 = algo_calls(C_AR, "oneshot") - alg0[0], d2 = algo_calls(C_AR, "twoshot") - alg0[1];
         unsigned long long d3 = algo_calls(C_AG, "push") - alg0[2], d4 = algo_calls(C_AG, "pull") - alg0[3];
+        unsigned long long l1 = algo_calls(C_AR, "ll") - alg0[4], l2 = algo_calls(C_AG, "ll") - alg0[5];
+        unsigned long long l3 = algo_calls(C_RSB, "ll") - alg0[6];
         if (g_rank == 0)
-            printf("back-to-back %s: allreduce oneshot %llu twoshot %llu, allgather push %llu pull %llu calls\n", m->name,
-                   d1, d2, d3, d4);
-        if (p[0] > 1 && !g_anypath && (d1 + d2 != (unsigned long long)ncalls[C_AR] || d3 + d4 != (unsigned long long)ncalls[C_AG] ||
-                         !d1 || !d2 || !d3 || !d4))
-            TST_FAIL("back-to-back %s: algorithm counters oneshot %llu twoshot %llu (of %d allreduce calls), push %llu "
-                     "pull %llu (of %d allgather calls): expected both algorithms of each, summing to the calls",
-                     m->name, d1, d2, ncalls[C_AR], d3, d4, ncalls[C_AG]);
+            printf("back-to-back %s: allreduce ll %llu oneshot %llu twoshot %llu, allgather ll %llu push %llu pull %llu, "
+                   "reduce_scatter_block ll %llu calls\n", m->name, l1, d1, d2, l2, d3, d4, l3);
+        if (p[0] > 1 && !g_anypath && (l1 + d1 + d2 != (unsigned long long)ncalls[C_AR] ||
+                                       l2 + d3 + d4 != (unsigned long long)ncalls[C_AG] || !l1 || !d1 || !d2 || !l2 ||
+                                       !d3 || !d4 || !l3 || l3 == (unsigned long long)ncalls[C_RSB]))
+            TST_FAIL("back-to-back %s: algorithm counters ll %llu oneshot %llu twoshot %llu (of %d allreduce calls), ll %llu "
+                     "push %llu pull %llu (of %d allgather calls), ll %llu (of %d reduce_scatter_block calls): expected "
+                     "every algorithm of each table, summing to the calls", m->name, l1, d1, d2, ncalls[C_AR], l2, d3, d4,
+                     ncalls[C_AG], l3, ncalls[C_RSB]);
     }
     TST_CUDA(cudaMemcpy(host, dev, total, cudaMemcpyDeviceToHost));
     for (a = 0; a < n; a++) {

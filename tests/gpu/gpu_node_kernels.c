@@ -6,12 +6,16 @@
  * for n ranks on the GPU). No MPI: this tests the kernels' data movement, step and slot
  * arithmetic, barriers and parity halves; the MPI tests (gpu_coll, gpu_node) test the tier.
  *
- *  - every algorithm (allgather push/pull, reduce_scatter_block, allreduce one-shot/two-shot) x
+ *  - every algorithm (allgather push/pull/ll, reduce_scatter_block pull/ll, allreduce one-shot/
+ *    two-shot/ll; ll up to its limit of TLMPI_NODE_LL_MAX_BYTES, sizes clipped to it) x
  *    every element type x {sum, prod, min, max}, n = 2, 3, 4, 8, sizes 1, 7, 4097 elements and
  *    sizes of several pool steps (data area 64 KiB and 1 MiB), in place and not, user pointers
  *    offset by 0..15 bytes (any alignment), 1..max CTAs;
  *  - a burst of 300 back-to-back calls of alternating kinds and sizes with no host
  *    synchronisation between them, then every result checked (cross-call slot races);
+ *  - the LL flags' wrap: epochs from 2^32 - 2, LL regions pre-filled with lines that carry the
+ *    first flags after the wrap (lines "left 2^32 epochs ago"): the launcher's clearing at the wrap
+ *    must keep every LL call from taking them;
  *  - a stuck rank (descriptor stuck = 1): every rank's wait times out within the bound and its
  *    error record names the stuck rank and the expected epoch;
  *  - results bitwise against the host reference (elemref.h), outputs poisoned first, the poison
@@ -40,7 +44,11 @@ static cudaStream_t st[MAXR];
 static unsigned long long epoch[MAXR];
 static int max_ctas;
 
-static const char *kind_names[] = { "ag_push", "ag_pull", "rsb", "ar_oneshot", "ar_twoshot", "barrier" };
+static const char *kind_names[TLMPI_NODE_KIND_COUNT] = {
+    [TLMPI_NODE_AG_PUSH] = "ag_push", [TLMPI_NODE_AG_PULL] = "ag_pull",     [TLMPI_NODE_RSB_PULL] = "rsb",
+    [TLMPI_NODE_AR_ONESHOT] = "ar_oneshot", [TLMPI_NODE_AR_TWOSHOT] = "ar_twoshot", [TLMPI_NODE_AG_LL] = "ag_ll",
+    [TLMPI_NODE_RSB_LL] = "rsb_ll",   [TLMPI_NODE_AR_LL] = "ar_ll",         [TLMPI_NODE_BARRIER] = "barrier",
+};
 
 static void setup(int n, size_t data_bytes, double timeout_s)
 {
@@ -90,14 +98,22 @@ typedef struct {
     char *h_in[MAXR];
 } call_t;
 
-static int is_ag(int k) { return k == TLMPI_NODE_AG_PUSH || k == TLMPI_NODE_AG_PULL; }
+static int is_ag(int k) { return k == TLMPI_NODE_AG_PUSH || k == TLMPI_NODE_AG_PULL || k == TLMPI_NODE_AG_LL; }
+static int is_rsb(int k) { return k == TLMPI_NODE_RSB_PULL || k == TLMPI_NODE_RSB_LL; }
+static int is_ll(int k) { return k == TLMPI_NODE_AG_LL || k == TLMPI_NODE_RSB_LL || k == TLMPI_NODE_AR_LL; }
+/* an LL kind's count at most its limit (another kind's as it is); count 0 stays 0 */
+static size_t fit(int kind, int dt, size_t count)
+{
+    size_t esz = is_ag(kind) ? 1 : elem_size[dt], max = TLMPI_NODE_LL_MAX_BYTES / esz;
+    return is_ll(kind) && count > max ? 1 + (count - 1) % max : count;
+}
 
 static void call_prepare(call_t *c)
 {
     int r;
     size_t i, n_in;
     c->esz = is_ag(c->kind) ? 1 : elem_size[c->dt];
-    c->in_bytes = c->count * c->esz * (c->kind == TLMPI_NODE_RSB_PULL ? (size_t)nr : 1);
+    c->in_bytes = c->count * c->esz * (is_rsb(c->kind) ? (size_t)nr : 1);
     c->out_bytes = c->count * c->esz * (is_ag(c->kind) ? (size_t)nr : 1);
     n_in = c->in_bytes / c->esz;
     for (r = 0; r < nr; r++) {
@@ -172,7 +188,7 @@ static int call_check(call_t *c, const char *what)
                 }
             }
         } else if (!bad) {
-            size_t base = c->kind == TLMPI_NODE_RSB_PULL ? (size_t)r * c->count : 0;
+            size_t base = is_rsb(c->kind) ? (size_t)r * c->count : 0;
             void *srcs[MAXR];
             int q;
             for (q = 0; q < nr; q++) srcs[q] = c->h_in[q] + base * c->esz;
@@ -252,9 +268,10 @@ static void sweep(size_t data_bytes)
             for (op = 0; op < TLMPI_OP_NUM_ARITH; op++) {
                 size_t k;
                 if (is_ag(kind) && (dt > 0 || op > 0)) continue;
-                for (k = 0; k < 3; k++) one_case(kind, dt, op, small[k], (int)rnd(2), pick_ctas());
+                for (k = 0; k < 3; k++) one_case(kind, dt, op, fit(kind, dt, small[k]), (int)rnd(2), pick_ctas());
                 /* several steps: 2.5 .. 4.5 data halves of elements */
-                one_case(kind, dt, op, (data_bytes / 2 * 5 / 2 + rnd((unsigned)data_bytes)) / (is_ag(kind) ? 1 : elem_size[dt]) + rnd(5),
+                one_case(kind, dt, op,
+                         fit(kind, dt, (data_bytes / 2 * 5 / 2 + rnd((unsigned)data_bytes)) / (is_ag(kind) ? 1 : elem_size[dt]) + rnd(5)),
                          (int)rnd(2), pick_ctas());
             }
         }
@@ -269,7 +286,7 @@ static void burst(int ncalls)
         c[i].kind = (int)rnd(TLMPI_NODE_BARRIER);
         c[i].dt = (int)rnd(TLMPI_DT_NUM_ARITH);
         c[i].op = (int)rnd(TLMPI_OP_NUM_ARITH);
-        c[i].count = rnd(3) ? 1 + rnd(3000) : 20000 + rnd(60000);
+        c[i].count = fit(c[i].kind, c[i].dt, rnd(3) ? 1 + rnd(3000) : 20000 + rnd(60000));
         c[i].in_place = (int)rnd(2);
         c[i].ctas = pick_ctas();
         call_prepare(&c[i]);
@@ -286,6 +303,67 @@ static void burst(int ncalls)
     for (i = 0; i < ncalls; i++) call_free(&c[i]);
     free(c);
     failures += bad;
+}
+
+/* The LL flags' wrap (kernels.h): 4 ranks from epoch 2^32 - 2. Every line of every LL region is
+ * first filled with {junk, F, junk, F}, F = 1 in half 1 and 2 in half 0: what lines written 2^32
+ * epochs ago would hold right after the wrap. A one-word LL call (e = 2^32 - 1: half 1, flag
+ * 0xffffffff) goes before the wrap; after it the calls of 100 words and more find the junk lines
+ * in both halves with their flags (2^32 + 1 -> 1, 2^32 + 2 -> 2) unless the launcher cleared the
+ * region at the wrap. Then a burst of mixed kinds across it, every result checked. */
+static void ll_wrap(void)
+{
+    const unsigned long long start = (1ull << 32) - 2;
+    const size_t half = (size_t)TLMPI_NODE_LL_BYTES / 2;
+    unsigned *junk = malloc(TLMPI_NODE_LL_BYTES);
+    call_t c[12];
+    int r, i, bad = 0;
+    size_t w;
+
+    setup(4, 65536, 10.0);
+    for (w = 0; w < TLMPI_NODE_LL_BYTES / 4; w += 4) {
+        unsigned f = w * 4 < half ? 2u : 1u;
+        junk[w] = 0xdeadbeefu;
+        junk[w + 1] = f;
+        junk[w + 2] = 0x7f7f7f7fu;
+        junk[w + 3] = f;
+    }
+    for (r = 0; r < nr; r++) {
+        CK(cudaMemcpy((char *)pool[r] + TLMPI_NODE_LL_OFF, junk, TLMPI_NODE_LL_BYTES, cudaMemcpyHostToDevice));
+        epoch[r] = start;
+    }
+    free(junk);
+    memset(c, 0, sizeof(c));
+    for (i = 0; i < 12; i++) {
+        static const int kinds[12] = { TLMPI_NODE_AR_LL, TLMPI_NODE_AR_LL, TLMPI_NODE_AG_LL, TLMPI_NODE_RSB_LL,
+                                       TLMPI_NODE_AR_ONESHOT, TLMPI_NODE_AR_LL, TLMPI_NODE_AG_PUSH, TLMPI_NODE_AG_LL,
+                                       TLMPI_NODE_AR_TWOSHOT, TLMPI_NODE_RSB_LL, TLMPI_NODE_RSB_PULL, TLMPI_NODE_AR_LL };
+        c[i].kind = kinds[i];
+        c[i].dt = TLMPI_DT_I32;
+        c[i].op = TLMPI_OP_SUM;
+        c[i].count = i == 0 ? 2 : fit(kinds[i], TLMPI_DT_I32, 100 + rnd(4000));
+        c[i].ctas = pick_ctas();
+        call_prepare(&c[i]);
+    }
+    CK(cudaDeviceSynchronize());
+    for (i = 0; i < 12; i++) call_launch(&c[i]);
+    cases++;
+    if (sync_all("LL wrap")) bad = 1;
+    for (i = 0; i < 12 && !bad; i++) {
+        char what[64];
+        snprintf(what, sizeof(what), "LL wrap call %d (%s, count %zu)", i, kind_names[c[i].kind], c[i].count);
+        bad = call_check(&c[i], what);
+    }
+    for (r = 0; r < nr && !bad; r++) {
+        if (epoch[r] != epoch[0] || epoch[r] <= (1ull << 32)) {
+            printf("FAIL: LL wrap: rank %d ended at epoch %llu (rank 0: %llu)\n", r, epoch[r], epoch[0]);
+            bad = 1;
+        }
+    }
+    printf("LL wrap: 12 calls from epoch 2^32 - 2 to %llu over junk-filled LL regions: %s\n", epoch[0], bad ? "FAIL" : "ok");
+    for (i = 0; i < 12; i++) call_free(&c[i]);
+    failures += bad;
+    teardown();
 }
 
 static void stuck_rank(void)
@@ -353,6 +431,7 @@ int main(int argc, char **argv)
         }
         printf("n=%d: %d cases so far, %d failures\n", n, cases, failures);
     }
+    ll_wrap();
     stuck_rank();
     printf("gpu_node_kernels: %s (%d cases, %d failures)\n", failures ? "FAIL" : "PASS", cases, failures);
     return failures ? 1 : 0;
