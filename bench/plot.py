@@ -40,7 +40,7 @@ COLL_ORDER = ["allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"
 MODE_COLOR = {
     "auto": "C0", "node": "C0", "nccl": "C1", "raw-nccl": "C2", "staging": "C3", "mpi": "C7",
     "mpi-plain": "C7", "node/oneshot": "C4", "node/twoshot": "C5", "node/push": "C4",
-    "node/pull": "C5", "node/ring": "C6",
+    "node/pull": "C5", "node/ring": "C6", "node/ll": "C8",
 }
 MODE_ORDER = ["auto", "node", "nccl", "raw-nccl", "staging", "mpi", "mpi-plain"]
 # markers and dashes differ too: lines that coincide (auto = staging at 2 ranks, nccl = raw NCCL)

@@ -20,9 +20,9 @@
 #              MPI such as Open MPI's coll/accelerator does)
 #   nccl       TLMPI_TIER=nccl (the flat NCCL tier; with ranks sharing a GPU NCCL talks over loopback
 #              sockets: every rank gets its own NCCL_HOSTID, tests/gpu/rank-env.sh)
-#   node       each node-tier algorithm forced through the tables: TLMPI_ALLREDUCE_TIERS=node/oneshot
-#              and node/twoshot, TLMPI_ALLGATHER_TIERS=node/push and node/pull,
-#              TLMPI_REDUCE_SCATTER_BLOCK_TIERS=node/pull
+#   node       each node-tier algorithm forced through the tables: TLMPI_ALLREDUCE_TIERS=node/ll,
+#              node/oneshot and node/twoshot, TLMPI_ALLGATHER_TIERS=node/ll, node/push and node/pull,
+#              TLMPI_REDUCE_SCATTER_BLOCK_TIERS=node/ll and node/pull (ll above its 8 KiB limit: auto)
 #   mpi        the MPI alone, without tlmpi, only where it is CUDA-aware (Open MPI: ompi_info says
 #              *_built_with_cuda_support true; MPICH: mpichversion shows a --with-cuda configure and
 #              MPIR_CVAR_ENABLE_GPU is not 0); when that cannot be established it says so and skips:
@@ -230,9 +230,9 @@ for np in $nps; do
     memlimit=$((maxsz * (np + 2)))
     for b in $benches; do
         case $b in
-            osu_allreduce) algos="oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
-            osu_allgather) algos="push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
-            osu_reduce_scatter_block) algos="pull"; tvar=TLMPI_REDUCE_SCATTER_BLOCK_TIERS; T="-T mpi_float" ;;
+            osu_allreduce) algos="ll oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
+            osu_allgather) algos="ll push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
+            osu_reduce_scatter_block) algos="ll pull"; tvar=TLMPI_REDUCE_SCATTER_BLOCK_TIERS; T="-T mpi_float" ;;
         esac
         list=
         for m in ${modes//,/ }; do

@@ -60,7 +60,8 @@ check "exit status 1 with a validation failure" [ $rc = 1 ]
 o=$t/out
 for f in osu_allreduce-np2-auto osu_allreduce-np2-staging osu_allreduce-np2-nccl osu_allreduce-np2-node-oneshot \
          osu_allreduce-np2-node-twoshot osu_allgather-np2-node-push osu_allgather-np2-node-pull \
-         osu_reduce_scatter_block-np2-node-pull osu_reduce_scatter_block-np2-auto-inplace; do
+         osu_reduce_scatter_block-np2-node-pull osu_reduce_scatter_block-np2-auto-inplace osu_allreduce-np2-node-ll \
+         osu_allgather-np2-node-ll osu_reduce_scatter_block-np2-node-ll; do
     check "ran $f" [ -s "$o/$f.txt" ]
 done
 check "no plain-MPI run on a non-CUDA-aware MPI" [ ! -e "$o/osu_allreduce-np2-mpi-plain.txt" ]
