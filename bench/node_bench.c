@@ -543,11 +543,12 @@ static void bench_latency(void)
             if (hp) printf("%+.2f [%+.2f, %+.2f]", pm, plo, phi);
             printf(" |\n");
         }
-        csv_row("lat", k >= L_NODE_AR ? coll_names[(k - L_NODE_AR) % 3] : k >= L_K_AR ? coll_names[k - L_K_AR]
+        static const char *const kernel_algos[6] = { "oneshot", "push", "pull", "ll", "ll", "ll" };
+        csv_row("lat", k >= L_NODE_AR ? coll_names[(k - L_NODE_AR) % 3] : k >= L_K_AR ? coll_names[(k - L_K_AR) % 3]
                 : k == L_NCCL ? "allreduce" : "barrier",
                 k >= L_STG_AR ? "staging" : k >= L_NODE_AR ? "node" : k >= L_K_AR ? "kernel" : k == L_FLOOR ? "floor"
                 : k == L_EMPTY ? "empty" : "raw-nccl-1",
-                "", pth, 8, k >= L_STG_AR ? o.stg_iters : o.lat_iters, reps, med, sl, hp, pm, plo, phi, 0, 0, 0, "-");
+                k >= L_K_AR && k < L_NODE_AR ? kernel_algos[k - L_K_AR] : "", pth, 8, k >= L_STG_AR ? o.stg_iters : o.lat_iters, reps, med, sl, hp, pm, plo, phi, 0, 0, 0, "-");
     }
 #ifdef HAVE_NCCL
     if (g_rank == 0 && have[L_NCCL]) printf("\nraw NCCL runtime version %d\n", g_nccl.version);
