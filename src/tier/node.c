@@ -447,12 +447,16 @@ static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
 static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
                                                                int a, volatile tlmpi_node_err_t *r)
 {
+    char where[48];
+
+    /* ll has no barrier: its wait is for a peer's lines, whose flag is the epoch's low 32 bits */
+    snprintf(where, sizeof(where), a == A_LL ? "in its LL exchange (barrier %d)" : "at barrier %d", r->barrier);
     tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u (%d ranks) in %s on tier node "
-                "(algorithm %s, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) at barrier %d of the "
-                "call, CTA slot %d, waiting for node rank %d: expected %llu, seen %llu; calling MPI_Abort",
+                "(algorithm %s, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) %s of the "
+                "call, CTA slot %d, waiting for node rank %d: expected %s%llu, seen %llu; calling MPI_Abort",
                 tc->rank, tlmpi_g.world_rank, tc->id, tc->size, tlmpi_coll_name(c->coll), node_algos[a], c->msg_bytes,
-                (long)TLMPI_ENV_I(TIMEOUT), r->barrier, r->cta, r->peer, (unsigned long long)r->expected,
-                (unsigned long long)r->seen);
+                (long)TLMPI_ENV_I(TIMEOUT), where, r->cta, r->peer, a == A_LL ? "line flag " : "",
+                (unsigned long long)r->expected, (unsigned long long)r->seen);
     tlmpi_gpu_abort(tc->comm);
 }
 
