@@ -97,19 +97,14 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
 {
     const int forced_ll = algo == A_LL;
     const size_t ll = forced_ll ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max();
-    char head[48] = "";
     int o;
 
     if (node_applies(coll, algo) && !forced_ll) {
         snprintf(buf, len, "%s", node_algos[algo]);
         return;
     }
-    if (ll > 0) { /* forced ll: ll up to the region's limit, auto (without ll) above it */
-        snprintf(head, sizeof(head), forced_ll ? "ll<=%zu then auto(" : "auto(ll<=%zu,", ll);
-    } else {
-        snprintf(head, sizeof(head), "auto(");
-    }
-    o = snprintf(buf, len, "%s", head);
+    /* forced ll: ll up to the region's limit, auto (without ll) above it */
+    o = ll > 0 ? snprintf(buf, len, forced_ll ? "ll<=%zu then auto(" : "auto(ll<=%zu,", ll) : snprintf(buf, len, "auto(");
     if (o < 0 || (size_t)o >= len) {
         return;
     }
