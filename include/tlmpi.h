@@ -108,6 +108,28 @@ tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_stat_
  */
 tlmpi_status_t tlmpi_get_algo_stats(tlmpi_coll_t coll, tlmpi_path_t path, const char *algo, tlmpi_stat_t *stat_p);
 
+/**
+ * \brief The form of a call: blocking (MPI_Allreduce), non-blocking (MPI_Iallreduce, completed by the
+ * application's MPI_Wait/MPI_Test family) or persistent (MPI_Allreduce_init; counted per MPI_Start).
+ * Values are never renumbered.
+ */
+typedef enum {
+    TLMPI_FORM_BLOCKING = 0,
+    TLMPI_FORM_NONBLOCKING,
+    TLMPI_FORM_PERSISTENT,
+    TLMPI_FORM_COUNT
+} tlmpi_form_t;
+
+/**
+ * \brief The counters of one form of the calls of a path: every call is counted in its path's
+ * tlmpi_get_stats counters and in the counters of its form (a persistent request once per start).
+ * \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for an out-of-range coll/path/form or NULL stat_p.
+ */
+tlmpi_status_t tlmpi_get_form_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_form_t form, tlmpi_stat_t *stat_p);
+
+/** \brief The form's short name ("blocking", "nonblocking", "persistent"); NULL when out of range. */
+const char *tlmpi_form_name(tlmpi_form_t form);
+
 /** \brief Zero every counter of this process. */
 void tlmpi_reset_stats(void);
 

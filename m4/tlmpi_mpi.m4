@@ -41,6 +41,11 @@ AC_DEFUN([TLMPI_CHECK_MPI], [
   AM_CONDITIONAL([MPI_IS_MPICH], [test "x$tlmpi_mpi_impl" = xMPICH])
   AM_CONDITIONAL([MPI_IS_OMPI], [test "x$tlmpi_mpi_impl" = xOpenMPI])
   AC_CHECK_FUNCS([PMPI_Allreduce_c PMPI_Allgather_c PMPI_Reduce_scatter_block_c], [tlmpi_have_mpi_c=yes], [tlmpi_have_mpi_c=no])
+  AC_CHECK_FUNCS([PMPI_Iallreduce_c PMPI_Iallgather_c PMPI_Ireduce_scatter_block_c])
+  dnl MPI-4 persistent collectives (MPICH 4.x, Open MPI 5): tlmpi interposes them where they exist
+  AC_CHECK_FUNCS([PMPI_Allreduce_init PMPI_Allgather_init PMPI_Reduce_scatter_block_init],
+                 [tlmpi_have_mpi_persist=yes], [tlmpi_have_mpi_persist=no])
+  AC_CHECK_FUNCS([PMPI_Allreduce_init_c PMPI_Allgather_init_c PMPI_Reduce_scatter_block_init_c])
   if test -z "$MPIEXEC"; then
     case "$tlmpi_mpicc_name" in
       mpicc.*) AC_PATH_PROGS([MPIEXEC], [mpiexec.${tlmpi_mpicc_name#mpicc.}]) ;;

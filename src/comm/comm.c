@@ -1,5 +1,6 @@
 #include "config.h"
 #include "comm.h"
+#include "request.h"
 #include "global.h"
 #include "env.h"
 #include "log.h"
@@ -29,6 +30,7 @@ static __thread int tls_sub; /* > 0 while a hier comm builds a sub comm's state:
 
 static void comm_destroy(tlmpi_comm_t *tc)
 {
+    tlmpi_req_comm_gone(tc); /* its outstanding requests complete first (their tiers' state goes now) */
     __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE); /* invalidates every thread's cached entry */
     pthread_mutex_lock(&comm_lock);
     if (tc->prev) {
@@ -227,6 +229,15 @@ tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, in
     int turn = top && TLMPI_UNLIKELY(tc->tier.caps & TLMPI_CAP_TURNS) && tier->device_waits;
     tlmpi_status_t st;
 
+    if (TLMPI_UNLIKELY(turn) && c->pend) {
+        /* a started call cannot hold the turn until the application completes it (another thread may
+         * need it first, and the turn's barrier would order the starts of different communicators):
+         * it is staged, whose host steps spin on no GPU (docs/DESIGN.md, non-blocking forms) */
+        tier = &tlmpi_tier_staging;
+        t = TLMPI_TIER_STAGING;
+        turn = 0;
+    }
+
     tc->tier.calls++;
     tc->tier.busy = 1 + (int)c->coll;
     if (TLMPI_UNLIKELY(turn)) {
@@ -240,11 +251,12 @@ tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, in
             return TLMPI_ERR_MPI;
         }
     }
-    st = tier->run(&tc->tier, c, algo, mpi_rc_p);
+    st = c->pend && tier->start ? tier->start(&tc->tier, c, algo, c->pend, mpi_rc_p)
+                                : tier->run(&tc->tier, c, algo, mpi_rc_p);
     if (TLMPI_UNLIKELY(st == TLMPI_ERR_UNSUPPORTED) && t != TLMPI_TIER_STAGING) {
         /* the tier declined before any data moved (on every rank alike): the fallback */
         tier = &tlmpi_tier_staging;
-        st = tier->run(&tc->tier, c, 0, mpi_rc_p);
+        st = c->pend ? tier->start(&tc->tier, c, 0, c->pend, mpi_rc_p) : tier->run(&tc->tier, c, 0, mpi_rc_p);
     }
     if (TLMPI_UNLIKELY(turn)) {
         tlmpi_turn_release(); /* the call's device work is complete: tiers return after their bounded wait */
@@ -270,6 +282,7 @@ tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent,
     c.comm = sub->comm;
     c.smem = c.rmem; /* hier's buffers: the caller's receive buffer's kind, or scratch on its device */
     c.sdev = c.rdev;
+    c.pend = NULL; /* a step completes inside its parent's call (a started hier call: at its start) */
     c.in_place = sbuf == MPI_IN_PLACE; /* as tlmpi_call_classify sets them */
     c.msg_bytes = (size_t)count * (size_t)c.dt_size;
     if (coll == TLMPI_COLL_ALLGATHER) {

@@ -1,5 +1,7 @@
 #include "config.h"
 #include "global.h"
+#include "request.h"
+#include "stream.h"
 #include "stats.h"
 #include "comm.h"
 #include "dtype.h"
@@ -56,8 +58,10 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
         tlmpi_info(COLL, "GPU turn (TLMPI_GPU_TURNS): taken %lu times, %lu rounds lost to other threads' "
                    "communicators", taken, lost);
     }
+    tlmpi_req_finalize(); /* requests still held complete while every comm's state exists */
     tlmpi_comm_module_finalize();
     tlmpi_tier_finalize();
+    tlmpi_gpu_marks_finalize();
     tlmpi_mem_cache_flush();
     tlmpi_half_finalize();
     tlmpi_g.state = TLMPI_STATE_FINALIZED;

@@ -8,6 +8,7 @@
 
 tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
 tlmpi_stat_t tlmpi_algo_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_STATS_MAX_ALGOS];
+tlmpi_stat_t tlmpi_form_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_FORM_COUNT];
 static const char *const *algo_names[TLMPI_PATH_COUNT];
 static int n_algo_names[TLMPI_PATH_COUNT];
 
@@ -45,6 +46,17 @@ void tlmpi_core_print_stats(FILE *f)
 
                 fprintf(f, "  %-22s %-12s calls %10llu  bytes %14llu\n", tlmpi_coll_name(c),
                         tlmpi_path_name(p), (unsigned long long)s.calls, (unsigned long long)s.bytes);
+                /* per form, where some calls were not blocking, e.g. "allreduce node:nonblocking" */
+                for (a = 1; a < TLMPI_FORM_COUNT; a++) {
+                    tlmpi_stat_t sf = tlmpi_form_stats[c][p][a];
+                    char name[64];
+
+                    if (sf.calls) {
+                        snprintf(name, sizeof(name), "%s:%s", tlmpi_path_name(p), tlmpi_form_name(a));
+                        fprintf(f, "  %-22s %-12s calls %10llu  bytes %14llu\n", tlmpi_coll_name(c), name,
+                                (unsigned long long)sf.calls, (unsigned long long)sf.bytes);
+                    }
+                }
                 /* per algorithm (tiers that choose one per call), e.g. "allreduce node/oneshot" */
                 for (a = 0; a < n_algo_names[p]; a++) {
                     tlmpi_stat_t sa = tlmpi_algo_stats[c][p][a];
@@ -90,8 +102,38 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_algo_stats(tlmpi_coll_t coll, tlmpi_path_t
     return TLMPI_OK;
 }
 
+TLMPI_EXPORT const char *tlmpi_form_name(tlmpi_form_t form)
+{
+    static const char *const names[TLMPI_FORM_COUNT] = { "blocking", "nonblocking", "persistent" };
+
+    return (unsigned)form < TLMPI_FORM_COUNT ? names[form] : NULL;
+}
+
+TLMPI_EXPORT tlmpi_status_t tlmpi_get_form_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_form_t form,
+                                                tlmpi_stat_t *stat_p)
+{
+    int f;
+
+    if ((unsigned)coll >= TLMPI_COLL_COUNT || (unsigned)path >= TLMPI_PATH_COUNT || (unsigned)form >= TLMPI_FORM_COUNT ||
+        !stat_p) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    if (form != TLMPI_FORM_BLOCKING) {
+        stat_p->calls = __atomic_load_n(&tlmpi_form_stats[coll][path][form].calls, __ATOMIC_RELAXED);
+        stat_p->bytes = __atomic_load_n(&tlmpi_form_stats[coll][path][form].bytes, __ATOMIC_RELAXED);
+        return TLMPI_OK;
+    }
+    tlmpi_get_stats(coll, path, stat_p);
+    for (f = 1; f < TLMPI_FORM_COUNT; f++) {
+        stat_p->calls -= __atomic_load_n(&tlmpi_form_stats[coll][path][f].calls, __ATOMIC_RELAXED);
+        stat_p->bytes -= __atomic_load_n(&tlmpi_form_stats[coll][path][f].bytes, __ATOMIC_RELAXED);
+    }
+    return TLMPI_OK;
+}
+
 TLMPI_EXPORT void tlmpi_reset_stats(void)
 {
+    memset(tlmpi_form_stats, 0, sizeof(tlmpi_form_stats));
     memset(tlmpi_stats, 0, sizeof(tlmpi_stats));
     memset(tlmpi_algo_stats, 0, sizeof(tlmpi_algo_stats));
 }

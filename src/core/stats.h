@@ -29,6 +29,14 @@ static inline void tlmpi_stat_add(tlmpi_coll_t coll, tlmpi_path_t path, uint64_t
     tlmpi_stat_bump(&tlmpi_stats[coll][path], bytes);
 }
 
+/* Per-form counters of a path: the non-blocking and persistent calls (the blocking ones are the
+ * path's total less these, so the blocking path counts nothing more). */
+extern tlmpi_stat_t tlmpi_form_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_FORM_COUNT];
+static inline void tlmpi_stat_form_add(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_form_t form, uint64_t bytes)
+{
+    tlmpi_stat_bump(&tlmpi_form_stats[coll][path][form], bytes);
+}
+
 /* Per-algorithm counters of a path: a tier that chooses among algorithms per call counts the one it
  * ran (index in its algorithm list, which init registers by path) besides its path's counters. */
 #define TLMPI_STATS_MAX_ALGOS 8

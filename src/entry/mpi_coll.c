@@ -1,12 +1,16 @@
 /*
- * The intercepted MPI entry points: MPI_Allgather, MPI_Reduce_scatter_block, MPI_Allreduce and
- * their MPI-4 large-count (_c) forms. Each is a thin entry into one shared body:
+ * The intercepted MPI entry points: MPI_Allgather, MPI_Reduce_scatter_block, MPI_Allreduce, their
+ * non-blocking forms (MPI_Iallgather, ...), their MPI-4 persistent forms (MPI_Allgather_init, ...,
+ * where the MPI has them) and the large-count (_c) forms of all. Each is a thin entry into one
+ * shared body, whatever the form (the call's form and request travel in the call record):
  *
  *   cheap rank-uniform checks (enabled, collective enabled, half type, GPU present, count)
  *     -> pointer classification -> host buffers: PMPI_* unchanged (passthrough)
  *     -> device buffers or half types: classify dtype/op, per-comm state, pure tier choice, run;
  *        a tier that cannot serve before communication starts falls to the next one; errors after
- *        work started go to the communicator's error handler.
+ *        work started go to the communicator's error handler. A non-blocking call is started on the
+ *        same tier and returns a tlmpi request (req/request.h); a persistent one gets a tlmpi request
+ *        whose tier and algorithm were chosen at init. Host buffers go to the MPI's own form.
  *
  * Only PMPI_* is called inside tlmpi. A device pointer never reaches PMPI_* unless the MPI says it
  * is CUDA-aware.
@@ -22,6 +26,7 @@
 #include "call.h"
 #include "plan.h"
 #include "tier.h"
+#include "request.h"
 
 #include <stdlib.h>
 
@@ -101,9 +106,14 @@ static int coll_slow(tlmpi_call_t *c)
     }
     if (!is_dev || c->msg_bytes == 0) {
         /* host buffers with a half type (tlmpi's op), or nothing is dereferenced */
-        rc = tlmpi_call_pmpi(c, c->pmpi_op);
+        tlmpi_path_t path = !is_dev && c->own_op ? TLMPI_PATH_HOSTOP : TLMPI_PATH_PASSTHROUGH;
+
+        rc = tlmpi_call_pmpi_form(c, c->pmpi_op);
         if (rc == MPI_SUCCESS) {
-            tlmpi_stat_add(c->coll, !is_dev && c->own_op ? TLMPI_PATH_HOSTOP : TLMPI_PATH_PASSTHROUGH, c->msg_bytes);
+            tlmpi_stat_add(c->coll, path, c->msg_bytes);
+            if (c->form != TLMPI_FORM_BLOCKING) {
+                tlmpi_stat_form_add(c->coll, path, (tlmpi_form_t)c->form, c->msg_bytes);
+            }
         }
         return rc;
     }
@@ -119,6 +129,19 @@ static int coll_slow(tlmpi_call_t *c)
     t = tlmpi_plan_select(&tc->plan, c, &algo);
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
         verify_uniform(c, t, "tier");
+    }
+    if (c->form != TLMPI_FORM_BLOCKING) {
+        if (t == TLMPI_TIER_MPI) {
+            /* a CUDA-aware MPI: its own request */
+            rc = tlmpi_call_pmpi_form(c, c->op);
+            if (rc == MPI_SUCCESS) {
+                tlmpi_stat_add(c->coll, TLMPI_PATH_PASSTHROUGH, c->msg_bytes);
+                tlmpi_stat_form_add(c->coll, TLMPI_PATH_PASSTHROUGH, (tlmpi_form_t)c->form, c->msg_bytes);
+            }
+            return rc;
+        }
+        return c->form == TLMPI_FORM_NONBLOCKING ? tlmpi_req_istart(tc, c, t, algo)
+                                                 : tlmpi_req_persistent(tc, c, t, algo);
     }
     st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);
     if (TLMPI_LIKELY(st == TLMPI_OK)) {
@@ -165,9 +188,14 @@ static inline int coll_entry(tlmpi_call_t *c)
         return coll_slow(c);
     }
 passthrough:
-    rc = tlmpi_call_pmpi(c, c->op);
+    rc = tlmpi_call_pmpi_form(c, c->op);
     if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
-        tlmpi_stat_add(c->coll, TLMPI_PATH_PASSTHROUGH, call_bytes(c->count, c->dtype));
+        uint64_t bytes = call_bytes(c->count, c->dtype);
+
+        tlmpi_stat_add(c->coll, TLMPI_PATH_PASSTHROUGH, bytes);
+        if (c->form != TLMPI_FORM_BLOCKING) {
+            tlmpi_stat_form_add(c->coll, TLMPI_PATH_PASSTHROUGH, (tlmpi_form_t)c->form, bytes);
+        }
     }
     return rc;
 }
@@ -200,14 +228,33 @@ static inline __attribute__((always_inline)) int fast_done(int rc, tlmpi_coll_t 
     return rc;
 }
 
+/* A fast-path call of the non-blocking or persistent form: counted under its form as well. */
+static inline __attribute__((always_inline)) int fast_done_form(int rc, tlmpi_coll_t coll, MPI_Count count,
+                                                                MPI_Datatype dt, tlmpi_form_t form)
+{
+    if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+        uint64_t bytes = call_bytes(count, dt);
+
+        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, bytes);
+        tlmpi_stat_form_add(coll, TLMPI_PATH_PASSTHROUGH, form, bytes);
+    }
+    return rc;
+}
+
 /* Everything but the fast path: build the call record and run coll_entry. Kept out of line so that
  * the entry points' fast path needs no stack frame for the record. */
-static __attribute__((noinline)) int coll_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf,
-                                                MPI_Count count, MPI_Datatype dtype, MPI_Op op,
-                                                MPI_Comm comm, int large, MPI_Datatype rtype,
-                                                MPI_Count rcount)
+static __attribute__((noinline)) int coll_enter_form(tlmpi_coll_t coll, const void *sbuf, void *rbuf,
+                                                     MPI_Count count, MPI_Datatype dtype, MPI_Op op,
+                                                     MPI_Comm comm, int large, MPI_Datatype rtype,
+                                                     MPI_Count rcount, tlmpi_form_t form, MPI_Info info,
+                                                     MPI_Request *req)
 {
     tlmpi_call_t c;
+
+    c.form = (int)form;
+    c.ureq = req;
+    c.info = info;
+    c.pend = NULL;
 
     c.coll = coll;
     c.sbuf = sbuf;
@@ -221,6 +268,15 @@ static __attribute__((noinline)) int coll_enter(tlmpi_coll_t coll, const void *s
     c.rtype = rtype;
     c.rcount = rcount;
     return coll_entry(&c);
+}
+
+static __attribute__((noinline)) int coll_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf,
+                                                MPI_Count count, MPI_Datatype dtype, MPI_Op op,
+                                                MPI_Comm comm, int large, MPI_Datatype rtype,
+                                                MPI_Count rcount)
+{
+    return coll_enter_form(coll, sbuf, rbuf, count, dtype, op, comm, large, rtype, rcount, TLMPI_FORM_BLOCKING,
+                           MPI_INFO_NULL, NULL);
 }
 
 TLMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype,
@@ -296,5 +352,138 @@ TLMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatyp
     }
     return coll_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                       MPI_OP_NULL, comm, 1, rtype, rcount);
+}
+#endif
+
+/* ---- the non-blocking forms (every MPI-3 MPI) and the persistent forms (MPI-4 MPIs) ---- */
+
+TLMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+        return fast_done_form(PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+        return fast_done_form(PMPI_Ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
+    }
+    return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+        return fast_done_form(PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req), TLMPI_COLL_ALLGATHER,
+                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                           MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+#ifdef HAVE_PMPI_IALLREDUCE_C
+TLMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+        return fast_done_form(PMPI_Iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+#endif
+#ifdef HAVE_PMPI_IREDUCE_SCATTER_BLOCK_C
+TLMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+        return fast_done_form(PMPI_Ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
+    }
+    return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+#endif
+#ifdef HAVE_PMPI_IALLGATHER_C
+TLMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+        return fast_done_form(PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req), TLMPI_COLL_ALLGATHER,
+                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                           MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLREDUCE_INIT
+TLMPI_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+        return fast_done_form(PMPI_Allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT
+TLMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+        return fast_done_form(PMPI_Reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
+    }
+    return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLGATHER_INIT
+TLMPI_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+        return fast_done_form(PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req), TLMPI_COLL_ALLGATHER,
+                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                           MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLREDUCE_INIT_C
+TLMPI_EXPORT int MPI_Allreduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+        return fast_done_form(PMPI_Allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT_C
+TLMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+        return fast_done_form(PMPI_Reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
+    }
+    return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLGATHER_INIT_C
+TLMPI_EXPORT int MPI_Allgather_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+        return fast_done_form(PMPI_Allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req), TLMPI_COLL_ALLGATHER,
+                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
+    }
+    return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                           MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);
 }
 #endif

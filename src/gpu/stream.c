@@ -15,6 +15,7 @@
 #include "global.h"
 #include "log.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -193,6 +194,146 @@ int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *wh
     }
     ctx->done_seq = target;
     return wait_loop(ctx->done_word, target, query_stream, s, who, what, grace_s);
+}
+
+/* The marks' events: a free list per device (events belong to the device they were made on). */
+#define MARK_DEVS 64
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mark_ev { void *ev; struct mark_ev *next; } *mark_free[MARK_DEVS];
+
+static cudaEvent_t mark_event_get(int dev)
+{
+    struct mark_ev *n = NULL;
+    cudaEvent_t e = NULL;
+    int saved = -1;
+
+    if (dev >= 0 && dev < MARK_DEVS) {
+        pthread_mutex_lock(&mark_lock);
+        n = mark_free[dev];
+        if (n) {
+            mark_free[dev] = n->next;
+        }
+        pthread_mutex_unlock(&mark_lock);
+    }
+    if (n) {
+        e = (cudaEvent_t)n->ev;
+        free(n);
+        return e;
+    }
+    if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
+        return NULL;
+    }
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = NULL;
+    }
+    tlmpi_gpu_restore_device(saved);
+    return e;
+}
+
+static void mark_event_put(int dev, cudaEvent_t e)
+{
+    struct mark_ev *n = dev >= 0 && dev < MARK_DEVS ? malloc(sizeof(*n)) : NULL;
+
+    if (!n) {
+        cudaEventDestroy(e);
+        return;
+    }
+    n->ev = e;
+    pthread_mutex_lock(&mark_lock);
+    n->next = mark_free[dev];
+    mark_free[dev] = n;
+    pthread_mutex_unlock(&mark_lock);
+}
+
+void tlmpi_gpu_marks_finalize(void)
+{
+    int d;
+
+    pthread_mutex_lock(&mark_lock);
+    for (d = 0; d < MARK_DEVS; d++) {
+        while (mark_free[d]) {
+            struct mark_ev *n = mark_free[d];
+
+            mark_free[d] = n->next;
+            cudaEventDestroy((cudaEvent_t)n->ev);
+            free(n);
+        }
+    }
+    pthread_mutex_unlock(&mark_lock);
+    (void)cudaGetLastError();
+}
+
+int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
+{
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    cudaError_t e;
+
+    m->ctx = ctx;
+    m->event = NULL;
+    if (ctx->spin) {
+        unsigned target = ctx->done_seq + 1;
+
+        if (tlmpi_cu.write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word_dev, target, 0) ==
+            CUDA_SUCCESS) {
+            ctx->done_seq = target;
+            m->target = target;
+            return 0;
+        }
+        (void)cudaGetLastError();
+    }
+    m->event = mark_event_get(ctx->dev);
+    if (!m->event) {
+        return (int)cudaErrorMemoryAllocation;
+    }
+    e = cudaEventRecord((cudaEvent_t)m->event, s);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        mark_event_put(ctx->dev, (cudaEvent_t)m->event);
+        m->event = NULL;
+        return (int)e;
+    }
+    return 0;
+}
+
+int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
+{
+    cudaError_t e;
+
+    if (!m->event) {
+        if ((int)(*m->ctx->done_word - m->target) >= 0) {
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            return 1;
+        }
+        /* a failed kernel never writes the word: the stream says so */
+        e = cudaStreamQuery((cudaStream_t)m->ctx->stream);
+    } else {
+        e = cudaEventQuery((cudaEvent_t)m->event);
+    }
+    if (e == cudaSuccess) {
+        return 1;
+    }
+    if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return -(int)e;
+}
+
+int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s)
+{
+    if (!m->event) {
+        return wait_loop(m->ctx->done_word, m->target, query_stream, m->ctx->stream, who, what, grace_s);
+    }
+    return wait_loop(NULL, 0, query_event, m->event, who, what, grace_s);
+}
+
+void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m)
+{
+    if (m->event) {
+        mark_event_put(m->ctx->dev, (cudaEvent_t)m->event);
+        m->event = NULL;
+    }
 }
 
 int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
@@ -383,5 +524,27 @@ int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *w
 {
     (void)event, (void)who, (void)what;
     return 1;
+}
+int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
+{
+    (void)ctx, (void)m;
+    return 1;
+}
+int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
+{
+    (void)m;
+    return -1;
+}
+int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s)
+{
+    (void)m, (void)who, (void)what, (void)grace_s;
+    return 1;
+}
+void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m)
+{
+    (void)m;
+}
+void tlmpi_gpu_marks_finalize(void)
+{
 }
 #endif

@@ -64,6 +64,24 @@ int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *wh
 int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what);
 int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *what);
 
+/* A mark: the completion of everything enqueued so far on ctx->stream, to be tested and waited for
+ * later (the non-blocking forms: req/request.c). Where the context spins, the GPU writes a new value
+ * into done_word after the work (no event); else an event from a process-wide free list is recorded.
+ * tlmpi_gpu_mark returns a cudaError_t (nothing recorded on failure); the device need not be
+ * current. _test: 1 done, 0 not yet, else a cudaError_t negated. _wait: bounded by TLMPI_TIMEOUT +
+ * grace_s, a cudaError_t. _release: give the event back (after done or after a failure). */
+typedef struct {
+    tlmpi_gpu_ctx_t *ctx;
+    void *event;                /* cudaEvent_t (NULL: the done word) */
+    unsigned target;            /* the done word's value that says done */
+} tlmpi_gpu_mark_t;
+int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
+int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m);
+int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s);
+void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m);
+/* Destroy the free list's events (finalize). */
+void tlmpi_gpu_marks_finalize(void);
+
 /* End the job after a diagnostic was printed, as a TLMPI_TIMEOUT does: MPI_Abort on comm (NULL or
  * MPI_COMM_NULL: MPI_COMM_WORLD); if the abort has not ended the process in 10 s, SIGALRM does. */
 __attribute__((noreturn)) void tlmpi_gpu_abort(MPI_Comm comm);

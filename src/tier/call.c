@@ -91,3 +91,86 @@ int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op)
         return PMPI_Allreduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm);
     }
 }
+
+int tlmpi_call_ipmpi(const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
+{
+    switch (c->coll) {
+    case TLMPI_COLL_ALLGATHER:
+#ifdef HAVE_PMPI_IALLGATHER_C
+        if (c->large) {
+            return PMPI_Iallgather_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, req);
+        }
+#endif
+        return PMPI_Iallgather(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm, req);
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+#ifdef HAVE_PMPI_IREDUCE_SCATTER_BLOCK_C
+        if (c->large) {
+            return PMPI_Ireduce_scatter_block_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, req);
+        }
+#endif
+        return PMPI_Ireduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, req);
+    default:
+#ifdef HAVE_PMPI_IALLREDUCE_C
+        if (c->large) {
+            return PMPI_Iallreduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, req);
+        }
+#endif
+        return PMPI_Iallreduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, req);
+    }
+}
+
+/* The persistent PMPI_*_init call with the original arguments (MPI-4 MPIs). */
+static int call_pmpi_init(const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
+{
+    switch (c->coll) {
+    case TLMPI_COLL_ALLGATHER:
+#ifdef HAVE_PMPI_ALLGATHER_INIT_C
+        if (c->large) {
+            return PMPI_Allgather_init_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, c->info,
+                                         req);
+        }
+#endif
+#ifdef HAVE_PMPI_ALLGATHER_INIT
+        return PMPI_Allgather_init(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm,
+                                   c->info, req);
+#else
+        break;
+#endif
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT_C
+        if (c->large) {
+            return PMPI_Reduce_scatter_block_init_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, c->info, req);
+        }
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT
+        return PMPI_Reduce_scatter_block_init(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, c->info, req);
+#else
+        break;
+#endif
+    default:
+#ifdef HAVE_PMPI_ALLREDUCE_INIT_C
+        if (c->large) {
+            return PMPI_Allreduce_init_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, c->info, req);
+        }
+#endif
+#ifdef HAVE_PMPI_ALLREDUCE_INIT
+        return PMPI_Allreduce_init(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, c->info, req);
+#else
+        break;
+#endif
+    }
+    (void)op, (void)req;
+    return MPI_ERR_INTERN; /* not reached: the entry points exist only where the MPI has them */
+}
+
+int tlmpi_call_pmpi_form(const tlmpi_call_t *c, MPI_Op op)
+{
+    switch (c->form) {
+    case TLMPI_FORM_NONBLOCKING:
+        return tlmpi_call_ipmpi(c, op, c->ureq);
+    case TLMPI_FORM_PERSISTENT:
+        return call_pmpi_init(c, op, c->ureq);
+    default:
+        return tlmpi_call_pmpi(c, op);
+    }
+}

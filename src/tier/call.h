@@ -47,6 +47,14 @@ typedef struct tlmpi_call {
     size_t in_bytes, out_bytes; /* bytes of the input and of the output vector */
     const char *in;             /* where the input starts (MPI_IN_PLACE resolved) */
     size_t own_off;             /* byte offset of this rank's block: in rbuf (allgather), in the input (RSB) */
+    /* the form: NULL for a blocking call; a non-blocking or persistent start's completion record
+     * (tier.h: tlmpi_pending_t), which the tiers fill instead of waiting */
+    struct tlmpi_pending *pend;
+    /* the entry point's form (tlmpi_form_t) and, for the non-blocking and persistent ones, the
+     * application's request (and the persistent form's info) */
+    int form;
+    MPI_Request *ureq;
+    MPI_Info info;
 } tlmpi_call_t;
 
 /* Classify dtype and op (after the argument checks). */
@@ -62,5 +70,9 @@ static inline int tlmpi_call_all_device(const tlmpi_call_t *c)
 
 /* PMPI_* with the call's arguments and the given op (int or _c entry point as called). */
 int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op);
+/* The non-blocking PMPI_I* call with the original arguments (op as above). */
+int tlmpi_call_ipmpi(const tlmpi_call_t *c, MPI_Op op, MPI_Request *req);
+/* The call of c's form with the original arguments: blocking, PMPI_I* or PMPI_*_init (c->ureq). */
+int tlmpi_call_pmpi_form(const tlmpi_call_t *c, MPI_Op op);
 
 #endif

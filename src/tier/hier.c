@@ -271,6 +271,17 @@ static tlmpi_status_t hier_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     return st;
 }
 
+/* A started call completed: the fused kernel's error record (the steps completed at the start:
+ * each is a blocking collective of its sub communicator). */
+static void hier_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo)
+{
+    struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
+
+    if (hc && hier_algo(c, TLMPI_ALGO_INDEX(algo), tc->local_size, hc->fused != NULL) == H_FUSED) {
+        tlmpi_hier_fused_complete(tc, hc->fused, c);
+    }
+}
+
 const tlmpi_tier_t tlmpi_tier_hier = {
     .name = "hier",
     .label = TLMPI_PATH_HIER,
@@ -285,6 +296,7 @@ const tlmpi_tier_t tlmpi_tier_hier = {
     .setup = hier_setup,
     .supports = hier_supports,
     .run = hier_run,
+    .complete = hier_complete,
     .cleanup = hier_cleanup,
     .describe = hier_describe,
 };

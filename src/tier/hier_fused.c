@@ -246,6 +246,13 @@ tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *h
     return st;
 }
 
+void tlmpi_hier_fused_complete(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c)
+{
+    if (hf && TLMPI_UNLIKELY(hf->xp->err->set)) {
+        fused_timed_out(tc, c, hf, hf->xp->err);
+    }
+}
+
 void tlmpi_hier_fused_destroy(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf)
 {
     int saved = -1;
@@ -289,6 +296,10 @@ tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *h
 void tlmpi_hier_fused_destroy(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf)
 {
     (void)tc, (void)hf;
+}
+void tlmpi_hier_fused_complete(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c)
+{
+    (void)tc, (void)hf, (void)c;
 }
 void tlmpi_hier_fused_describe(const tlmpi_hier_fused_t *hf, char *buf, size_t len)
 {

@@ -31,6 +31,8 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
  * data moved (a launch failure: the caller falls back), or a wait's error; a device wait that timed
  * out aborts the job with the diagnostic. */
 tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c, int ctas_knob);
+/* A started fused call's kernel completed: the check run makes after its wait (the error record). */
+void tlmpi_hier_fused_complete(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf, const tlmpi_call_t *c);
 /* Collective over tc->comm (teardown). */
 void tlmpi_hier_fused_destroy(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *hf);
 /* "emulated rail (CUDA IPC), 2 groups, pool 128 MiB, 64 CTAs max" */

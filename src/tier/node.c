@@ -515,6 +515,17 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     return st;
 }
 
+/* A started call's kernel completed: its device waits may have given up meanwhile (run's check
+ * after its wait, for the non-blocking forms). */
+static void node_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo)
+{
+    struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
+
+    if (nc && TLMPI_UNLIKELY(nc->xp->err->set)) {
+        node_timed_out(tc, c, node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes), nc->xp->err);
+    }
+}
+
 static void node_cleanup(tlmpi_tier_comm_t *tc)
 {
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
@@ -563,6 +574,11 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     return TLMPI_ERR_UNSUPPORTED;
 }
 
+static void node_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo)
+{
+    (void)tc, (void)c, (void)algo;
+}
+
 static void node_cleanup(tlmpi_tier_comm_t *tc)
 {
     (void)tc;
@@ -590,6 +606,7 @@ const tlmpi_tier_t tlmpi_tier_node = {
     .setup = node_setup,
     .supports = node_supports,
     .run = node_run,
+    .complete = node_complete,
     .cleanup = node_cleanup,
     .describe_algo = node_describe_algo,
     .describe = node_describe,

@@ -452,6 +452,156 @@ static tlmpi_status_t staging_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, 
     return status;
 }
 
+/*
+ * The non-blocking form (tier.h start): the device spans copied to host memory at the call (a local
+ * copy on the comm's stream, behind the comm's earlier device work; bounded), the MPI's own
+ * non-blocking collective posted on the host copies (the request's mreq, which the application's
+ * completion calls progress), and in finish the result copied back to the device before the request
+ * completes. Host memory from malloc, never the shared pool: a request may be outstanding for long.
+ */
+typedef struct {
+    hbuf_t hs, hr;
+    span_t os, rs;
+    int rdev;
+    void *rbuf;
+    tlmpi_gpu_ctx_t *ctx;
+    int dev;
+    tlmpi_wait_who_t who;
+} staging_nb_t;
+
+static tlmpi_status_t staging_finish(tlmpi_pending_t *p, int ok)
+{
+    staging_nb_t *nb = p->state;
+    tlmpi_status_t status = TLMPI_OK;
+    cudaStream_t s;
+    int saved = -1;
+
+    if (!nb) {
+        return TLMPI_OK;
+    }
+    s = nb->ctx ? (cudaStream_t)nb->ctx->stream : (cudaStream_t)0;
+    if (ok && nb->rdev) {
+        if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
+            status = TLMPI_ERR_CUDA;
+        } else {
+            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)nb->rbuf + nb->os.off, nb->hr.mem + (nb->os.off - nb->rs.off),
+                                                  nb->os.bytes, cudaMemcpyDefault, s), status, out);
+            TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the result's copy to the device"),
+                                  status, out);
+        out:
+            tlmpi_gpu_restore_device(saved);
+        }
+    }
+    hbuf_put(&nb->hs);
+    hbuf_put(&nb->hr);
+    free(nb);
+    p->state = NULL;
+    return status;
+}
+
+static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, tlmpi_pending_t *p,
+                                    int *mpi_rc_p)
+{
+    tlmpi_status_t status = TLMPI_OK;
+    tlmpi_gpu_ctx_t *ctx = tc->ctx;
+    int dev = ctx ? ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev, saved = -1, rc;
+    int in_place = c->sbuf == MPI_IN_PLACE, sdev = !in_place && tlmpi_mem_is_device(c->smem);
+    MPI_Datatype rtype = c->coll == TLMPI_COLL_ALLGATHER ? c->rtype : c->dtype;
+    MPI_Count rcount_span, scount_span, out_count;
+    cudaStream_t s = ctx ? (cudaStream_t)ctx->stream : (cudaStream_t)0;
+    span_t ss;
+    size_t unused = 0;
+    const char *sp = c->sbuf;
+    char *rp = c->rbuf;
+    staging_nb_t *nb;
+
+    (void)algo;
+    if (dev < 0) {
+        dev = tlmpi_gpu_current_device();
+    }
+    if (!(nb = calloc(1, sizeof(*nb)))) {
+        return TLMPI_ERR_NO_MEMORY;
+    }
+    nb->ctx = ctx;
+    nb->dev = dev;
+    nb->rbuf = c->rbuf;
+    nb->rdev = tlmpi_mem_is_device(c->rmem);
+    nb->who = tlmpi_tier_who(tc, c, "staging");
+    switch (c->coll) {
+    case TLMPI_COLL_ALLREDUCE:
+        scount_span = rcount_span = out_count = c->count;
+        break;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
+        scount_span = c->count * c->size;
+        rcount_span = in_place ? c->count * c->size : c->count;
+        out_count = c->count;
+        break;
+    default:
+        scount_span = c->count;
+        rcount_span = out_count = c->rcount * c->size;
+        break;
+    }
+    if (type_span(c->dtype, scount_span, &ss) || type_span(rtype, rcount_span, &nb->rs) ||
+        type_span(rtype, out_count, &nb->os)) {
+        free(nb);
+        return TLMPI_ERR_MPI;
+    }
+    if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
+        free(nb);
+        return TLMPI_ERR_CUDA;
+    }
+    if (ctx && tlmpi_gpu_ctx_begin(ctx) != cudaSuccess) {
+        (void)cudaGetLastError();
+        status = TLMPI_ERR_CUDA;
+        goto out;
+    }
+    if (sdev) {
+        if (hbuf_get(&nb->hs, ss.bytes, 0, &unused)) {
+            status = TLMPI_ERR_NO_MEMORY;
+            goto out;
+        }
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(nb->hs.mem, (const char *)c->sbuf + ss.off, ss.bytes, cudaMemcpyDefault, s),
+                              status, out);
+        sp = nb->hs.mem - ss.off;
+    }
+    if (nb->rdev) {
+        if (hbuf_get(&nb->hr, nb->rs.bytes, 0, &unused)) {
+            status = TLMPI_ERR_NO_MEMORY;
+            goto out;
+        }
+        if (in_place || nb->rs.gaps) {
+            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(nb->hr.mem, (char *)c->rbuf + nb->rs.off, nb->rs.bytes,
+                                                  cudaMemcpyDefault, s), status, out);
+        }
+        rp = nb->hr.mem - nb->rs.off;
+    }
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the input's copy to the host"), status, out);
+    {
+        tlmpi_call_t h = *c;
+
+        h.sbuf = sp;
+        h.rbuf = rp;
+        rc = tlmpi_call_ipmpi(&h, c->pmpi_op, &p->mreq);
+    }
+    if (rc != MPI_SUCCESS) {
+        *mpi_rc_p = rc;
+        status = TLMPI_ERR_MPI;
+        goto out;
+    }
+    p->finish = staging_finish;
+    p->state = nb;
+    tlmpi_gpu_restore_device(saved);
+    return TLMPI_OK;
+out:
+    tlmpi_gpu_sync(s, &nb->who, "the staging copies after a failure");
+    (void)cudaGetLastError();
+    hbuf_put(&nb->hs);
+    hbuf_put(&nb->hr);
+    free(nb);
+    tlmpi_gpu_restore_device(saved);
+    return status;
+}
+
 #else /* !HAVE_CUDA: no device buffers exist */
 
 static unsigned staging_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
@@ -463,6 +613,13 @@ static unsigned staging_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char
 static tlmpi_status_t staging_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     (void)tc, (void)c, (void)algo, (void)mpi_rc_p;
+    return TLMPI_ERR_INTERNAL;
+}
+
+static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, tlmpi_pending_t *p,
+                                    int *mpi_rc_p)
+{
+    (void)tc, (void)c, (void)algo, (void)p, (void)mpi_rc_p;
     return TLMPI_ERR_INTERNAL;
 }
 
@@ -490,5 +647,6 @@ const tlmpi_tier_t tlmpi_tier_staging = {
     .local_caps = staging_local_caps,
     .supports = staging_supports,
     .run = staging_run,
+    .start = staging_start,
     .finalize = staging_finalize,
 };

@@ -64,7 +64,22 @@ tlmpi_status_t tlmpi_tier_wait_grace(tlmpi_tier_comm_t *tc, const tlmpi_call_t *
                                      long grace_s)
 {
     tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, tier);
-    int e = tlmpi_gpu_stream_wait_grace(tc->ctx, &who, what, grace_s);
+    int e;
+
+    if (c->pend && c->pend->tc == tc && !c->pend->marked) {
+        /* a started call: the request waits, later (req/request.c); where no mark can be had, now */
+        if (tlmpi_gpu_mark(tc->ctx, &c->pend->mark) == 0) {
+            c->pend->marked = 1;
+            c->pend->tier = tier;
+            c->pend->what = what;
+            c->pend->grace_s = grace_s;
+            return TLMPI_OK;
+        }
+#ifdef HAVE_CUDA
+        (void)cudaGetLastError();
+#endif
+    }
+    e = tlmpi_gpu_stream_wait_grace(tc->ctx, &who, what, grace_s);
 
     if (TLMPI_UNLIKELY(e != 0)) {
 #ifdef HAVE_CUDA

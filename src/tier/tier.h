@@ -13,6 +13,11 @@
  *   supports    THE predicate "this tier can serve this call": a pure function of the call's
  *               classification and the comm's agreed capabilities (unit-tested table by table)
  *   run         run the call; UNSUPPORTED only before any data moved (then staging takes it)
+ *   start       the non-blocking forms (req/request.c): start the call and return; NULL: run with
+ *               c->pend set, whose final wait on the comm's stream (tlmpi_tier_wait*) then records a
+ *               mark instead of waiting (tlmpi_pending_t)
+ *   complete    after a started call's device work completed: the checks its run makes after its
+ *               wait (the kernels' error record); NULL: none
  *   cleanup     per-comm teardown (MPI_Comm_free, finalize); finalize: process teardown
  * The plan (comm/plan.c) chooses a tier per call; nothing outside a tier's file switches on tiers.
  */
@@ -95,6 +100,22 @@ typedef struct tlmpi_tier_comm {
     volatile int busy;
 } tlmpi_tier_comm_t;
 
+/* What completes a started (non-blocking) call, filled by its tier (see start above): first the mark
+ * of the device work on the comm's stream (marked), then an MPI request the tier posted (mreq), then
+ * the tier's finish. Owned by the request (req/request.h). */
+typedef struct tlmpi_pending {
+    struct tlmpi_tier_comm *tc;  /* the comm whose final wait is deferred (the call's own) */
+    int marked;
+    tlmpi_gpu_mark_t mark;
+    const char *tier, *what;     /* for the bounded wait's diagnostic */
+    long grace_s;
+    MPI_Request mreq;            /* MPI_REQUEST_NULL: none */
+    /* the tier's last steps once the above completed (ok = 1; staging: the result to the device), or
+     * its cleanup after a failure (ok = 0); NULL: none. state: the tier's. */
+    tlmpi_status_t (*finish)(struct tlmpi_pending *p, int ok);
+    void *state;
+} tlmpi_pending_t;
+
 typedef struct tlmpi_tier {
     const char *name;           /* as in TLMPI_TIER and the *_TIERS tables */
     tlmpi_path_t label;         /* public stats label */
@@ -113,6 +134,9 @@ typedef struct tlmpi_tier {
     /* *mpi_rc_p: set when the failure is an MPI call's (its error handler already ran; the
      * dispatcher returns that code unchanged) */
     tlmpi_status_t (*run)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p);
+    tlmpi_status_t (*start)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, tlmpi_pending_t *p,
+                            int *mpi_rc_p);                                   /* NULL: run, deferred */
+    void (*complete)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo); /* NULL: none */
     void (*cleanup)(tlmpi_tier_comm_t *tc);                                /* NULL: none */
     void (*finalize)(void);                                                /* NULL: none */
     /* pure: what algorithm `algo` is for coll in words, e.g. "auto(oneshot<=262144,twoshot)" for a
@@ -140,7 +164,8 @@ static inline tlmpi_wait_who_t tlmpi_tier_who(const tlmpi_tier_comm_t *tc, const
 }
 
 /* Wait (bounded) for the work a tier enqueued on the comm's stream; a failure is logged once, here,
- * and returned as TLMPI_ERR_CUDA. what names the work for the diagnostics ("the NCCL collective"). */
+ * and returned as TLMPI_ERR_CUDA. what names the work for the diagnostics ("the NCCL collective").
+ * For a started call (c->pend on this comm) it records the mark instead and returns at once. */
 tlmpi_status_t tlmpi_tier_wait(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const char *tier, const char *what);
 /* The same, bounded by TLMPI_TIMEOUT + grace_s (work whose own device waits are bounded by
  * TLMPI_TIMEOUT and report first). */
