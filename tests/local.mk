@@ -84,6 +84,17 @@ tests_gpu_gpu_node_SOURCES = tests/gpu/gpu_node.c tests/gpu/gpu_values.h tests/h
 tests_gpu_gpu_node_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_node_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_node_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# the non-blocking forms (MPI_I*) and the MPI-4 persistent forms (MPI_*_init; exit 77 on an older
+# MPI) on device buffers, through MPI: tests/gpu/nbc.sh (device-run.sh part nbc)
+check_PROGRAMS += tests/gpu/gpu_nbc tests/gpu/gpu_persist
+tests_gpu_gpu_nbc_SOURCES = tests/gpu/gpu_nbc.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_nbc_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_nbc_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
+tests_gpu_gpu_nbc_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+tests_gpu_gpu_persist_SOURCES = tests/gpu/gpu_persist.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_persist_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_persist_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
+tests_gpu_gpu_persist_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # the PMPI guard: preloaded, aborts on a device pointer reaching PMPI_* (-rpath: build a shared lib)
 check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
 tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
@@ -164,6 +175,9 @@ TESTS += tests/mpi/tune.sh
 EXTRA_DIST += tests/mpi/tune.sh
 # tests/gpu/node.sh NPS BUILD_DIR [quick]: gpu_node on a GPU host (device-run.sh part node)
 EXTRA_DIST += tests/gpu/node.sh
+# tests/gpu/nbc.sh NPS BUILD_DIR [quick] (gpu_nbc, gpu_persist), tests/gpu/mpich-debs.sh (a tlmpi
+# build against MPICH unpacked from its Debian packages): device-run.sh part nbc
+EXTRA_DIST += tests/gpu/nbc.sh tests/gpu/mpich-debs.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);
 # skips (77) where mpi_fault is not built
 TESTS += tests/mpi/fault.sh

@@ -1,7 +1,8 @@
 /*
  * libtlmpi_guard: an LD_PRELOAD library for the GPU tests that aborts when a device (or managed)
  * pointer reaches PMPI_Allreduce / PMPI_Allgather / PMPI_Reduce_scatter_block (and their _c and
- * PMPI_Bcast forms) with a non-zero count. Preloaded, its definitions come first in symbol lookup,
+ * PMPI_Bcast forms, the non-blocking PMPI_I* forms and, where the MPI has them, the MPI-4 persistent
+ * PMPI_*_init forms) with a non-zero count. Preloaded, its definitions come first in symbol lookup,
  * so tlmpi's calls to PMPI_* land here; each checks both buffers with cudaPointerGetAttributes and
  * forwards to the MPI library's definition through dlsym(RTLD_NEXT). MPI-internal calls do not go
  * through these symbols. A zero count is allowed: nothing is dereferenced.
@@ -108,5 +109,119 @@ EXPORT int PMPI_Allgather_c(const void *s, MPI_Count sn, MPI_Datatype st, void *
     REAL(PMPI_Allgather_c);
     check("PMPI_Allgather_c", s, r, sn > rn ? sn : rn);
     return real_(s, sn, st, r, rn, rt, c);
+}
+#endif
+
+/* the non-blocking forms (tlmpi's MPI_I* on device buffers must never hand them to the MPI) */
+EXPORT int PMPI_Iallreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request *q)
+{
+    REAL(PMPI_Iallreduce);
+    check("PMPI_Iallreduce", s, r, n);
+    return real_(s, r, n, t, op, c, q);
+}
+
+EXPORT int PMPI_Ireduce_scatter_block(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                                      MPI_Request *q)
+{
+    REAL(PMPI_Ireduce_scatter_block);
+    check("PMPI_Ireduce_scatter_block", s, r, n);
+    return real_(s, r, n, t, op, c, q);
+}
+
+EXPORT int PMPI_Iallgather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c,
+                           MPI_Request *q)
+{
+    REAL(PMPI_Iallgather);
+    check("PMPI_Iallgather", s, r, sn > rn ? sn : rn);
+    return real_(s, sn, st, r, rn, rt, c, q);
+}
+
+#ifdef HAVE_PMPI_IALLREDUCE_C
+EXPORT int PMPI_Iallreduce_c(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request *q)
+{
+    REAL(PMPI_Iallreduce_c);
+    check("PMPI_Iallreduce_c", s, r, n);
+    return real_(s, r, n, t, op, c, q);
+}
+#endif
+
+#ifdef HAVE_PMPI_IREDUCE_SCATTER_BLOCK_C
+EXPORT int PMPI_Ireduce_scatter_block_c(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                                        MPI_Request *q)
+{
+    REAL(PMPI_Ireduce_scatter_block_c);
+    check("PMPI_Ireduce_scatter_block_c", s, r, n);
+    return real_(s, r, n, t, op, c, q);
+}
+#endif
+
+#ifdef HAVE_PMPI_IALLGATHER_C
+EXPORT int PMPI_Iallgather_c(const void *s, MPI_Count sn, MPI_Datatype st, void *r, MPI_Count rn, MPI_Datatype rt,
+                             MPI_Comm c, MPI_Request *q)
+{
+    REAL(PMPI_Iallgather_c);
+    check("PMPI_Iallgather_c", s, r, sn > rn ? sn : rn);
+    return real_(s, sn, st, r, rn, rt, c, q);
+}
+#endif
+
+/* the persistent forms (MPI-4): the buffers are bound at init */
+#ifdef HAVE_PMPI_ALLREDUCE_INIT
+EXPORT int PMPI_Allreduce_init(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Info i,
+                               MPI_Request *q)
+{
+    REAL(PMPI_Allreduce_init);
+    check("PMPI_Allreduce_init", s, r, n);
+    return real_(s, r, n, t, op, c, i, q);
+}
+#endif
+
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT
+EXPORT int PMPI_Reduce_scatter_block_init(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                                          MPI_Info i, MPI_Request *q)
+{
+    REAL(PMPI_Reduce_scatter_block_init);
+    check("PMPI_Reduce_scatter_block_init", s, r, n);
+    return real_(s, r, n, t, op, c, i, q);
+}
+#endif
+
+#ifdef HAVE_PMPI_ALLGATHER_INIT
+EXPORT int PMPI_Allgather_init(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c,
+                               MPI_Info i, MPI_Request *q)
+{
+    REAL(PMPI_Allgather_init);
+    check("PMPI_Allgather_init", s, r, sn > rn ? sn : rn);
+    return real_(s, sn, st, r, rn, rt, c, i, q);
+}
+#endif
+
+#ifdef HAVE_PMPI_ALLREDUCE_INIT_C
+EXPORT int PMPI_Allreduce_init_c(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                                 MPI_Info i, MPI_Request *q)
+{
+    REAL(PMPI_Allreduce_init_c);
+    check("PMPI_Allreduce_init_c", s, r, n);
+    return real_(s, r, n, t, op, c, i, q);
+}
+#endif
+
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT_C
+EXPORT int PMPI_Reduce_scatter_block_init_c(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                                            MPI_Info i, MPI_Request *q)
+{
+    REAL(PMPI_Reduce_scatter_block_init_c);
+    check("PMPI_Reduce_scatter_block_init_c", s, r, n);
+    return real_(s, r, n, t, op, c, i, q);
+}
+#endif
+
+#ifdef HAVE_PMPI_ALLGATHER_INIT_C
+EXPORT int PMPI_Allgather_init_c(const void *s, MPI_Count sn, MPI_Datatype st, void *r, MPI_Count rn,
+                                 MPI_Datatype rt, MPI_Comm c, MPI_Info i, MPI_Request *q)
+{
+    REAL(PMPI_Allgather_init_c);
+    check("PMPI_Allgather_init_c", s, r, sn > rn ? sn : rn);
+    return real_(s, sn, st, r, rn, rt, c, i, q);
 }
 #endif

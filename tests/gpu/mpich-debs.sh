@@ -1,0 +1,54 @@
+#!/bin/bash
+# mpich-debs.sh DEBS_DIR TARBALL [BUILD_DIR]: tlmpi built against MPICH on a host that has only
+# another MPI (the GPU host: Open MPI 4.1.6, without the MPI-4 persistent collectives), from MPICH's
+# Debian packages carried in DEBS_DIR (Debian 12: `apt-get download mpich libmpich12 libmpich-dev
+# libslurm38 libucx0` on a Debian 12 machine; see shared/reference/machines.md).
+#  1. every DEBS_DIR/*.deb unpacked with `dpkg -x` into MPICH_PREFIX (default /tmp/mp; never into /);
+#  2. MPICH_PREFIX/env.sh written: LD_LIBRARY_PATH (the prefix's library directory first), PATH (its
+#     bin), HYDRA_LAUNCHER=fork (no ssh), MPIR_CVAR_ENABLE_GPU=0 (tlmpi never hands a device pointer
+#     to the MPI; MPICH need not look for GPUs), MPIEXEC (its mpiexec.hydra) - source it before running
+#     anything of the build;
+#  3. tlmpi built from TARBALL by tests/gpu/build.sh in BUILD_DIR (default /tmp/tlmpi-mpich-build)
+#     with CC = the packaged wrapper's `mpicc.mpich -show` with /usr replaced by the prefix (its paths
+#     are baked in) plus an rpath to the prefix's libraries, MPIEXEC as above; BUILD_JOBS and
+#     BUILD_CHECK_TARGETS are passed on (default targets: gpu_persist, gpu_nbc, the PMPI guard).
+# Prints the build (source) directory as the last line of stdout; the build log is BUILD_DIR/build.log.
+# Exit 1 with a reason when a step fails.
+set -u
+debs=$(cd "${1:?usage: mpich-debs.sh DEBS_DIR TARBALL [BUILD_DIR]}" 2>/dev/null && pwd) || { echo "mpich-debs: no directory $1" >&2; exit 1; }
+tarball=${2:?usage: mpich-debs.sh DEBS_DIR TARBALL [BUILD_DIR]}
+top=${3:-/tmp/tlmpi-mpich-build}
+here=$(cd "$(dirname "$0")" && pwd)
+P=${MPICH_PREFIX:-/tmp/mp}
+case $P in /|/usr|/usr/*) echo "mpich-debs: refusing MPICH_PREFIX=$P" >&2; exit 1 ;; esac
+command -v dpkg >/dev/null 2>&1 || { echo "mpich-debs: no dpkg on this host" >&2; exit 1; }
+ls "$debs"/*.deb >/dev/null 2>&1 || { echo "mpich-debs: no .deb files in $debs" >&2; exit 1; }
+rm -rf "$P"
+mkdir -p "$P"
+for d in "$debs"/*.deb; do
+    dpkg -x "$d" "$P" || { echo "mpich-debs: dpkg -x $d failed" >&2; exit 1; }
+done
+lib=$(dirname "$(ls "$P"/usr/lib/*/libmpich.so.12 2>/dev/null | head -1)")
+wrapper=$P/usr/bin/mpicc.mpich
+if [ ! -e "$lib/libmpich.so.12" ] || [ ! -x "$wrapper" ] || [ ! -x "$P/usr/bin/mpiexec.hydra" ]; then
+    echo "mpich-debs: the packages lack libmpich.so.12, mpicc.mpich or mpiexec.hydra (need mpich, libmpich12, libmpich-dev)" >&2
+    exit 1
+fi
+show=$("$wrapper" -show 2>/dev/null)
+[ -n "$show" ] || { echo "mpich-debs: $wrapper -show printed nothing" >&2; exit 1; }
+cc="$(echo "$show" | sed -e "s#-I/usr/#-I$P/usr/#g" -e "s#-L/usr/#-L$P/usr/#g") -Wl,-rpath,$lib"
+cat >"$P/env.sh" <<EOF
+# MPICH unpacked from Debian packages by tests/gpu/mpich-debs.sh: source this file
+export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+export PATH=$P/usr/bin:\$PATH
+export HYDRA_LAUNCHER=fork MPIR_CVAR_ENABLE_GPU=0
+export MPIEXEC=$P/usr/bin/mpiexec.hydra
+export TLMPI_MPICH_CC="$cc"
+EOF
+# shellcheck disable=SC1091
+. "$P/env.sh"
+echo "mpich-debs: MPICH from $(ls "$debs" | tr '\n' ' ')in $P; CC=$cc" >&2
+"$MPIEXEC" --version 2>&1 | grep -m1 -i version >&2
+CC=$cc MPIEXEC=$MPIEXEC TLMPI_GPU_BUILD_DIR=$top \
+    BUILD_CHECK_TARGETS=${BUILD_CHECK_TARGETS:-tests/gpu/gpu_persist tests/gpu/gpu_nbc tests/gpu/libtlmpi_guard.la} \
+    bash "$here/build.sh" "$tarball" "$top"
