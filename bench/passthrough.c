@@ -16,7 +16,13 @@
  * which is the control experiment. The run also says whether tlmpi is in the process.
  *
  * --callgrind=mpi|pmpi: no timing; N calls of MPI_Allreduce (or PMPI_Allreduce) inside a function
- * of that name (cg_phase_mpi / cg_phase_pmpi) after warm-up, for bench/callgrind.sh.
+ * of that name (cg_phase_mpi / cg_phase_pmpi) after warm-up, for bench/callgrind.sh. --cg-op picks
+ * what the N calls are (the other calls of an iteration are PMPI_* in both phases):
+ *   allreduce   MPI_Allreduce (default)
+ *   iallreduce  MPI_Iallreduce, then PMPI_Wait
+ *   wait        PMPI_Iallreduce, then MPI_Wait on the MPI's own request
+ *   test        PMPI_Iallreduce, PMPI_Wait, then MPI_Test on the (now null) handle: the interposer's
+ *               cost on a request that is not its own (tlmpi's fast path never looks at the handle)
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -189,15 +195,56 @@ static result_t measure(int coll, const opts_t *o)
 }
 
 /* For callgrind: one function per phase, never inlined, so --toggle-collect can name it. */
+enum { CG_ALLREDUCE, CG_IALLREDUCE, CG_WAIT, CG_TEST };
+static int cg_op;
+static inline __attribute__((always_inline)) void cg_run(int use_pmpi, int n)
+{
+    MPI_Request r;
+    int i, flag;
+
+    if (cg_op == CG_ALLREDUCE) {
+        run_block(COLL_ALLREDUCE, use_pmpi, n);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        switch (cg_op) {
+        case CG_IALLREDUCE:
+            if (use_pmpi) {
+                PMPI_Iallreduce(sbuf, rbuf, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+            } else {
+                MPI_Iallreduce(sbuf, rbuf, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+            }
+            PMPI_Wait(&r, MPI_STATUS_IGNORE);
+            break;
+        case CG_WAIT:
+            PMPI_Iallreduce(sbuf, rbuf, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+            if (use_pmpi) {
+                PMPI_Wait(&r, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+            }
+            break;
+        default:
+            PMPI_Iallreduce(sbuf, rbuf, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+            PMPI_Wait(&r, MPI_STATUS_IGNORE);
+            if (use_pmpi) {
+                PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+            }
+            break;
+        }
+    }
+}
 __attribute__((noinline)) void cg_phase_mpi(int n);
 __attribute__((noinline)) void cg_phase_pmpi(int n);
 __attribute__((noinline)) void cg_phase_mpi(int n)
 {
-    run_block(COLL_ALLREDUCE, 0, n);
+    cg_run(0, n);
 }
 __attribute__((noinline)) void cg_phase_pmpi(int n)
 {
-    run_block(COLL_ALLREDUCE, 1, n);
+    cg_run(1, n);
 }
 
 static void usage(const char *argv0)
@@ -211,7 +258,8 @@ static void usage(const char *argv0)
             "  -t, --target NS     overhead target for the 8-byte Allreduce median (default 50)\n"
             "  -s, --strict        exit 2 when the target is missed\n"
             "      --callgrind=mpi|pmpi  no timing: warm up, then N (-n) Allreduce calls inside\n"
-            "                      cg_phase_mpi() / cg_phase_pmpi() (see bench/callgrind.sh)\n",
+            "                      cg_phase_mpi() / cg_phase_pmpi() (see bench/callgrind.sh)\n"
+            "      --cg-op=OP      what the callgrind calls are: allreduce (default), iallreduce, wait, test\n",
             argv0);
 }
 
@@ -222,6 +270,7 @@ static int parse(int argc, char **argv, opts_t *o)
         { "warmup", required_argument, NULL, 'w' }, { "colls", required_argument, NULL, 'c' },
         { "target", required_argument, NULL, 't' }, { "strict", no_argument, NULL, 's' },
         { "callgrind", required_argument, NULL, 'G' }, { "help", no_argument, NULL, 'h' },
+        { "cg-op", required_argument, NULL, 'O' },
         { NULL, 0, NULL, 0 }
     };
     int ch;
@@ -241,6 +290,13 @@ static int parse(int argc, char **argv, opts_t *o)
         case 't': o->target_ns = atof(optarg); break;
         case 's': o->strict = 1; break;
         case 'G': o->callgrind = optarg; break;
+        case 'O':
+            if (!strcmp(optarg, "allreduce")) cg_op = CG_ALLREDUCE;
+            else if (!strcmp(optarg, "iallreduce")) cg_op = CG_IALLREDUCE;
+            else if (!strcmp(optarg, "wait")) cg_op = CG_WAIT;
+            else if (!strcmp(optarg, "test")) cg_op = CG_TEST;
+            else return -1;
+            break;
         case 'c': {
             char *s = strdup(optarg), *tok, *save = NULL;
 
@@ -315,7 +371,7 @@ int main(int argc, char **argv)
         int use_pmpi = !strcmp(o.callgrind, "pmpi");
 
         bad |= check_once(COLL_ALLREDUCE, 0) | check_once(COLL_ALLREDUCE, 1);
-        run_block(COLL_ALLREDUCE, use_pmpi, o.warmup); /* lazy init and first-call binding */
+        cg_run(use_pmpi, o.warmup); /* lazy init and first-call binding */
         PMPI_Barrier(MPI_COMM_WORLD);
         if (use_pmpi) {
             cg_phase_pmpi(o.calls);
@@ -324,8 +380,11 @@ int main(int argc, char **argv)
         }
         PMPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
-            printf("callgrind phase %s: %d %sMPI_Allreduce calls of 8 bytes on %d ranks\n", o.callgrind,
-                   o.calls, use_pmpi ? "P" : "", size);
+            static const char *const what[] = { "MPI_Allreduce", "MPI_Iallreduce (+ PMPI_Wait)",
+                                                "MPI_Wait (after PMPI_Iallreduce)", "MPI_Test (null handle)" };
+
+            printf("callgrind phase %s: %d %s%s calls of 8 bytes on %d ranks\n", o.callgrind, o.calls,
+                   use_pmpi ? "P" : "", what[cg_op], size);
         }
         PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         MPI_Finalize();

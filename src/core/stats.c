@@ -32,6 +32,21 @@ static int algo_index(tlmpi_path_t path, const char *algo)
     return -1;
 }
 
+/* Every form's calls of one (collective, path). */
+static tlmpi_stat_t stat_total(int c, int p)
+{
+    tlmpi_stat_t s;
+    int f;
+
+    s.calls = __atomic_load_n(&tlmpi_stats[c][p].calls, __ATOMIC_RELAXED);
+    s.bytes = __atomic_load_n(&tlmpi_stats[c][p].bytes, __ATOMIC_RELAXED);
+    for (f = 1; f < TLMPI_FORM_COUNT; f++) {
+        s.calls += __atomic_load_n(&tlmpi_form_stats[c][p][f].calls, __ATOMIC_RELAXED);
+        s.bytes += __atomic_load_n(&tlmpi_form_stats[c][p][f].bytes, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+
 void tlmpi_core_print_stats(FILE *f)
 {
     int c, p;
@@ -39,7 +54,7 @@ void tlmpi_core_print_stats(FILE *f)
     fprintf(f, "tlmpi stats rank %d:\n", tlmpi_g.world_rank);
     for (c = 0; c < TLMPI_COLL_COUNT; c++) {
         for (p = 0; p < TLMPI_PATH_COUNT; p++) {
-            tlmpi_stat_t s = tlmpi_stats[c][p];
+            tlmpi_stat_t s = stat_total(c, p);
 
             if (s.calls) {
                 int a;
@@ -79,8 +94,7 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_stats(tlmpi_coll_t coll, tlmpi_path_t path
     if ((unsigned)coll >= TLMPI_COLL_COUNT || (unsigned)path >= TLMPI_PATH_COUNT || !stat_p) {
         return TLMPI_ERR_INVALID_ARG;
     }
-    stat_p->calls = __atomic_load_n(&tlmpi_stats[coll][path].calls, __ATOMIC_RELAXED);
-    stat_p->bytes = __atomic_load_n(&tlmpi_stats[coll][path].bytes, __ATOMIC_RELAXED);
+    *stat_p = stat_total(coll, path);
     return TLMPI_OK;
 }
 
@@ -112,22 +126,15 @@ TLMPI_EXPORT const char *tlmpi_form_name(tlmpi_form_t form)
 TLMPI_EXPORT tlmpi_status_t tlmpi_get_form_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_form_t form,
                                                 tlmpi_stat_t *stat_p)
 {
-    int f;
+    const tlmpi_stat_t *s;
 
     if ((unsigned)coll >= TLMPI_COLL_COUNT || (unsigned)path >= TLMPI_PATH_COUNT || (unsigned)form >= TLMPI_FORM_COUNT ||
         !stat_p) {
         return TLMPI_ERR_INVALID_ARG;
     }
-    if (form != TLMPI_FORM_BLOCKING) {
-        stat_p->calls = __atomic_load_n(&tlmpi_form_stats[coll][path][form].calls, __ATOMIC_RELAXED);
-        stat_p->bytes = __atomic_load_n(&tlmpi_form_stats[coll][path][form].bytes, __ATOMIC_RELAXED);
-        return TLMPI_OK;
-    }
-    tlmpi_get_stats(coll, path, stat_p);
-    for (f = 1; f < TLMPI_FORM_COUNT; f++) {
-        stat_p->calls -= __atomic_load_n(&tlmpi_form_stats[coll][path][f].calls, __ATOMIC_RELAXED);
-        stat_p->bytes -= __atomic_load_n(&tlmpi_form_stats[coll][path][f].bytes, __ATOMIC_RELAXED);
-    }
+    s = form == TLMPI_FORM_BLOCKING ? &tlmpi_stats[coll][path] : &tlmpi_form_stats[coll][path][form];
+    stat_p->calls = __atomic_load_n(&s->calls, __ATOMIC_RELAXED);
+    stat_p->bytes = __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
     return TLMPI_OK;
 }
 

@@ -29,8 +29,8 @@ static inline void tlmpi_stat_add(tlmpi_coll_t coll, tlmpi_path_t path, uint64_t
     tlmpi_stat_bump(&tlmpi_stats[coll][path], bytes);
 }
 
-/* Per-form counters of a path: the non-blocking and persistent calls (the blocking ones are the
- * path's total less these, so the blocking path counts nothing more). */
+/* Per-form counters of a path: tlmpi_stats above counts the blocking calls, these the non-blocking
+ * and persistent ones (one counter pair per call whatever its form; tlmpi_get_stats sums them). */
 extern tlmpi_stat_t tlmpi_form_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_FORM_COUNT];
 static inline void tlmpi_stat_form_add(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_form_t form, uint64_t bytes)
 {

@@ -35,20 +35,24 @@
 static __thread MPI_Datatype size_cache_dt __attribute__((tls_model("initial-exec")));
 static __thread int size_cache_sz __attribute__((tls_model("initial-exec")));
 
-static inline uint64_t call_bytes(MPI_Count count, MPI_Datatype dt)
+static __attribute__((noinline, cold)) uint64_t call_bytes_miss(MPI_Count count, MPI_Datatype dt)
 {
     int sz;
 
-    if (TLMPI_LIKELY(dt == size_cache_dt && dt != MPI_DATATYPE_NULL)) {
-        sz = size_cache_sz;
-    } else {
-        if (PMPI_Type_size(dt, &sz) != MPI_SUCCESS) {
-            return 0;
-        }
-        size_cache_dt = dt;
-        size_cache_sz = sz;
+    if (PMPI_Type_size(dt, &sz) != MPI_SUCCESS) {
+        return 0;
     }
+    size_cache_dt = dt;
+    size_cache_sz = sz;
     return (uint64_t)count * (uint64_t)sz;
+}
+
+static inline uint64_t call_bytes(MPI_Count count, MPI_Datatype dt)
+{
+    if (TLMPI_LIKELY(dt == size_cache_dt && dt != MPI_DATATYPE_NULL)) {
+        return (uint64_t)count * (uint64_t)size_cache_sz;
+    }
+    return call_bytes_miss(count, dt);
 }
 
 static inline int is_half_type(MPI_Datatype dt)
@@ -61,6 +65,16 @@ static inline int is_half_type(MPI_Datatype dt)
            || dt == MPIX_BFLOAT16
 #endif
         ;
+}
+
+/* One call counted under its path and form (the blocking form's counters are tlmpi_stats). */
+static inline void stat_add_form(const tlmpi_call_t *c, tlmpi_path_t path, uint64_t bytes)
+{
+    if (c->form == TLMPI_FORM_BLOCKING) {
+        tlmpi_stat_add(c->coll, path, bytes);
+    } else {
+        tlmpi_stat_form_add(c->coll, path, (tlmpi_form_t)c->form, bytes);
+    }
 }
 
 /* Abort with a clear message if ranks disagree on a decision (TLMPI_VERIFY_UNIFORM=1). */
@@ -110,10 +124,7 @@ static int coll_slow(tlmpi_call_t *c)
 
         rc = tlmpi_call_pmpi_form(c, c->pmpi_op);
         if (rc == MPI_SUCCESS) {
-            tlmpi_stat_add(c->coll, path, c->msg_bytes);
-            if (c->form != TLMPI_FORM_BLOCKING) {
-                tlmpi_stat_form_add(c->coll, path, (tlmpi_form_t)c->form, c->msg_bytes);
-            }
+            stat_add_form(c, path, c->msg_bytes);
         }
         return rc;
     }
@@ -135,8 +146,7 @@ static int coll_slow(tlmpi_call_t *c)
             /* a CUDA-aware MPI: its own request */
             rc = tlmpi_call_pmpi_form(c, c->op);
             if (rc == MPI_SUCCESS) {
-                tlmpi_stat_add(c->coll, TLMPI_PATH_PASSTHROUGH, c->msg_bytes);
-                tlmpi_stat_form_add(c->coll, TLMPI_PATH_PASSTHROUGH, (tlmpi_form_t)c->form, c->msg_bytes);
+                stat_add_form(c, TLMPI_PATH_PASSTHROUGH, c->msg_bytes);
             }
             return rc;
         }
@@ -190,12 +200,7 @@ static inline int coll_entry(tlmpi_call_t *c)
 passthrough:
     rc = tlmpi_call_pmpi_form(c, c->op);
     if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
-        uint64_t bytes = call_bytes(c->count, c->dtype);
-
-        tlmpi_stat_add(c->coll, TLMPI_PATH_PASSTHROUGH, bytes);
-        if (c->form != TLMPI_FORM_BLOCKING) {
-            tlmpi_stat_form_add(c->coll, TLMPI_PATH_PASSTHROUGH, (tlmpi_form_t)c->form, bytes);
-        }
+        stat_add_form(c, TLMPI_PATH_PASSTHROUGH, call_bytes(c->count, c->dtype));
     }
     return rc;
 }
@@ -228,17 +233,13 @@ static inline __attribute__((always_inline)) int fast_done(int rc, tlmpi_coll_t 
     return rc;
 }
 
-/* A fast-path call of the non-blocking or persistent form: counted under its form as well. */
-static inline __attribute__((always_inline)) int fast_done_form(int rc, tlmpi_coll_t coll, MPI_Count count,
-                                                                MPI_Datatype dt, tlmpi_form_t form)
+/* A fast-path call of the non-blocking or persistent form, counted under its form when it is made
+ * (before the PMPI_* call, which the entry point then tail-calls: its request argument travels on the
+ * stack, and a call that returned through tlmpi would cost more than the blocking forms' path). */
+static inline __attribute__((always_inline)) void fast_count_form(tlmpi_coll_t coll, MPI_Count count,
+                                                                  MPI_Datatype dt, tlmpi_form_t form)
 {
-    if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
-        uint64_t bytes = call_bytes(count, dt);
-
-        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, bytes);
-        tlmpi_stat_form_add(coll, TLMPI_PATH_PASSTHROUGH, form, bytes);
-    }
-    return rc;
+    tlmpi_stat_form_add(coll, TLMPI_PATH_PASSTHROUGH, form, call_bytes(count, dt));
 }
 
 /* Everything but the fast path: build the call record and run coll_entry. Kept out of line so that
@@ -361,7 +362,8 @@ TLMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
-        return fast_done_form(PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
+        fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
+        return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
@@ -369,7 +371,8 @@ TLMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rec
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
-        return fast_done_form(PMPI_Ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
+        fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
+        return PMPI_Ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
@@ -379,8 +382,8 @@ TLMPI_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype
     int in_place = sbuf == MPI_IN_PLACE;
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
-        return fast_done_form(PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req), TLMPI_COLL_ALLGATHER,
-                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
+        fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
+        return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
@@ -390,7 +393,8 @@ TLMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count,
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
-        return fast_done_form(PMPI_Iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
+        fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
+        return PMPI_Iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
@@ -400,7 +404,8 @@ TLMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_C
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
-        return fast_done_form(PMPI_Ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
+        fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
+        return PMPI_Ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
@@ -412,8 +417,8 @@ TLMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Dataty
     int in_place = sbuf == MPI_IN_PLACE;
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
-        return fast_done_form(PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req), TLMPI_COLL_ALLGATHER,
-                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
+        fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
+        return PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
@@ -424,7 +429,8 @@ TLMPI_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
-        return fast_done_form(PMPI_Allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
+        fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
+        return PMPI_Allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
 }
@@ -434,7 +440,8 @@ TLMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
-        return fast_done_form(PMPI_Reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
+        fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
+        return PMPI_Reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
 }
@@ -446,8 +453,8 @@ TLMPI_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype s
     int in_place = sbuf == MPI_IN_PLACE;
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
-        return fast_done_form(PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req), TLMPI_COLL_ALLGATHER,
-                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
+        fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
+        return PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);
@@ -458,7 +465,8 @@ TLMPI_EXPORT int MPI_Allreduce_init_c(const void *sbuf, void *rbuf, MPI_Count co
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
-        return fast_done_form(PMPI_Allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req), TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
+        fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
+        return PMPI_Allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
 }
@@ -468,7 +476,8 @@ TLMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, M
         MPI_Request *req)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
-        return fast_done_form(PMPI_Reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req), TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
+        fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
+        return PMPI_Reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
 }
@@ -480,8 +489,8 @@ TLMPI_EXPORT int MPI_Allgather_init_c(const void *sbuf, MPI_Count scount, MPI_Da
     int in_place = sbuf == MPI_IN_PLACE;
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
-        return fast_done_form(PMPI_Allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req), TLMPI_COLL_ALLGATHER,
-                              in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
+        fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
+        return PMPI_Allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);

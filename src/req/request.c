@@ -419,7 +419,6 @@ static int req_launch(tlmpi_req_t *r)
 
             snprintf(r->what + o, sizeof(r->what) - o, ": %s", r->pend.what ? r->pend.what : "its device work");
         }
-        tlmpi_stat_add(r->call.coll, tier->label, r->call.msg_bytes);
         tlmpi_stat_form_add(r->call.coll, tier->label, r->persistent ? TLMPI_FORM_PERSISTENT : TLMPI_FORM_NONBLOCKING,
                             r->call.msg_bytes);
         if (!r->pend.marked && r->pend.mreq == MPI_REQUEST_NULL) {
