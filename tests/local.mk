@@ -145,6 +145,13 @@ tests_mpi_mpi_threads_SOURCES = tests/mpi/mpi_threads.c tests/mpi/exact_values.h
 tests_mpi_mpi_threads_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_threads_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
 tests_mpi_mpi_threads_LDFLAGS = -no-install
+# non-blocking and persistent collectives on device buffers, completed by the MPI_Wait/Test family
+# (tests/mpi/nbc.sh: 2 ranks staging and nccl, 3 ranks staging, 1 rank self)
+check_PROGRAMS += tests/mpi/mpi_nbc
+tests_mpi_mpi_nbc_SOURCES = tests/mpi/mpi_nbc.c tests/mpi/exact_values.h tests/harness.h tests/fakes/fake_env.c
+tests_mpi_mpi_nbc_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_nbc_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
+tests_mpi_mpi_nbc_LDFLAGS = -no-install
 # the hier tier on fake nodes (tests/mpi/hier.sh: 2x2, 3x2, 2x4, 4x2, NCCL rail)
 check_PROGRAMS += tests/mpi/mpi_hier
 tests_mpi_mpi_hier_SOURCES = tests/mpi/mpi_hier.c tests/mpi/exact_values.h tests/harness.h tests/fakes/fake_env.c
@@ -169,6 +176,9 @@ endif
 # THREADS_REPEAT=N repeats its whole matrix. tests/gpu/threads.sh: the same on a GPU host.
 TESTS += tests/mpi/threads.sh
 EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
+# nbc.sh skips (77) where mpi_nbc is not built
+TESTS += tests/mpi/nbc.sh
+EXTRA_DIST += tests/mpi/nbc.sh
 TESTS += tests/mpi/hier.sh
 EXTRA_DIST += tests/mpi/hier.sh
 TESTS += tests/mpi/tune.sh
@@ -223,7 +233,7 @@ INTERPOSE_TESTS = tests/mpi/verify_env.sh tests/interpose/preload.sh tests/inter
 TESTS += $(INTERPOSE_TESTS)
 EXTRA_DIST += $(INTERPOSE_TESTS) tests/interpose/common.sh tests/interpose/plain_app.c \
     tests/interpose/linked_app.c tests/interpose/f_mpifh.f90 tests/interpose/f_usempi.f90 \
-    tests/interpose/f_f08.f90 scripts/test.sh
+    tests/interpose/f_f08.f90 tests/interpose/f_nbc.f90 tests/interpose/f_devalloc.c scripts/test.sh
 if MPI_IS_MPICH
 TLMPI_TEST_MPI = mpich
 else

@@ -56,6 +56,29 @@ for p in f_mpifh f_usempi f_f08; do
     done
 done
 
+# non-blocking collectives on device buffers from Fortran (f_nbc.f90): tlmpi's requests, completed by
+# Fortran MPI_WAIT / MPI_WAITALL / MPI_TEST, which must reach tlmpi (else the MPI waits for ever on a
+# request only tlmpi can complete: the run is bounded). "Device" memory from the fake CUDA runtime.
+fake=$(cd "$top_builddir" && pwd)/tests/mpi/.libs
+if [ -f "$fake/libfakecudart.so" ]; then
+    $TLMPI_TEST_MPIFC -o "$work/f_nbc" "$src/f_nbc.f90" "$src/f_devalloc.c" -L"$fake" -lfakecudart -Wl,-rpath,"$fake" \
+        >"$work/f_nbc.build.log" 2>&1 || { cat "$work/f_nbc.build.log"; fail "cannot build f_nbc"; }
+    log=$work/f_nbc.log
+    timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env "LD_PRELOAD=$lib" --env TLMPI_STATS=1 \
+        --env TLMPI_TIER=staging --env TLMPI_TIMEOUT=60 -- "$work/f_nbc" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    [ $rc = 0 ] || fail "f_nbc failed (rc $rc; 124: a Fortran completion call did not reach tlmpi)"
+    [ "$(grep -c "f_nbc: OK" "$log")" = 2 ] || fail "f_nbc: wrong results"
+    for c in allreduce allgather reduce_scatter_block; do
+        [ "$(grep -cE "^ *$c +staging:nonblocking +calls +3 " "$log")" = 2 ] ||
+            fail "f_nbc: every rank must report 3 non-blocking $c calls on the staging tier"
+    done
+    echo "ok: Fortran MPI_IALLREDUCE / MPI_IALLGATHER / MPI_IREDUCE_SCATTER_BLOCK on device buffers, completed by Fortran MPI_WAIT / MPI_WAITALL / MPI_TEST (MPICH)"
+else
+    echo "note: no fake CUDA runtime in this build (a CUDA build has one): the Fortran non-blocking case is not run"
+fi
+
 # the --as-needed pitfall, shown (not a failure if a toolchain keeps the library)
 if $TLMPI_TEST_MPIFC -o "$work/f_mpifh_asneeded" "$src/f_mpifh.f90" -L"$libdir" -ltlmpi -Wl,-rpath,"$libdir" \
     >/dev/null 2>&1; then
@@ -64,4 +87,4 @@ if $TLMPI_TEST_MPIFC -o "$work/f_mpifh_asneeded" "$src/f_mpifh.f90" -L"$libdir" 
         *) echo "pitfall reproduced: '$TLMPI_TEST_MPIFC prog.f90 -ltlmpi' drops libtlmpi (NEEDED: $(needed "$work/f_mpifh_asneeded"))" ;;
     esac
 fi
-echo "PASS: Fortran mpif.h, use mpi and use mpi_f08 reach tlmpi, preloaded and linked (MPICH)"
+echo "PASS: Fortran mpif.h, use mpi and use mpi_f08 reach tlmpi, preloaded and linked; non-blocking forms and their completion calls too (MPICH)"
