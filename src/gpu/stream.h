@@ -74,6 +74,7 @@ typedef struct {
     tlmpi_gpu_ctx_t *ctx;
     void *event;                /* cudaEvent_t (NULL: the done word) */
     unsigned target;            /* the done word's value that says done */
+    unsigned polls;             /* tests of the word so far (the stream is queried every 256th) */
 } tlmpi_gpu_mark_t;
 int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m);
