@@ -11,8 +11,10 @@
 # libtlmpi.so, a tlmpi build directory (.libs/libtlmpi.so) or an install prefix (lib/libtlmpi.so);
 # default: the library installed beside this command.
 #
-# Runs osu_allreduce, osu_allgather and osu_reduce_scatter_block with `-d cuda -c` (OSU validates
-# every size; `-T mpi_float` for the two reductions), OSU's sizes -s MIN:MAX (default 4 B .. 256 MiB;
+# Runs osu_allreduce, osu_allgather and osu_reduce_scatter_block (-b nonblocking: OSU's non-blocking
+# osu_iallreduce, osu_iallgather and osu_ireduce_scatter_block instead, whose tables add OSU's pure
+# communication time and overlap (%) per mode; -b all: both) with `-d cuda -c` (OSU validates
+# every size; `-T mpi_float` for the reductions), OSU's sizes -s MIN:MAX (default 4 B .. 256 MiB;
 # OSU's -M raised to fit), on every rank count of -n "2 4", in these modes (-m LIST picks; default
 # auto,staging,nccl,node,mpi):
 #   auto       libtlmpi preloaded, TLMPI_TIER=auto (tlmpi's own choice)
@@ -38,7 +40,8 @@
 # path served), meta.txt, osu-compare.csv and osu-compare.md (bench/osu/osu_merge.py: latency per
 # mode, speed-up of auto over every other mode, validation per mode), and a PNG per collective in
 # DIR/plots (bench/plot.py through bench/plot.sh, which installs python3-matplotlib when missing;
-# --no-plot skips). Other options: -a "OSU ARGS" (default "-i 200 -x 20"), -A "OSU ARGS" for the
+# --no-plot skips). The non-blocking binaries are looked for beside the blocking ones and in
+# c/mpi/collective/non_blocking (build tree) or libexec/osu-micro-benchmarks/mpi/collective (install). Other options: -a "OSU ARGS" (default "-i 200 -x 20"), -A "OSU ARGS" for the
 # sizes from -L BYTES up (default "-i 20 -x 2" from 4 MiB: OSU's -c fills and checks the buffers on
 # the host around every iteration, so one 256 MiB size with -i 200 takes minutes; such runs are made
 # as a second OSU run of the same benchmark, appended to the same output; -L 0: one run with -a for
@@ -59,13 +62,14 @@ helper() {
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
 
 out=$PWD/osu-out; nps="2 4"; modes=auto,staging,nccl,node,mpi; minsz=4; maxsz=268435456
-osu_args="-i 200 -x 20"; large_from=4194304; large_args="-i 20 -x 2"; inplace=1; mps=1; plot=1; from=; note=; timeout_s=${RUN_TIMEOUT:-900}
+bset=blocking; osu_args="-i 200 -x 20"; large_from=4194304; large_args="-i 20 -x 2"; inplace=1; mps=1; plot=1; from=; note=; timeout_s=${RUN_TIMEOUT:-900}
 metas=()
 while [ $# -gt 0 ]; do
     case $1 in
         -o|--out) out=$2; shift 2 ;;
         -n|--np) nps=$2; shift 2 ;;
         -m|--modes) modes=$2; shift 2 ;;
+        -b|--benchmarks) bset=$2; shift 2 ;;
         -s|--sizes) minsz=${2%%:*}; maxsz=${2##*:}; shift 2 ;;
         -a|--osu-args) osu_args=$2; shift 2 ;;
         -A|--osu-args-large) large_args=$2; shift 2 ;;
@@ -83,6 +87,12 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
+case $bset in
+    blocking) benches="osu_allreduce osu_allgather osu_reduce_scatter_block" ;;
+    nonblocking) benches="osu_iallreduce osu_iallgather osu_ireduce_scatter_block" ;;
+    all) benches="osu_allreduce osu_allgather osu_reduce_scatter_block osu_iallreduce osu_iallgather osu_ireduce_scatter_block" ;;
+    *) echo "tlmpi-osu-compare: -b takes blocking, nonblocking or all, not '$bset'" >&2; exit 2 ;;
+esac
 for v in "$minsz" "$maxsz" "$large_from" "$timeout_s"; do
     case $v in
         ''|*[!0-9]*) echo "tlmpi-osu-compare: sizes (-s MIN:MAX, -L) and -t are whole numbers of bytes / seconds, not '$v'" >&2
@@ -117,15 +127,21 @@ for c in "$tl" "$tl/.libs/libtlmpi.so" "$tl/lib/libtlmpi.so" "$tl/lib64/libtlmpi
     [ -n "$tl" ] && [ -f "$c" ] && { lib=$(cd "$(dirname "$c")" && pwd)/$(basename "$c"); break; }
 done
 [ -n "$lib" ] || { echo "tlmpi-osu-compare: no libtlmpi.so (give a tlmpi build dir, prefix or the library)" >&2; exit 2; }
-bindir=
-for d in "$osu" "$osu/c/mpi/collective/blocking" "$osu/mpi/collective/blocking" \
-         "$osu/libexec/osu-micro-benchmarks/mpi/collective/blocking" "$osu/libexec/osu-micro-benchmarks/mpi/collective"; do
-    [ -x "$d/osu_allreduce" ] && { bindir=$d; break; }
-done
-[ -n "$bindir" ] || { echo "tlmpi-osu-compare: no osu_allreduce under $osu (an OSU build, 7.4 or newer)" >&2; exit 2; }
-benches="osu_allreduce osu_allgather osu_reduce_scatter_block"
+# the directory of a benchmark: blocking ones under .../blocking, non-blocking ones under
+# .../non_blocking in a build tree; both in libexec/osu-micro-benchmarks/mpi/collective installed
+bindir_of() { # BENCHMARK
+    local d sub=blocking
+    case $1 in osu_i*) sub=non_blocking ;; esac
+    for d in "$osu" "$osu/c/mpi/collective/$sub" "$osu/mpi/collective/$sub" "$osu/../$sub" \
+             "$osu/libexec/osu-micro-benchmarks/mpi/collective/$sub" "$osu/libexec/osu-micro-benchmarks/mpi/collective"; do
+        [ -x "$d/$1" ] && { (cd "$d" && pwd); return 0; }
+    done
+    return 1
+}
+first=${benches%% *}
+bindir=$(bindir_of "$first") || { echo "tlmpi-osu-compare: no $first under $osu (an OSU build, 7.4 or newer)" >&2; exit 2; }
 for b in $benches; do
-    [ -x "$bindir/$b" ] || { echo "tlmpi-osu-compare: $bindir/$b is missing" >&2; exit 2; }
+    bindir_of "$b" >/dev/null || { echo "tlmpi-osu-compare: $b is missing (looked under $osu)" >&2; exit 2; }
 done
 mpirun=$(helper mpirun.sh) || exit 2
 helper rank-env.sh >/dev/null || exit 2
@@ -139,7 +155,7 @@ maxnp=0; for n in $nps; do [ "$n" -gt "$maxnp" ] && maxnp=$n; done
 if [ "$mps" = 1 ] && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ -z "${OSU_COMPARE_IN_MPS:-}" ] &&
    [ "$ngpu" -ge 1 ] && [ "$maxnp" -gt "$ngpu" ]; then
     mpssh=$(helper mps.sh) || exit 2
-    OSU_COMPARE_IN_MPS=1 exec sh "$mpssh" bash "$0" -o "$out" -n "$nps" -m "$modes" -s "$minsz:$maxsz" \
+    OSU_COMPARE_IN_MPS=1 exec sh "$mpssh" bash "$0" -o "$out" -n "$nps" -m "$modes" -b "$bset" -s "$minsz:$maxsz" \
         -a "$osu_args" -A "$large_args" -L "$large_from" -t "$timeout_s" $([ $inplace = 0 ] && echo --no-in-place) \
         $([ $plot = 0 ] && echo --no-plot) ${note:+--note "$note"} "${metas[@]}" -- "$osu" "$lib"
 fi
@@ -150,13 +166,13 @@ log=$out/log.txt
 say() { echo "$*" | tee -a "$log"; }
 
 # Was OSU built with CUDA? Its -h lists -d (accelerator) only then; else libcudart in ldd.
-help=$(timeout -k 5 60 sh "$mpirun" 1 "$bindir/osu_allreduce" -h 2>&1)
+help=$(timeout -k 5 60 sh "$mpirun" 1 "$bindir/$first" -h 2>&1)
 if printf '%s\n' "$help" | grep -qE -- '(^|[[:space:]])-d([[:space:]]|,)|--accelerator'; then
     say "OSU: $bindir, built with CUDA (its -h lists -d)"
-elif ldd "$bindir/osu_allreduce" 2>/dev/null | grep -qE 'libcudart|libcuda\.so'; then
+elif ldd "$bindir/$first" 2>/dev/null | grep -qE 'libcudart|libcuda\.so'; then
     say "OSU: $bindir, linked with the CUDA runtime (ldd; -h did not answer)"
 else
-    echo "tlmpi-osu-compare: $bindir/osu_allreduce was not built with CUDA (no -d in its -h, no libcudart):" \
+    echo "tlmpi-osu-compare: $bindir/$first was not built with CUDA (no -d in its -h, no libcudart):" \
          "configure OSU with --enable-cuda" >&2
     exit 2
 fi
@@ -165,7 +181,7 @@ inplace_ok=0
 if [ "$inplace" = 1 ]; then
     inplace_ok=1
     for b in $benches; do
-        h=$([ $b = osu_allreduce ] && printf '%s' "$help" || timeout -k 5 60 sh "$mpirun" 1 "$bindir/$b" -h 2>&1)
+        h=$([ $b = "$first" ] && printf '%s' "$help" || timeout -k 5 60 sh "$mpirun" 1 "$(bindir_of "$b")/$b" -h 2>&1)
         printf '%s\n' "$h" | grep -qE -- '(^|[[:space:]])-l([[:space:]]|,)|--in-place' || inplace_ok=0
     done
     [ $inplace_ok = 1 ] || say "in place: this OSU build has no -l for all three benchmarks; out of place only"
@@ -209,6 +225,7 @@ tv=$(strings "$lib" 2>/dev/null | grep -m1 -E '^tlmpi [0-9]' || true)
     echo "mpi=$("$mpiexec" --version 2>&1 | head -1)"
     echo "mps=$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo on || echo off)"
     echo "tlmpi=$lib${tv:+ ($tv)}${TLMPI_COMMIT:+ commit $TLMPI_COMMIT}"
+    echo "benchmarks=$benches"
     echo "options=-d cuda -c [-T mpi_float for the reductions] -m $minsz:$maxsz $osu_args$( [ "$large_from" -gt 0 ] && [ "$large_from" -le "$maxsz" ] && echo " ($large_args from $large_from bytes)")"
     [ -n "$skipped" ] && echo "skipped=$skipped"
     env | grep -E '^(TLMPI|NCCL)_' | grep -vE '^(TLMPI_TIER|TLMPI_[A-Z_]*_TIERS|NCCL_HOSTID)=' | sort | sed 's/^/env./'
@@ -230,10 +247,11 @@ for np in $nps; do
     memlimit=$((maxsz * (np + 2)))
     for b in $benches; do
         case $b in
-            osu_allreduce) algos="ll oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
-            osu_allgather) algos="ll push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
-            osu_reduce_scatter_block) algos="ll pull"; tvar=TLMPI_REDUCE_SCATTER_BLOCK_TIERS; T="-T mpi_float" ;;
+            osu_allreduce|osu_iallreduce) algos="ll oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
+            osu_allgather|osu_iallgather) algos="ll push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
+            osu_reduce_scatter_block|osu_ireduce_scatter_block) algos="ll pull"; tvar=TLMPI_REDUCE_SCATTER_BLOCK_TIERS; T="-T mpi_float" ;;
         esac
+        bdir=$(bindir_of "$b")
         list=
         for m in ${modes//,/ }; do
             case $m in
@@ -260,7 +278,7 @@ for np in $nps; do
                     [ $m != mpi-plain ] && export GPU_TEST_GUARD_LIB=$lib TLMPI_STATS=1
                     args=$osu_args
                     [ "$large_from" -gt 0 ] && [ "${range%%:*}" -ge "$large_from" ] && args=$large_args
-                    exec timeout -k 10 "$timeout_s" sh "$mpirun" "$np" "$bindir/$b" -d cuda -c $T \
+                    exec timeout -k 10 "$timeout_s" sh "$mpirun" "$np" "$bdir/$b" -d cuda -c $T \
                         -m "$range" -M "$memlimit" $([ $ip = 1 ] && echo -l) $args
                 ) >>"$f" 2>&1
                 rr=$?

@@ -3,7 +3,9 @@
 bench/osu/osu-compare.sh (tlmpi-osu-compare) left in DIR into one CSV and one Markdown table.
 
 Inputs: DIR/osu_<collective>-np<N>-<mode>[-inplace].txt, the raw output of one OSU run (7.x,
-"# Size  Avg Latency(us)  [Validation]" rows), with <mode> auto, staging, nccl, node-<algorithm>
+"# Size  Avg Latency(us)  [Validation]" rows; for the non-blocking benchmarks osu_iallreduce,
+osu_iallgather and osu_ireduce_scatter_block "# Size  Overall(us)  Compute(us)  Pure Comm.(us)
+Overlap(%)  [Validation]" rows, whose Overall is taken as the latency), with <mode> auto, staging, nccl, node-<algorithm>
 (node/<algorithm> forced through TLMPI_<COLL>_TIERS), mpi-plain (the MPI alone), or any other
 name; beside it optionally <same name>.rc (the run's exit status). Metadata: DIR/meta.txt
 (KEY=VALUE lines, written by osu-compare.sh) or, for outputs of the older bench/osu-compare.sh, the
@@ -16,10 +18,12 @@ than ranks are empty calls, marked "empty" and left out of speed-ups and plots).
 busbw = algbw x 2(n-1)/n (allreduce) or (n-1)/n.
 
 Writes (default DIR/osu-compare.csv and DIR/osu-compare.md): CSV columns run,date,host,gpu,mpi,mps,
-osu,tlmpi,options,nranks,coll,inplace,mode,bytes,latency_us,valid,busbw_GBps,note, and Markdown with
+osu,tlmpi,options,nranks,coll,inplace,mode,bytes,latency_us,valid,busbw_GBps,note,compute_us,
+pure_comm_us,overlap_pct (the last three for the non-blocking benchmarks only), and Markdown with
 a validation table per mode and, per collective, rank count and in-place variant, the latency of
 every mode at every size, the speed-up of auto over every other mode (baseline latency / auto
-latency) and the validation of every mode at that size. Exit status: 0 when every run exited 0 and
+latency), for the non-blocking benchmarks each mode's pure communication time and OSU's overlap
+(%), and the validation of every mode at that size. Exit status: 0 when every run exited 0 and
 every checked size passed in every mode, 1 otherwise (the tables say where), 2 on bad input.
 """
 import argparse
@@ -31,10 +35,15 @@ import sys
 
 NAME_RE = re.compile(r"^(osu_[a-z_]+)-np(\d+)-(.+?)(-inplace)?\.txt$")
 ROW_RE = re.compile(r"^\s*(\d+)\s+([0-9.]+)(?:\s+(\S+))?\s*$")
+# non-blocking: size, overall, compute, pure communication, overlap (%), [validation]
+NBC_ROW_RE = re.compile(r"^\s*(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)(?:\s+([A-Za-z]\S*))?\s*$")
 DTYPE_BYTES = {"MPI_CHAR": 1, "MPI_SIGNED_CHAR": 1, "MPI_UNSIGNED_CHAR": 1, "MPI_BYTE": 1, "MPI_SHORT": 2,
                "MPI_INT": 4, "MPI_FLOAT": 4, "MPI_LONG": 8, "MPI_DOUBLE": 8, "MPI_LONG_LONG": 8}
 COLLS = {"osu_allreduce": "allreduce", "osu_allgather": "allgather",
-         "osu_reduce_scatter_block": "reduce_scatter_block"}
+         "osu_reduce_scatter_block": "reduce_scatter_block", "osu_iallreduce": "iallreduce",
+         "osu_iallgather": "iallgather", "osu_ireduce_scatter_block": "ireduce_scatter_block"}
+# the blocking collective a non-blocking benchmark's sizes and busbw follow
+BASE = {"iallreduce": "allreduce", "iallgather": "allgather", "ireduce_scatter_block": "reduce_scatter_block"}
 MODE_ORDER = ["auto", "staging", "nccl", "mpi-plain"]
 
 
@@ -49,8 +58,8 @@ def mode_key(m):
 
 
 def parse_output(path):
-    """-> (version, dtype, rows {bytes: (latency, valid)})"""
-    version, dtype, rows = "", "", collections.OrderedDict()
+    """-> (version, dtype, rows {bytes: (latency, valid)}, nbc {bytes: (compute, pure comm, overlap)})"""
+    version, dtype, rows, nbc = "", "", collections.OrderedDict(), {}
     with open(path, errors="replace") as f:
         for line in f:
             m = re.match(r"#\s*OSU .*Test\s+(v\S+)", line)
@@ -61,10 +70,15 @@ def parse_output(path):
             if m:
                 dtype = m.group(1)
                 continue
+            m = NBC_ROW_RE.match(line)
+            if m:
+                rows[int(m.group(1))] = (float(m.group(2)), m.group(6) or "-")
+                nbc[int(m.group(1))] = (float(m.group(3)), float(m.group(4)), float(m.group(5)))
+                continue
             m = ROW_RE.match(line)
             if m:
                 rows[int(m.group(1))] = (float(m.group(2)), m.group(3) or "-")
-    return version, dtype, rows
+    return version, dtype, rows, nbc
 
 
 def read_meta(d, overrides):
@@ -107,7 +121,7 @@ def merge(d, meta_over, csv_path, md_path):
         if not m or m.group(1) not in COLLS:
             continue
         bench, n, slug, inpl = m.group(1), int(m.group(2)), m.group(3), bool(m.group(4))
-        version, dtype, rows = parse_output(os.path.join(d, name))
+        version, dtype, rows, nbc = parse_output(os.path.join(d, name))
         rc = None
         rcp = os.path.join(d, name[:-4] + ".rc")
         if os.path.exists(rcp):
@@ -115,7 +129,7 @@ def merge(d, meta_over, csv_path, md_path):
                 txt = f.read().strip()
                 rc = int(txt) if re.match(r"^-?\d+$", txt) else txt
         runs[(COLLS[bench], n, inpl, mode_of(slug))] = {"version": version, "dtype": dtype, "rows": rows,
-                                                        "rc": rc, "file": name}
+                                                        "nbc": nbc, "rc": rc, "file": name}
     if not runs:
         print("osu_merge: no osu_<coll>-np<N>-<mode>.txt outputs in %s" % d, file=sys.stderr)
         return 2
@@ -159,15 +173,24 @@ def merge(d, meta_over, csv_path, md_path):
                                                                    len(r["rows"]), npass,
                                                                    "**%d**" % nfail if nfail else "0", status))
         base = [m for m in modes if m != "auto"]
-        hdr = "| bytes | " + " | ".join("%s us" % m for m in modes)
-        hdr += "".join(" | auto vs %s" % m for m in base if "auto" in modes) + " | validation |"
-        body += ["## %s, %d ranks%s" % (coll, n, ", in place (-l)" if inpl else ""), "", hdr,
-                 "|" + " ---: |" * (1 + len(modes) + (len(base) if "auto" in modes else 0)) + " --- |"]
+        bcoll = BASE.get(coll, coll)
+        isnbc = coll in BASE
+        hdr = "| bytes | " + " | ".join(("%s overall us" if isnbc else "%s us") % m for m in modes)
+        hdr += "".join(" | auto vs %s" % m for m in base if "auto" in modes)
+        if isnbc:
+            hdr += "".join(" | %s pure comm. us | %s overlap %%" % (m, m) for m in modes)
+        hdr += " | validation |"
+        body += ["## %s, %d ranks%s" % (coll, n, ", in place (-l)" if inpl else ""), ""]
+        if isnbc:
+            body += ["OSU's non-blocking test: overall = MPI_I%s + compute (as long as the pure communication) + "
+                     "MPI_Wait; overlap = 100 - 100 x (overall - compute) / pure communication." % bcoll, ""]
+        body += [hdr, "|" + " ---: |" * (1 + len(modes) + (len(base) if "auto" in modes else 0) +
+                                         (2 * len(modes) if isnbc else 0)) + " --- |"]
         for b in sizes:
             cells, vals = [], []
             dt = runs[(coll, n, inpl, modes[0])]["dtype"] or "MPI_CHAR"
             esz = DTYPE_BYTES.get(dt, 1)
-            empty = coll == "reduce_scatter_block" and b // esz < n
+            empty = bcoll == "reduce_scatter_block" and b // esz < n
             lat = {}
             for m in modes:
                 r = runs[(coll, n, inpl, m)]
@@ -176,12 +199,15 @@ def merge(d, meta_over, csv_path, md_path):
                     lat[m] = t
                     cells.append(fmt_lat(t))
                     vals.append((m, v))
-                    S = b * n if coll == "allgather" else b
-                    fac = (2.0 * (n - 1) / n) if coll == "allreduce" else (float(n - 1) / n)
+                    S = b * n if bcoll == "allgather" else b
+                    fac = (2.0 * (n - 1) / n) if bcoll == "allreduce" else (float(n - 1) / n)
                     bw = S / (t * 1e-6) / 1e9 * fac if t > 0 and not empty else 0.0
+                    x = r["nbc"].get(b)
                     out_rows.append([meta["run"], meta["date"], meta["host"], meta["gpu"], meta["mpi"], meta["mps"],
                                      r["version"] or meta["osu"], meta["tlmpi"], meta["options"], n, coll,
-                                     1 if inpl else 0, m, b, "%.2f" % t, v, "%.4f" % bw, "empty" if empty else ""])
+                                     1 if inpl else 0, m, b, "%.2f" % t, v, "%.4f" % bw, "empty" if empty else "",
+                                     "%.2f" % x[0] if x else "", "%.2f" % x[1] if x else "",
+                                     "%.2f" % x[2] if x else ""])
                 else:
                     cells.append("-")
                     vals.append((m, "-"))
@@ -192,6 +218,10 @@ def merge(d, meta_over, csv_path, md_path):
                         sp.append("-")
                     else:
                         sp.append("%.2fx" % (lat[m] / lat["auto"]))
+            if isnbc:
+                for m in modes:
+                    x = runs[(coll, n, inpl, m)]["nbc"].get(b)
+                    sp += [fmt_lat(x[1]), "%.1f" % x[2]] if x else ["-", "-"]
             bad = ["%s %s" % (m, v) for m, v in vals if v.lower() != "pass"]
             valid = "pass" if not bad else ", ".join(bad)
             if empty:
@@ -202,7 +232,8 @@ def merge(d, meta_over, csv_path, md_path):
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["run", "date", "host", "gpu", "mpi", "mps", "osu", "tlmpi", "options", "nranks", "coll",
-                    "inplace", "mode", "bytes", "latency_us", "valid", "busbw_GBps", "note"])
+                    "inplace", "mode", "bytes", "latency_us", "valid", "busbw_GBps", "note", "compute_us",
+                    "pure_comm_us", "overlap_pct"])
         w.writerows(out_rows)
     with open(md_path, "w") as f:
         f.write("\n".join(md))

@@ -1,7 +1,7 @@
 #!/bin/sh
 # osu_compare.sh: bench/osu/osu-compare.sh (tlmpi-osu-compare) end to end on the CPU, with stand-ins
 # for OSU's three benchmarks that print OSU 7.4's output format (rank 0; one Fail injected in
-# node/twoshot at 64 B): every mode is run with the right environment (TLMPI_TIER, the node tables,
+# node/twoshot at 64 B; for -b the non-blocking ones too, in an OSU build tree): every mode is run with the right environment (TLMPI_TIER, the node tables,
 # libtlmpi preloaded into the ranks only), in place as well, the plain MPI is skipped where it is not
 # CUDA-aware (never handed device buffers), the merged table has the latencies, speed-ups, empty
 # reduce_scatter_block sizes and the failure, the exit status says so, --from-dir gives the same
@@ -102,6 +102,62 @@ check "-L/-A: said in the metadata" grep -q "options=.*-i 5 -x 1 (-i 2 -x 1 from
 bash "$src/bench/osu/osu-compare.sh" -o "$t/out4" -n 2 -L 4M --no-mps "$t/osu" "$lib" >"$t/badsize.log" 2>&1
 check "-L 4M (not bytes) is refused (exit 2) and says why" [ $? = 2 ]
 check "... and says why" grep -q "whole numbers of bytes" "$t/badsize.log"
+
+# the non-blocking benchmarks (-b nonblocking / all) in an OSU build tree: c/mpi/collective/non_blocking
+mkfake_nbc() { # DIR
+    mkdir -p "$1"
+    for b in osu_iallreduce osu_iallgather osu_ireduce_scatter_block; do
+        cat >"$1/$b" <<EOF
+#!/bin/sh
+case " \$* " in *" -h "*)
+    echo "Usage: $b [options]"
+    echo "  -d, --accelerator  TYPE     use accelerator device buffers, which can be of TYPE cuda"
+    echo "  -l, --in-place             use MPI_IN_PLACE"
+    exit 0 ;;
+esac
+r=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
+[ "\$r" = 0 ] || exit 0
+echo "# OSU MPI-CUDA Non-blocking Fake Latency Test v7.4"
+echo "# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait"
+echo
+case " \$* " in *" -T mpi_float "*) echo "# Datatype: MPI_FLOAT." ;; *) echo "# Datatype: MPI_CHAR." ;; esac
+echo "# Size           Overall(us)       Compute(us)    Pure Comm.(us)        Overlap(%)      Validation"
+case \${TLMPI_TIER:-} in auto) l=10.00 c=5.00 p=8.00 o=50.00 ;; *) l=20.00 c=10.00 p=16.00 o=25.00 ;; esac
+for s in 4 8 16 64 1024; do
+    printf '%-10d%18s%18s%18s%18s%18s\n' \$s \$l \$c \$p \$o Pass
+done
+echo "fake-env: nbc mode=\${TLMPI_TIER:-} preload=\$(case "\${LD_PRELOAD:-}" in *libtlmpi*) echo tlmpi ;; *) echo none ;; esac) args=\$*"
+EOF
+        chmod +x "$1/$b"
+    done
+}
+mkfake "$t/tree/c/mpi/collective/blocking" 1
+mkfake_nbc "$t/tree/c/mpi/collective/non_blocking"
+SKIP_APT=1 bash "$src/bench/osu/osu-compare.sh" -o "$t/out5" -n 2 -m auto,staging -b nonblocking -s 4:1024 -a "-i 5 -x 1" \
+    --no-mps --no-in-place --no-plot "$t/tree" "$lib" >"$t/nbc.log" 2>&1
+check "-b nonblocking: exit status 0" [ $? = 0 ]
+o5=$t/out5
+check "-b nonblocking: osu_iallreduce auto ran, found in non_blocking" grep -q "fake-env: nbc mode=auto preload=tlmpi" "$o5/osu_iallreduce-np2-auto.txt"
+check "-b nonblocking: osu_ireduce_scatter_block staging ran" [ -s "$o5/osu_ireduce_scatter_block-np2-staging.txt" ]
+check "-b nonblocking: no blocking run" [ ! -e "$o5/osu_allreduce-np2-auto.txt" ]
+check "-b nonblocking: -T mpi_float for the reductions" grep -q "args=-d cuda -c -T mpi_float -m 4:1024 -M 4096 -i 5 -x 1" "$o5/osu_iallreduce-np2-auto.txt"
+check "-b nonblocking: no -T for iallgather" grep -q "args=-d cuda -c -m 4:1024" "$o5/osu_iallgather-np2-staging.txt"
+check "-b nonblocking: overall, speed-up, pure communication and overlap per mode in the table" \
+    grep -qF "| 1024 | 10.00 | 20.00 | 2.00x | 8.00 | 50.0 | 16.00 | 25.0 | pass |" "$o5/osu-compare.md"
+check "-b nonblocking: the table's header names them" \
+    grep -qF "| bytes | auto overall us | staging overall us | auto vs staging | auto pure comm. us | auto overlap % | staging pure comm. us | staging overlap % | validation |" "$o5/osu-compare.md"
+check "-b nonblocking: CSV row with compute, pure communication and overlap" \
+    grep -q ",2,iallreduce,0,auto,1024,10.00,Pass,0.1024,,5.00,8.00,50.00" "$o5/osu-compare.csv"
+check "-b nonblocking: empty ireduce_scatter_block size" grep -qF "pass (empty call: 1 elements for 2 ranks)" "$o5/osu-compare.md"
+SKIP_APT=1 bash "$src/bench/osu/osu-compare.sh" -o "$t/out6" -n 2 -m auto -b all -s 4:1024 -a "-i 5 -x 1" \
+    --no-mps --no-in-place --no-plot "$t/tree" "$lib" >"$t/all.log" 2>&1
+check "-b all: exit status 0" [ $? = 0 ]
+check "-b all: blocking and non-blocking runs" [ -s "$t/out6/osu_allgather-np2-auto.txt" -a -s "$t/out6/osu_iallgather-np2-auto.txt" ]
+check "-b all: a blocking row keeps its columns" grep -qF "| 1024 | 10.00 | pass |" "$t/out6/osu-compare.md"
+bash "$src/bench/osu/osu-compare.sh" -o "$t/out7" -n 2 -b sometimes --no-mps "$t/tree" "$lib" >"$t/badb.log" 2>&1
+check "-b with another word is refused (exit 2)" [ $? = 2 ]
+bash "$src/bench/osu/osu-compare.sh" -o "$t/out8" -n 2 -b nonblocking --no-mps "$t/osu" "$lib" >"$t/nonbc.log" 2>&1
+check "-b nonblocking without the non-blocking benchmarks is refused (exit 2)" [ $? = 2 ]
 
 mkfake "$t/osu-nocuda" 0
 bash "$src/bench/osu/osu-compare.sh" -o "$t/out2" -n 2 --no-mps "$t/osu-nocuda" "$lib" >"$t/nocuda.log" 2>&1
