@@ -41,9 +41,14 @@
  *     times n (all ranks share the GPU's HBM), divided by the median time, as a fraction of the
  *     device-to-device cudaMemcpyAsync rate measured in the same run (bytes read + written), both
  *     with rank 0 copying alone and with every rank copying at once; the ratio uses the higher.
+ *  4. Forms (section "form", only when -S names it): the non-blocking and persistent forms against
+ *     the blocking call and the floors (see bench_form below for every definition).
  * Rank 0 prints Markdown tables; -o FILE appends CSV rows (header when the file is empty):
  *   section,nranks,coll,mode,algo,path,bytes,iters,reps,median_us,slowest_us,paired_us,paired_lo_us,
- *   paired_hi_us,hbm_bytes,gbps,ratio,valid
+ *   paired_hi_us,hbm_bytes,gbps,ratio,valid,generation
+ * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>, the form being
+ * blocking, nonblocking, persistent, or for the floors sync (a kernel + wait each) and eager (K
+ * kernels back to back, one wait).
  * Bookkeeping collectives use PMPI_*, so they neither go through tlmpi nor count in its counters.
  * Exit 77 (--as-test) or 0 without a GPU.
  */
@@ -88,7 +93,7 @@ static size_t g_maxb;
 
 static struct {
     size_t sizes[MAX_SIZES], eff[MAX_SIZES];
-    int nsizes, neff, lat_reps, lat_iters, stg_iters, reps, eff_reps, as_test, do_lat, do_sweep, do_eff;
+    int nsizes, neff, lat_reps, lat_iters, stg_iters, reps, eff_reps, as_test, do_lat, do_sweep, do_eff, do_form;
     double target_s;
     size_t validate_max, large;
     const char *csv;
@@ -146,6 +151,26 @@ static void spin_wait(void)
     CK(e);
 }
 
+static const char *g_row_form = "blocking"; /* the form named in the generation of the next csv_row */
+static char g_gen_base[256];                /* MPI, ranks, MPS, pool: the rest of the generation */
+
+/* generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL> */
+static void gen_setup(void)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING], mpi[64];
+    int len = 0;
+    const char *pool = getenv("TLMPI_NODE_POOL");
+    PMPI_Get_library_version(lib, &len);
+    if (!strncmp(lib, "Open MPI v", 10)) snprintf(mpi, sizeof mpi, "ompi-%.*s", (int)strcspn(lib + 10, ", \n"), lib + 10);
+    else if (!strncmp(lib, "MPICH Version:", 14)) {
+        const char *v = lib + 14 + strspn(lib + 14, " \t");
+        snprintf(mpi, sizeof mpi, "mpich-%.*s", (int)strcspn(v, " \t\n"), v);
+    } else snprintf(mpi, sizeof mpi, "mpi-%.*s", (int)strcspn(lib, " ,\n"), lib);
+    snprintf(g_gen_base, sizeof g_gen_base, "%s/np=%d/mps=%s/pool=%s", mpi, g_size,
+             getenv("CUDA_MPS_PIPE_DIRECTORY") ? "on" : "off", pool && *pool ? pool : "default");
+    for (len = 0; g_gen_base[len]; len++) if (g_gen_base[len] == ',') g_gen_base[len] = ':';
+}
+
 static void csv_row(const char *sec, const char *coll, const char *mode, const char *algo, const char *path,
                     size_t bytes, int iters, int reps, double med, double slow, int have_p, double p, double plo,
                     double phi, double hbm, double gbps, double ratio, const char *valid)
@@ -157,7 +182,7 @@ static void csv_row(const char *sec, const char *coll, const char *mode, const c
     else fprintf(g_csv, ",,,");
     if (hbm > 0) fprintf(g_csv, "%.0f,%.2f,%.4f,", hbm, gbps, ratio);
     else fprintf(g_csv, ",,,");
-    fprintf(g_csv, "%s\n", valid);
+    fprintf(g_csv, "%s,tlmpi-%s/%s/%s\n", valid, tlmpi_version(), g_row_form, g_gen_base);
     fflush(g_csv);
 }
 
@@ -544,6 +569,7 @@ static void bench_latency(void)
             printf(" |\n");
         }
         static const char *const kernel_algos[6] = { "oneshot", "push", "pull", "ll", "ll", "ll" };
+        g_row_form = k < L_NODE_AR ? "sync" : "blocking";
         csv_row("lat", k >= L_NODE_AR ? coll_names[(k - L_NODE_AR) % 3] : k >= L_K_AR ? coll_names[(k - L_K_AR) % 3]
                 : k == L_NCCL ? "allreduce" : "barrier",
                 k >= L_STG_AR ? "staging" : k >= L_NODE_AR ? "node" : k >= L_K_AR ? "kernel" : k == L_FLOOR ? "floor"
@@ -747,6 +773,463 @@ static void bench_eff(void)
     }
 }
 
+/* ---------------------------------------------------------------- 4. forms */
+
+/*
+ * Section "form": the non-blocking and persistent forms against the blocking call and the floors,
+ * all in one run (-S form):
+ *  (a) return: MPI_Iallreduce / MPI_Iallgather / MPI_Ireduce_scatter_block at 8 B and 16 MiB on the
+ *      node tier (TLMPI_TIER=node): the time the call takes to return, the time to its MPI_Wait's
+ *      return (call + wait), and the blocking call of the same size (its time per call);
+ *  (b) back to back: K (-K, default 100) 8-byte non-blocking calls of one collective, each into
+ *      buffers of its own, then one MPI_Waitall, per call; against the eager floor of the same run
+ *      (K one-barrier node kernels launched back to back on the floor's transport, one wait at the
+ *      end: the least any stream-ordered collective can cost), the host-synchronous floor (one
+ *      kernel + wait each, as the lat section's floor) and K blocking calls;
+ *  (c) persistent: MPI_<coll>_init once, then Start + Wait per call, against the blocking call and
+ *      the non-blocking call + wait, at every size of -F (default 8 B, 1, 16 and 64 MiB), all three
+ *      collectives, one start validated per size (fresh data); where the MPI has no persistent
+ *      collectives (older than MPI-4: Open MPI 4.1) the persistent rows are skipped with one line
+ *      and the non-blocking rows are still measured.
+ * Every item: medians over -r repetitions of the mean over ranks (and of the slowest rank), the items
+ * of a repetition round robin (order reversed on odd repetitions), ratios of medians in the same run.
+ * CSV rows: section "form", mode = the form (blocking, nonblocking, persistent; eager and sync for
+ * the floors), algo = what was timed (return, call+wait, call, b2bK, start+wait, floor), ratio = to
+ * the row's baseline (said in the tables), generation names the form.
+ */
+#define FORM_MAXK 1024
+static int g_form_k = 100;
+static size_t g_form_sizes[MAX_SIZES] = { 8, (size_t)1 << 20, (size_t)16 << 20, (size_t)64 << 20 };
+static int g_form_nsizes = 4;
+
+typedef tlmpi_status_t (*form_stats_fn)(tlmpi_coll_t, tlmpi_path_t, tlmpi_form_t, tlmpi_stat_t *);
+static form_stats_fn g_form_stats;
+
+static void nb_call(int coll, size_t bytes, void *s, void *r, MPI_Request *q)
+{
+    int n = (int)(bytes / 4), rc;
+    switch (coll) {
+    case C_AR: rc = MPI_Iallreduce(s, r, n, MPI_FLOAT, MPI_SUM, g_comm, q); break;
+    case C_AG: rc = MPI_Iallgather(s, n, MPI_FLOAT, r, n, MPI_FLOAT, g_comm, q); break;
+    default: rc = MPI_Ireduce_scatter_block(s, r, n, MPI_FLOAT, MPI_SUM, g_comm, q); break;
+    }
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "node_bench[%d]: non-blocking %s of %zu bytes: rc %d\n", g_rank, coll_names[coll], bytes, rc);
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+static void wait1(MPI_Request *q)
+{
+    if (MPI_Wait(q, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        fprintf(stderr, "node_bench[%d]: MPI_Wait failed\n", g_rank);
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+#if MPI_VERSION >= 4
+#define FORM_HAVE_PERSISTENT 1
+static MPI_Request g_preq[C_N];
+static size_t g_preq_bytes[C_N];
+
+static void persist_make(int coll, size_t bytes)
+{
+    int n = (int)(bytes / 4), rc;
+    if (g_preq_bytes[coll] == bytes && g_preq[coll] != MPI_REQUEST_NULL) return;
+    if (g_preq[coll] != MPI_REQUEST_NULL) MPI_Request_free(&g_preq[coll]);
+    switch (coll) {
+    case C_AR: rc = MPI_Allreduce_init(g_s, g_r, n, MPI_FLOAT, MPI_SUM, g_comm, MPI_INFO_NULL, &g_preq[coll]); break;
+    case C_AG: rc = MPI_Allgather_init(g_s, n, MPI_FLOAT, g_r, n, MPI_FLOAT, g_comm, MPI_INFO_NULL, &g_preq[coll]); break;
+    default: rc = MPI_Reduce_scatter_block_init(g_s, g_r, n, MPI_FLOAT, MPI_SUM, g_comm, MPI_INFO_NULL, &g_preq[coll]); break;
+    }
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "node_bench[%d]: persistent %s init of %zu bytes: rc %d\n", g_rank, coll_names[coll], bytes, rc);
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    g_preq_bytes[coll] = bytes;
+}
+
+static void persist_once(int coll)
+{
+    if (MPI_Start(&g_preq[coll]) != MPI_SUCCESS) {
+        fprintf(stderr, "node_bench[%d]: MPI_Start failed\n", g_rank);
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    wait1(&g_preq[coll]);
+}
+#else
+#define FORM_HAVE_PERSISTENT 0
+#endif
+
+enum { FM_BLOCKING, FM_NONBLOCKING, FM_PERSISTENT };
+static const char *const fm_names[3] = { "blocking", "nonblocking", "persistent" };
+
+/* one call of coll on g_s/g_r in form fm, completed */
+static void form_call(int fm, int coll, size_t bytes)
+{
+    MPI_Request q;
+    if (fm == FM_BLOCKING) {
+        mpi_call(coll, bytes);
+    } else if (fm == FM_NONBLOCKING) {
+        nb_call(coll, bytes, g_s, g_r, &q);
+        wait1(&q);
+    } else {
+#if FORM_HAVE_PERSISTENT
+        persist_once(coll);
+#endif
+    }
+}
+
+/* validate one call of form fm on fresh data (validate()'s reference): 1 = right on every rank */
+static int form_validate(int fm, int coll, size_t bytes, uint64_t seed)
+{
+    size_t n = bytes / 4, in_n = coll == C_RSB ? n * (size_t)g_size : n, out_n = coll == C_AG ? n * (size_t)g_size : n, i;
+    long long bad = 0, all = 0;
+    int r;
+    if (bytes > o.validate_max) return -1;
+    for (i = 0; i < in_n; i++) g_h[i] = (float)gen_val(seed, g_rank, i);
+    CK(cudaMemcpy(g_s, g_h, in_n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(g_r, 0x7f, out_n * 4));
+    form_call(fm, coll, bytes);
+    CK(cudaMemcpy(g_h, g_r, out_n * 4, cudaMemcpyDeviceToHost));
+    for (i = 0; i < out_n; i++) {
+        float e = 0;
+        if (coll == C_AG) e = (float)gen_val(seed, (int)(i / n), i % n);
+        else for (r = 0; r < g_size; r++) e += (float)gen_val(seed, r, coll == C_RSB ? (size_t)g_rank * n + i : i);
+        if (g_h[i] != e) bad++;
+    }
+    PMPI_Allreduce(&bad, &all, 1, MPI_LONG_LONG, MPI_SUM, g_comm);
+    return all == 0;
+}
+
+/* the forms whose counters moved, agreed over ranks, appended to path ("node/ll nonblocking") */
+static void form_snap(int coll, unsigned long long *f)
+{
+    int k, m;
+    for (m = 0; m < 3; m++) {
+        f[m] = 0;
+        for (k = 0; g_form_stats && k < g_npaths; k++) {
+            tlmpi_stat_t s;
+            if (g_form_stats(coll_ids[coll], (tlmpi_path_t)k, (tlmpi_form_t)m, &s) == TLMPI_OK) f[m] += s.calls;
+        }
+    }
+}
+
+static void form_served(const unsigned long long *b, const unsigned long long *a, char *path, size_t len)
+{
+    unsigned m = 0, mo = 0, ma = 0;
+    int k;
+    size_t l = strlen(path);
+    if (!g_form_stats) {
+        snprintf(path + l, len - l, " (no form counters)");
+        return;
+    }
+    for (k = 0; k < 3; k++) if (a[k] != b[k]) m |= 1u << k;
+    PMPI_Allreduce(&m, &mo, 1, MPI_UNSIGNED, MPI_BOR, g_comm);
+    PMPI_Allreduce(&m, &ma, 1, MPI_UNSIGNED, MPI_BAND, g_comm);
+    for (k = 0; k < 3; k++) {
+        if (mo & (1u << k)) {
+            l = strlen(path);
+            snprintf(path + l, len - l, " %s%s", mo != ma ? "ranks-differ:" : "", fm_names[k]);
+        }
+    }
+}
+
+/* per-rank statistics of one item over the repetitions -> median of the mean, median of the max */
+static void form_reduce(double t, double *avg, double *slow, int rep)
+{
+    double sum = 0, mx = 0;
+    PMPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, g_comm);
+    PMPI_Allreduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+    avg[rep] = sum / g_size * 1e6;
+    slow[rep] = mx * 1e6;
+}
+
+
+/* (a) */
+static void form_return(void)
+{
+    static const size_t sz[2] = { 8, (size_t)16 << 20 };
+    int c, si, rep, i, reps = o.lat_reps;
+    if (g_rank == 0) {
+        printf("\n## Non-blocking calls on the node tier: time to return, %d ranks (us per call: median of %d "
+               "repetitions of the mean over ranks)\n\n", g_size, reps);
+        printf("| collective | bytes | path (form) | I-call returns | I-call + MPI_Wait | blocking call | return / "
+               "blocking | (I-call + wait) / blocking |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    }
+    for (c = 0; c < C_N; c++) {
+        for (si = 0; si < 2; si++) {
+            size_t b = sz[si];
+            int iters = b >= o.large ? 10 : o.lat_iters;
+            double ret[MAX_REPS], retm[MAX_REPS], tot[MAX_REPS], totm[MAX_REPS], blk[MAX_REPS], blkm[MAX_REPS];
+            double mr, mt, mb;
+            char path[96] = "";
+            unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS], fb[3], fa[3];
+            if (b > g_maxb || !set_cfg("node", -1, NULL)) continue;
+            for (i = 0; i < 3; i++) { form_call(FM_NONBLOCKING, c, b); mpi_call(c, b); }
+            for (rep = 0; rep < reps; rep++) {
+                int kk;
+                for (kk = 0; kk < 2; kk++) {
+                    int k = rep & 1 ? 1 - kk : kk;
+                    double t0, tr = 0, tt = 0;
+                    if (k == 0) {
+                        MPI_Request q;
+                        if (rep == 0) { snap(c, pb); snap_algos(c, ab); form_snap(c, fb); }
+                        PMPI_Barrier(g_comm);
+                        for (i = 0; i < iters; i++) {
+                            double t1;
+                            t0 = now();
+                            nb_call(c, b, g_s, g_r, &q);
+                            t1 = now();
+                            wait1(&q);
+                            tr += t1 - t0;
+                            tt += now() - t0;
+                        }
+                        if (rep == 0) {
+                            snap(c, pa); snap_algos(c, aa); form_snap(c, fa);
+                            served(pb, pa, ab, aa, path, sizeof path);
+                            form_served(fb, fa, path, sizeof path);
+                        }
+                        form_reduce(tr / iters, ret, retm, rep);
+                        form_reduce(tt / iters, tot, totm, rep);
+                    } else {
+                        form_reduce(time_mpi(c, b, iters), blk, blkm, rep);
+                    }
+                }
+            }
+            mr = median(ret, reps);
+            mt = median(tot, reps);
+            mb = median(blk, reps);
+            if (g_rank == 0) {
+                printf("| %s | %zu | %s | %.2f | %.2f | %.2f | %.3f | %.3f |\n", coll_names[c], b, path, mr, mt, mb, mr / mb, mt / mb);
+                fflush(stdout);
+            }
+            g_row_form = "nonblocking";
+            csv_row("form", coll_names[c], "nonblocking", "return", path, b, iters, reps, mr, median(retm, reps), 0, 0, 0, 0,
+                    0, 0, mr / mb, "-");
+            csv_row("form", coll_names[c], "nonblocking", "call+wait", path, b, iters, reps, mt, median(totm, reps), 0, 0, 0,
+                    0, 0, 0, mt / mb, "-");
+            g_row_form = "blocking";
+            csv_row("form", coll_names[c], "blocking", "call", "node", b, iters, reps, mb, median(blkm, reps), 0, 0, 0, 0, 0,
+                    0, 1.0, "-");
+        }
+    }
+}
+
+/* (b) */
+static void eager_floor(int k)
+{
+    int i, e;
+    for (i = 0; i < k; i++) {
+        e = tlmpi_cuda_node_run(&g_x, &g_a, g_stream);
+        if (e) {
+            fprintf(stderr, "node_bench[%d]: tlmpi_cuda_node_run(BARRIER): %s\n", g_rank, cudaGetErrorString((cudaError_t)e));
+            PMPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    spin_wait();
+    if (__atomic_load_n(&g_err->set, __ATOMIC_ACQUIRE)) {
+        fprintf(stderr, "node_bench[%d]: eager floor: a barrier wait timed out\n", g_rank);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+static MPI_Request g_b2b_req[FORM_MAXK];
+
+/* K 8-byte non-blocking calls of coll back to back (buffers of their own), one MPI_Waitall */
+static void nb_b2b(int coll, int k)
+{
+    int i;
+    for (i = 0; i < k; i++) nb_call(coll, 8, g_s + (size_t)i * 256, g_r + (size_t)i * 256, &g_b2b_req[i]);
+    if (MPI_Waitall(k, g_b2b_req, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        fprintf(stderr, "node_bench[%d]: MPI_Waitall failed\n", g_rank);
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+/* validate the K back-to-back calls (fresh data in every slot): 1 = right on every rank */
+static int b2b_validate(int coll, int k, uint64_t seed)
+{
+    size_t span = (size_t)k * 256, i;
+    long long bad = 0, all = 0;
+    int j, r;
+    float *h = malloc(span);
+    for (j = 0; j < k; j++)
+        for (i = 0; i < 64; i++) h[(size_t)j * 64 + i] = (float)gen_val(seed + (uint64_t)j, g_rank, i);
+    CK(cudaMemcpy(g_s, h, span, cudaMemcpyHostToDevice));
+    CK(cudaMemset(g_r, 0x7f, span));
+    nb_b2b(coll, k);
+    CK(cudaMemcpy(h, g_r, span, cudaMemcpyDeviceToHost));
+    for (j = 0; j < k; j++) {
+        size_t out_n = coll == C_AG ? 2 * (size_t)g_size : 2;
+        for (i = 0; i < out_n; i++) {
+            float e = 0;
+            if (coll == C_AG) e = (float)gen_val(seed + (uint64_t)j, (int)(i / 2), i % 2);
+            else for (r = 0; r < g_size; r++) e += (float)gen_val(seed + (uint64_t)j, r, coll == C_RSB ? (size_t)g_rank * 2 + i : i);
+            if (h[(size_t)j * 64 + i] != e) bad++;
+        }
+    }
+    free(h);
+    PMPI_Allreduce(&bad, &all, 1, MPI_LONG_LONG, MPI_SUM, g_comm);
+    return all == 0;
+}
+
+static void form_b2b(void)
+{
+    enum { B_EAGER, B_SYNC, B_NB0, B_BLK0 = B_NB0 + C_N, B_N = B_BLK0 + C_N };
+    static double avg[B_N][MAX_REPS], slow[B_N][MAX_REPS];
+    int rep, kk, k, i, K = g_form_k, reps = o.lat_reps, valid[C_N];
+    char path[C_N][96];
+
+    floor_setup();
+    if (!set_cfg("node", -1, NULL)) { floor_teardown(); return; }
+    for (k = 0; k < C_N; k++) {
+        unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS], fb[3], fa[3];
+        path[k][0] = 0;
+        snap(k, pb); snap_algos(k, ab); form_snap(k, fb);
+        valid[k] = b2b_validate(k, K, (uint64_t)time(NULL) ^ ((uint64_t)k << 32));
+        nb_b2b(k, K);
+        snap(k, pa); snap_algos(k, aa); form_snap(k, fa);
+        served(pb, pa, ab, aa, path[k], sizeof path[k]);
+        form_served(fb, fa, path[k], sizeof path[k]);
+        for (i = 0; i < K; i++) mpi_call(k, 8); /* warm-up of the blocking calls */
+    }
+    eager_floor(K);
+    for (rep = 0; rep < reps; rep++) {
+        for (kk = 0; kk < B_N; kk++) {
+            double t0;
+            k = rep & 1 ? B_N - 1 - kk : kk;
+            PMPI_Barrier(g_comm);
+            t0 = now();
+            if (k == B_EAGER) eager_floor(K);
+            else if (k == B_SYNC) for (i = 0; i < K; i++) barrier_once(&g_x, &g_a);
+            else if (k < B_BLK0) nb_b2b(k - B_NB0, K);
+            else for (i = 0; i < K; i++) mpi_call(k - B_BLK0, 8);
+            form_reduce((now() - t0) / K, avg[k], slow[k], rep);
+        }
+    }
+    floor_teardown();
+    {
+        double fe = median(avg[B_EAGER], reps), fs = median(avg[B_SYNC], reps);
+        if (g_rank == 0) {
+            printf("\n## %d back-to-back 8-byte calls, one MPI_Waitall, %d ranks (us per call: median of %d repetitions "
+                   "of the mean over ranks)\n\n", K, g_size, reps);
+            printf("- floor, eager: %d node barrier kernels launched back to back, one wait: %.2f us per kernel (slowest "
+                   "rank %.2f)\n", K, fe, median(slow[B_EAGER], reps));
+            printf("- floor, host-synchronous: one kernel + wait each: %.2f us per kernel (slowest rank %.2f)\n\n", fs,
+                   median(slow[B_SYNC], reps));
+            printf("| collective | path (form) | non-blocking, per call | slowest rank | / eager floor | blocking, per "
+                   "call | blocking / non-blocking | valid |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
+        }
+        g_row_form = "eager";
+        csv_row("form", "barrier", "eager", "floor", "kernel", 8, K, reps, fe, median(slow[B_EAGER], reps), 0, 0, 0, 0, 0, 0,
+                1.0, "-");
+        g_row_form = "sync";
+        csv_row("form", "barrier", "sync", "floor", "kernel", 8, K, reps, fs, median(slow[B_SYNC], reps), 0, 0, 0, 0, 0, 0,
+                fs / fe, "-");
+        for (k = 0; k < C_N; k++) {
+            double nb = median(avg[B_NB0 + k], reps), bl = median(avg[B_BLK0 + k], reps);
+            char alg[16];
+            snprintf(alg, sizeof alg, "b2b%d", K);
+            if (g_rank == 0) {
+                printf("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", coll_names[k], path[k], nb,
+                       median(slow[B_NB0 + k], reps), nb / fe, bl, bl / nb, valid[k] ? "pass" : "FAIL");
+                fflush(stdout);
+            }
+            g_row_form = "nonblocking";
+            csv_row("form", coll_names[k], "nonblocking", alg, path[k], 8, K, reps, nb, median(slow[B_NB0 + k], reps), 0, 0,
+                    0, 0, 0, 0, nb / fe, valid[k] ? "pass" : "FAIL");
+            g_row_form = "blocking";
+            csv_row("form", coll_names[k], "blocking", alg, "node", 8, K, reps, bl, median(slow[B_BLK0 + k], reps), 0, 0, 0,
+                    0, 0, 0, bl / fe, "-");
+        }
+    }
+}
+
+/* (c) */
+static void form_persistent(void)
+{
+    int c, si, rep, kk, i, have_p = FORM_HAVE_PERSISTENT, v = 0, sv = 0, reps = o.reps < 5 ? 5 : o.reps;
+    MPI_Get_version(&v, &sv);
+    if (v < 4) have_p = 0;
+    if (g_rank == 0) {
+        printf("\n## Persistent and non-blocking against blocking, %d ranks, TLMPI_TIER=node (us per call: median of %d "
+               "repetitions of the mean over ranks)\n\n", g_size, reps);
+        if (!have_p)
+            printf("persistent: skipped: MPI %d.%d (built against %d.%d) has no MPI_Allreduce_init (MPI-4)\n\n", v, sv,
+                   MPI_VERSION, MPI_SUBVERSION);
+        printf("| collective | bytes | blocking | non-blocking + wait | persistent start + wait | path (forms) | "
+               "non-blocking / blocking | persistent / blocking | valid (blocking, non-blocking, persistent) |\n"
+               "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |\n");
+    }
+    for (c = 0; c < C_N; c++) {
+        for (si = 0; si < g_form_nsizes; si++) {
+            size_t b = g_form_sizes[si];
+            double avg[3][MAX_REPS], slow[3][MAX_REPS], med[3] = { NAN, NAN, NAN };
+            int iters, nf = have_p ? 3 : 2, val[3] = { -1, -1, -1 }, f;
+            char path[128] = "";
+            unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS], fb[3], fa[3];
+            if (b < 4 || b > g_maxb || !set_cfg("node", -1, NULL)) continue;
+#if FORM_HAVE_PERSISTENT
+            if (have_p) persist_make(c, b);
+#endif
+            snap(c, pb); snap_algos(c, ab); form_snap(c, fb);
+            for (f = 0; f < nf; f++) val[f] = form_validate(f, c, b, (uint64_t)time(NULL) ^ ((uint64_t)si << 20) ^ (uint64_t)(c * 3 + f));
+            iters = iters_for(c, b);
+            if (iters > o.lat_iters) iters = o.lat_iters;
+            for (f = 1; f < nf; f++) for (i = 0; i < 2; i++) form_call(f, c, b);
+            snap(c, pa); snap_algos(c, aa); form_snap(c, fa);
+            served(pb, pa, ab, aa, path, sizeof path);
+            form_served(fb, fa, path, sizeof path);
+            for (rep = 0; rep < reps; rep++) {
+                for (kk = 0; kk < nf; kk++) {
+                    double t0;
+                    f = rep & 1 ? nf - 1 - kk : kk;
+                    PMPI_Barrier(g_comm);
+                    t0 = now();
+                    for (i = 0; i < iters; i++) form_call(f, c, b);
+                    form_reduce((now() - t0) / iters, avg[f], slow[f], rep);
+                }
+            }
+            for (f = 0; f < nf; f++) med[f] = median(avg[f], reps);
+            if (g_rank == 0) {
+                printf("| %s | %zu | %.2f | %.2f | ", coll_names[c], b, med[0], med[1]);
+                if (have_p) printf("%.2f", med[2]);
+                else printf("n/a");
+                printf(" | %s | %.3f | ", path, med[1] / med[0]);
+                if (have_p) printf("%.3f", med[2] / med[0]);
+                else printf("n/a");
+                printf(" | %s, %s, %s |\n", val[0] < 0 ? "-" : val[0] ? "pass" : "FAIL", val[1] < 0 ? "-" : val[1] ? "pass" : "FAIL",
+                       !have_p ? "n/a" : val[2] < 0 ? "-" : val[2] ? "pass" : "FAIL");
+                fflush(stdout);
+            }
+            for (f = 0; f < nf; f++) {
+                g_row_form = fm_names[f];
+                csv_row("form", coll_names[c], fm_names[f], f == FM_BLOCKING ? "call" : f == FM_NONBLOCKING ? "call+wait" : "start+wait",
+                        path, b, iters, reps, med[f], median(slow[f], reps), 0, 0, 0, 0, 0, 0, med[f] / med[0],
+                        val[f] < 0 ? "-" : val[f] ? "pass" : "FAIL");
+            }
+        }
+    }
+#if FORM_HAVE_PERSISTENT
+    for (c = 0; c < C_N; c++) if (g_preq[c] != MPI_REQUEST_NULL) MPI_Request_free(&g_preq[c]);
+#endif
+    g_row_form = "blocking";
+}
+
+static void bench_form(void)
+{
+#if FORM_HAVE_PERSISTENT
+    int c;
+    for (c = 0; c < C_N; c++) g_preq[c] = MPI_REQUEST_NULL;
+#endif
+    *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
+    if (!g_form_stats && g_rank == 0) printf("\nnode_bench: this libtlmpi has no tlmpi_get_form_stats: forms not checked\n");
+    form_return();
+    form_b2b();
+    form_persistent();
+}
+
 /* ---------------------------------------------------------------- main */
 
 static int parse_size(const char *s, size_t *out)
@@ -785,7 +1268,10 @@ static void usage(void)
     printf("usage: node_bench [options]\n"
            "  -s LIST   sweep sizes, per-rank message bytes (default 8,64,512,4k,32k,256k,2m,16m,64m,256m)\n"
            "  -e LIST   efficiency sizes (default 64m,256m)\n"
-           "  -S LIST   sections: lat,sweep,eff (default all)\n"
+           "  -S LIST   sections: lat,sweep,eff,form (default lat,sweep,eff; form: the non-blocking and\n"
+           "            persistent forms against blocking and the floors)\n"
+           "  -K N      form: back-to-back non-blocking calls (default 100)\n"
+           "  -F LIST   form: persistent / non-blocking / blocking sizes (default 8,1m,16m,64m)\n"
            "  -r N      latency repetitions (default 21)   -i N  latency calls per repetition (default 200)\n"
            "  -j N      staging latency calls (default 40)  -R N  sweep repetitions (default 3; 1 from -L)\n"
            "  -E N      efficiency repetitions (default 5)  -L SIZE  'large' from this size (default 16m)\n"
@@ -836,7 +1322,10 @@ int main(int argc, char **argv)
                 o.do_lat = strstr(v, "lat") != NULL;
                 o.do_sweep = strstr(v, "sweep") != NULL;
                 o.do_eff = strstr(v, "eff") != NULL;
+                o.do_form = strstr(v, "form") != NULL;
                 break;
+            case 'K': g_form_k = atoi(v); bad = g_form_k < 1 || g_form_k > FORM_MAXK; break;
+            case 'F': bad = parse_sizes(v, g_form_sizes, &g_form_nsizes); break;
             case 'r': o.lat_reps = atoi(v); break;
             case 'i': o.lat_iters = atoi(v); break;
             case 'j': o.stg_iters = atoi(v); break;
@@ -899,17 +1388,23 @@ int main(int argc, char **argv)
     *(void **)&g_describe = dlsym(RTLD_DEFAULT, "tlmpi_comm_describe");
     for (i = 0; o.do_sweep && i < o.nsizes; i++) maxs = o.sizes[i] > maxs ? o.sizes[i] : maxs;
     for (i = 0; o.do_eff && i < o.neff; i++) maxs = o.eff[i] > maxs ? o.eff[i] : maxs;
+    if (o.do_form) {
+        for (i = 0; i < g_form_nsizes; i++) maxs = g_form_sizes[i] > maxs ? g_form_sizes[i] : maxs;
+        if (maxs < ((size_t)16 << 20)) maxs = (size_t)16 << 20; /* (a): 16 MiB */
+        if (maxs * (size_t)g_size < (size_t)g_form_k * 256) maxs = (size_t)g_form_k * 256; /* (b): K slots */
+    }
     if (maxs < 64) maxs = 64;
     g_maxb = maxs;
     CK(cudaMalloc((void **)&g_s, maxs * (size_t)g_size + 256));
     CK(cudaMalloc((void **)&g_r, maxs * (size_t)g_size + 256));
     CK(cudaMemset(g_s, 0, maxs * (size_t)g_size + 256));
-    g_h = malloc((o.validate_max > 64 ? o.validate_max : 64) * (size_t)g_size + 256);
+    g_h = malloc((o.validate_max > 64 ? o.validate_max : 64) * (size_t)g_size + 256 + (o.do_form ? (size_t)g_form_k * 256 : 0));
+    gen_setup();
     if (o.csv && g_rank == 0) {
         g_csv = fopen(o.csv, "a");
         if (g_csv && ftell(g_csv) == 0)
             fprintf(g_csv, "section,nranks,coll,mode,algo,path,bytes,iters,reps,median_us,slowest_us,paired_us,"
-                           "paired_lo_us,paired_hi_us,hbm_bytes,gbps,ratio,valid\n");
+                           "paired_lo_us,paired_hi_us,hbm_bytes,gbps,ratio,valid,generation\n");
     }
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&tn));
     if (g_rank == 0) {
@@ -927,6 +1422,7 @@ int main(int argc, char **argv)
     if (o.do_lat) bench_latency();
     if (o.do_sweep) bench_sweep();
     if (o.do_eff) bench_eff();
+    if (o.do_form) bench_form();
     set_cfg("auto", -1, NULL);
     if (g_csv) fclose(g_csv);
     CK(cudaStreamDestroy(g_stream));

@@ -29,8 +29,21 @@
 #   demo      scripts/demo.sh as a user runs it, in the unpacked tarball (Open MPI there: nothing
 #             installed, no autoreconf), its GPU step included (DEMO_GPU_SIZES, default 8,1m,16m)
 #             -> demo.txt, demo-plots.tar.gz
+#   nbc       the non-blocking and persistent forms in one call (each step only while DEADLINE_AT
+#             leaves room): 1. tests/gpu/nbc.sh (gpu_nbc) with NBC_NPS (2 4 8) ranks under MPS at
+#             NBC_LEVEL (full: + the 1 MiB-pool overflow run); 1b. with NBC_DEBS (a directory of MPICH
+#             .deb files, e.g. the carried .debs): tlmpi built against that MPICH in the background
+#             during step 1 (tests/gpu/mpich-debs.sh into /tmp/mp, NBC_MPICH_JOBS=6 jobs), then under
+#             MPS with 2 ranks gpu_persist (1000 Start/Wait rounds, the matrix, the overflow run) and
+#             gpu_nbc --quick (the _c forms); 2. bench/node_bench -S form (bench/node-bench.sh) under
+#             MPS with NBC_BENCH_NPS (2 4 8) ranks on Open MPI and 2 on MPICH (persistent rows);
+#             3. with NBC_OSU_DIR (an OSU 7.4 build with CUDA; NBC_OSU_WAIT=FILE waits for a build of
+#             the same command to write FILE, "ok" when it succeeded): tlmpi-osu-compare -b nonblocking
+#             -m auto (NBC_OSU_MODES), 4 B .. 64 MiB (NBC_OSU_SIZES), validated, NBC_OSU_NPS (2 4)
+#             ranks, each rank count only with NBC_OSU_MIN_S (80) s left
+#             -> nbc-summary.md, nbc-bench.csv, osu-nbc.csv, nbc-logs.tar.gz
 # The device tool returns at most 8 files from $OUT.
-# The parts node and nodebench stop starting runs near DEADLINE_AT (seconds since the epoch;
+# The parts node, nodebench and nbc stop starting runs near DEADLINE_AT (seconds since the epoch;
 # default: DEVICE_BUDGET_S, 560, after this script started), so that one device command (600 s at
 # most) still writes its summaries and tarballs when something hangs.
 set -u
@@ -198,6 +211,110 @@ if want nodebench; then
     tar czf "$final/nodebench-logs.tar.gz" -C /tmp tlmpi-nodebench-out 2>/dev/null
     tail -5 "$bout/log.txt"
     cat "$final/nodebench.md" 2>/dev/null | head -80
+fi
+if want nbc; then
+    # the non-blocking and persistent forms (docs/GPU-TESTS.md), each step started only while
+    # DEADLINE_AT leaves it room, in the order of their weight: the suite on Open MPI, the
+    # persistent suite on MPICH (built meanwhile from NBC_DEBS), the bench rows, OSU's non-blocking
+    # benchmarks (NBC_OSU_DIR)
+    b=$(build_dir)
+    nout=/tmp/tlmpi-nbc-out
+    rm -rf "$nout"
+    mkdir -p "$nout"
+    s0=$(date +%s)
+    left() { echo $((DEADLINE_AT - $(date +%s))); }
+    sum=$nout/summary.md
+    {
+        echo "# tlmpi non-blocking and persistent forms on the GPU (device-run.sh part nbc)"
+        echo
+        host_facts
+        echo "- Open MPI build: $b"
+    } >"$sum"
+    # MPICH (MPI-4: persistent collectives) from its Debian packages, built in the background
+    mpid=
+    if [ -n "${NBC_DEBS:-}" ]; then
+        ( timeout -k 5 $(( $(left) - 150 > 60 ? $(left) - 150 : 60 )) env BUILD_JOBS="${NBC_MPICH_JOBS:-6}" \
+            MPICH_PREFIX="${MPICH_PREFIX:-/tmp/mp}" bash "$here/mpich-debs.sh" "$NBC_DEBS" "$tarball" /tmp/tlmpi-mpich-build \
+            >"$nout/mpich-build.out" 2>"$nout/mpich-build.err" ) &
+        mpid=$!
+    fi
+    # 1. the non-blocking suite: 2, 4, 8 ranks under MPS (main + several pool chunks)
+    t=$(date +%s)
+    { echo; echo "## 1. non-blocking suite, Open MPI, under MPS: np ${NBC_NPS:-2 4 8}, level ${NBC_LEVEL:-full}"; echo; echo '```'; } >>"$sum"
+    OUT=$nout/suite sh "$here/mps.sh" sh "$here/nbc.sh" "${NBC_NPS:-2 4 8}" "$b" "${NBC_LEVEL:-full}" >>"$sum" 2>&1 || rc=1
+    { echo '```'; echo; echo "(step 1: $(( $(date +%s) - t )) s)"; } >>"$sum"
+    # 1b. the persistent suite (and the non-blocking one, quick, with the _c forms) on MPICH, 2 ranks
+    bm=
+    if [ -n "$mpid" ]; then
+        t=$(date +%s)
+        wait "$mpid"
+        mrc=$?
+        bm=$(tail -1 "$nout/mpich-build.out" 2>/dev/null)
+        { echo; echo "## 1b. persistent suite, MPICH from ${NBC_DEBS}, under MPS: 2 ranks"; echo
+          echo "- MPICH build: exit $mrc after waiting $(( $(date +%s) - t )) s; $(grep -m1 'CC=' "$nout/mpich-build.err" | cut -c1-200)"; } >>"$sum"
+        if [ $mrc != 0 ] || [ ! -x "$bm/tests/gpu/gpu_persist" ]; then
+            { echo; echo '```'; tail -25 "$nout/mpich-build.err"; echo '```'; } >>"$sum"
+            bm=
+            rc=1
+        else
+            t=$(date +%s)
+            { echo; echo '```'; } >>"$sum"
+            ( . "${MPICH_PREFIX:-/tmp/mp}/env.sh" && OUT=$nout/persist NBC_PERSIST_NPS=2 \
+                sh "$here/mps.sh" sh "$here/nbc.sh" - "$bm" "${NBC_LEVEL:-full}" ) >>"$sum" 2>&1 || rc=1
+            ( . "${MPICH_PREFIX:-/tmp/mp}/env.sh" && OUT=$nout/persist-nbc \
+                sh "$here/mps.sh" sh "$here/nbc.sh" 2 "$bm" quick ) >>"$sum" 2>&1 || rc=1
+            { echo '```'; echo; echo "(step 1b: $(( $(date +%s) - t )) s)"; } >>"$sum"
+        fi
+    fi
+    # 2. the bench rows (bench/node_bench -S form): Open MPI at NBC_BENCH_NPS, then MPICH at 2 ranks
+    t=$(date +%s)
+    { echo; echo "## 2. bench (node_bench -S form ${NBC_BENCH_ARGS:-}), under MPS"; echo; } >>"$sum"
+    OUT=$nout/bench-ompi NPS="${NBC_BENCH_NPS:-2 4 8}" BENCH_ARGS="-S form ${NBC_BENCH_ARGS:-}" RUN_TIMEOUT=${NBC_BENCH_TIMEOUT:-120} \
+        sh "$here/mps.sh" bash "$root/bench/node-bench.sh" "$b" >"$nout/bench-ompi.log" 2>&1 || rc=1
+    grep -vE '^- options' "$nout/bench-ompi/summary.md" >>"$sum" 2>/dev/null
+    cp "$nout/bench-ompi/results.csv" "$final/nbc-bench.csv" 2>/dev/null
+    if [ -n "$bm" ]; then
+        ( . "${MPICH_PREFIX:-/tmp/mp}/env.sh" && OUT=$nout/bench-mpich NPS=2 BENCH_ARGS="-S form ${NBC_BENCH_ARGS:-}" \
+            RUN_TIMEOUT=${NBC_BENCH_TIMEOUT:-120} sh "$here/mps.sh" bash "$root/bench/node-bench.sh" "$bm" ) \
+            >"$nout/bench-mpich.log" 2>&1 || rc=1
+        { echo; echo "### MPICH build (persistent rows)"; echo; grep -vE '^- options' "$nout/bench-mpich/summary.md"; } >>"$sum" 2>/dev/null
+        tail -n +2 "$nout/bench-mpich/results.csv" >>"$final/nbc-bench.csv" 2>/dev/null
+    fi
+    { echo; echo "(step 2: $(( $(date +%s) - t )) s)"; } >>"$sum"
+    # 3. OSU's non-blocking benchmarks with tlmpi preloaded (an OSU build given in NBC_OSU_DIR;
+    #    NBC_OSU_WAIT=FILE: a build started by the same command writes FILE when it ends, "ok" or not)
+    if [ -n "${NBC_OSU_DIR:-}" ]; then
+        t=$(date +%s)
+        { echo; echo "## 3. OSU non-blocking benchmarks (tlmpi-osu-compare -b nonblocking), under MPS"; echo; } >>"$sum"
+        if [ -n "${NBC_OSU_WAIT:-}" ]; then
+            while [ ! -e "$NBC_OSU_WAIT" ] && [ "$(left)" -gt 90 ]; do sleep 2; done
+            grep -q ok "$NBC_OSU_WAIT" 2>/dev/null || echo "- OSU build: not ready ($(cat "$NBC_OSU_WAIT" 2>/dev/null || echo 'no marker'))" >>"$sum"
+        fi
+        oo=$nout/osu
+        for np in ${NBC_OSU_NPS:-2 4}; do
+            l=$(left)
+            if [ "$l" -lt "${NBC_OSU_MIN_S:-80}" ]; then
+                echo "- np=$np: not run ($l s left before DEADLINE_AT)" >>"$sum"
+                continue
+            fi
+            ot=$(( l - 30 < 150 ? l - 30 : 150 ))
+            NCCL_NVLS_ENABLE=0 sh "$here/mps.sh" bash "$root/bench/osu/osu-compare.sh" -o "$oo" -n "$np" \
+                -m "${NBC_OSU_MODES:-auto}" -b nonblocking -s "${NBC_OSU_SIZES:-4:67108864}" -a "${NBC_OSU_ARGS:--i 100 -x 10}" \
+                -L "${NBC_OSU_LARGE:-4194304}" -A "${NBC_OSU_ARGS_LARGE:--i 10 -x 2}" -t "$ot" --no-in-place --no-plot \
+                "$NBC_OSU_DIR" "$b" >>"$nout/osu.log" 2>&1 || rc=1
+        done
+        grep -E '^osu_i.*exit|^tlmpi-osu-compare:|plain MPI' "$nout/osu.log" | sed 's/^/- /' >>"$sum"
+        [ -f "$oo/osu-compare.md" ] && { echo; sed -n '/^## Validation per mode/,$p' "$oo/osu-compare.md"; } >>"$sum"
+        cp "$oo/osu-compare.csv" "$final/osu-nbc.csv" 2>/dev/null
+        { echo; echo "(step 3: $(( $(date +%s) - t )) s)"; } >>"$sum"
+    fi
+    { echo; echo "nbc part: $(( $(date +%s) - s0 )) s, exit status so far $rc"; } >>"$sum"
+    cp "$sum" "$final/nbc-summary.md"
+    cp /tmp/tlmpi-gpu-build/build.log "$nout/ompi-build.log" 2>/dev/null
+    cp /tmp/tlmpi-mpich-build/build.log "$nout/mpich-build.log" 2>/dev/null
+    [ -n "${NBC_OSU_LOG:-}" ] && cp "$NBC_OSU_LOG" "$nout/" 2>/dev/null
+    tar czf "$final/nbc-logs.tar.gz" -C /tmp tlmpi-nbc-out 2>/dev/null
+    grep -E '^(nbc|nbc np|- MPICH|- np|\(step|nbc part)' "$sum" | head -60
 fi
 if want demo; then
     rm -rf /tmp/tlmpi-demo && mkdir -p /tmp/tlmpi-demo && tar xzf "$tarball" -C /tmp/tlmpi-demo

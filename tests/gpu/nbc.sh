@@ -20,7 +20,7 @@
 # tlmpi_get_form_stats).
 # Prints one line per run ("nbc np=N mps=yes main: PASS, 12 s: RESULT ..."), the failure lines of a
 # failed run, then "nbc: PASS k/k runs" or "nbc: FAIL ...". Exit 0 only if every run passed (a SKIP
-# counts as passed). Logs: $OUT/nbc-npN-RUN.log (default OUT: BUILD_DIR/tests/gpu/work-nbc). The PMPI
+# counts as passed; exit 77 when every run was skipped, e.g. without a GPU). Logs: $OUT/nbc-npN-RUN.log (default OUT: BUILD_DIR/tests/gpu/work-nbc). The PMPI
 # guard library (tests/gpu/pmpi_guard.c: also the PMPI_I* and PMPI_*_init forms) is preloaded into
 # every rank where it was built.
 # To check this script without a GPU: NBC_PROG / NBC_PERSIST_PROG linked with the CPU fakes
@@ -51,6 +51,7 @@ qflag=
 [ "$level" = quick ] && qflag=--quick
 runs=0
 passed=0
+skipped=0
 
 # one NAME NP PROGRAM ENV-ASSIGNMENTS -- ARGS...
 one() {
@@ -81,6 +82,7 @@ one() {
     res=$(grep -m1 '^RESULT' "$log")
     if [ $rc = 77 ] || grep -q '^RESULT .* SKIP' "$log"; then
         passed=$((passed + 1))
+        skipped=$((skipped + 1))
         echo "nbc np=$np mps=$mps $name: SKIP, $t s: $(grep -m1 'SKIP' "$log")"
     elif [ $rc = 0 ] && echo "$res" | grep -q PASS; then
         passed=$((passed + 1))
@@ -114,8 +116,12 @@ for np in ${NBC_PERSIST_NPS:-}; do
         one persist-overflow "$np" "$pprog" TLMPI_NODE_POOL=1m TLMPI_NODE_CTAS=3 -- --overflow $qflag
     fi
 done
+if [ "$runs" -gt 0 ] && [ "$skipped" = "$runs" ]; then
+    echo "nbc: SKIP: all $runs runs skipped (no GPU, or an MPI without what they test)"
+    exit 77
+fi
 if [ "$passed" = "$runs" ]; then
-    echo "nbc: PASS $passed/$runs runs (mps=$mps, level $level)"
+    echo "nbc: PASS $passed/$runs runs$([ $skipped -gt 0 ] && echo ", $skipped of them skipped") (mps=$mps, level $level)"
     exit 0
 fi
 echo "nbc: FAIL: $passed/$runs runs passed (mps=$mps, level $level)"
