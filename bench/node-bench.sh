@@ -10,7 +10,8 @@
 #
 # Writes to $OUT (default ./nodebench-out): results.csv (every row of every run), npN.md (the
 # tables of one run), summary.md (all runs, with the MPS state), log.txt.
-# Knobs: NPS="2 4 8", BENCH_ARGS (more node_bench options, e.g. "-s 8,64k,1m -S lat,sweep"),
+# Knobs: NPS="2 4 8", BENCH_ARGS (more node_bench options, e.g. "-s 8,64k,1m -S lat,sweep"; "-S form":
+# the non-blocking and persistent forms against blocking and the floors, device-run.sh part nbc),
 # QUICK=1 (-r 7 -R 1 -E 3 -w 0.02: about a third of the time), RUN_TIMEOUT=240 seconds per run
 # (cut to what DEADLINE_AT, seconds since the epoch, leaves; no run starts within 35 s of it).
 set -u

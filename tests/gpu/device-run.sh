@@ -31,7 +31,7 @@
 #             -> demo.txt, demo-plots.tar.gz
 #   nbc       the non-blocking and persistent forms in one call (each step only while DEADLINE_AT
 #             leaves room): 1. tests/gpu/nbc.sh (gpu_nbc) with NBC_NPS (2 4 8) ranks under MPS at
-#             NBC_LEVEL (full: + the 1 MiB-pool overflow run); 1b. with NBC_DEBS (a directory of MPICH
+#             NBC_LEVEL (full: + the 1 MiB-pool overflow run at NBC_OVERFLOW_NPS, 2 8); 1b. with NBC_DEBS (a directory of MPICH
 #             .deb files, e.g. the carried .debs): tlmpi built against that MPICH in the background
 #             during step 1 (tests/gpu/mpich-debs.sh into /tmp/mp, NBC_MPICH_JOBS=6 jobs), then under
 #             MPS with 2 ranks gpu_persist (1000 Start/Wait rounds, the matrix, the overflow run) and
@@ -241,7 +241,8 @@ if want nbc; then
     # 1. the non-blocking suite: 2, 4, 8 ranks under MPS (main + several pool chunks)
     t=$(date +%s)
     { echo; echo "## 1. non-blocking suite, Open MPI, under MPS: np ${NBC_NPS:-2 4 8}, level ${NBC_LEVEL:-full}"; echo; echo '```'; } >>"$sum"
-    OUT=$nout/suite sh "$here/mps.sh" sh "$here/nbc.sh" "${NBC_NPS:-2 4 8}" "$b" "${NBC_LEVEL:-full}" >>"$sum" 2>&1 || rc=1
+    OUT=$nout/suite NBC_OVERFLOW_NPS=${NBC_OVERFLOW_NPS:-2 8} \
+        sh "$here/mps.sh" sh "$here/nbc.sh" "${NBC_NPS:-2 4 8}" "$b" "${NBC_LEVEL:-full}" >>"$sum" 2>&1 || rc=1
     { echo '```'; echo; echo "(step 1: $(( $(date +%s) - t )) s)"; } >>"$sum"
     # 1b. the persistent suite (and the non-blocking one, quick, with the _c forms) on MPICH, 2 ranks
     bm=
@@ -297,12 +298,14 @@ if want nbc; then
                 echo "- np=$np: not run ($l s left before DEADLINE_AT)" >>"$sum"
                 continue
             fi
-            ot=$(( l - 30 < 150 ? l - 30 : 150 ))
-            NCCL_NVLS_ENABLE=0 sh "$here/mps.sh" bash "$root/bench/osu/osu-compare.sh" -o "$oo" -n "$np" \
+            ot=$(( (l - 30) / 3 < 150 ? (l - 30) / 3 : 150 )) # per OSU run; the whole bounded below
+            NCCL_NVLS_ENABLE=0 timeout -k 5 $(( l - 20 )) sh "$here/mps.sh" bash "$root/bench/osu/osu-compare.sh" -o "$oo" -n "$np" \
                 -m "${NBC_OSU_MODES:-auto}" -b nonblocking -s "${NBC_OSU_SIZES:-4:67108864}" -a "${NBC_OSU_ARGS:--i 100 -x 10}" \
                 -L "${NBC_OSU_LARGE:-4194304}" -A "${NBC_OSU_ARGS_LARGE:--i 10 -x 2}" -t "$ot" --no-in-place --no-plot \
                 "$NBC_OSU_DIR" "$b" >>"$nout/osu.log" 2>&1 || rc=1
         done
+        # one table of every run that is there (a run cut by the timeout merged nothing)
+        [ -d "$oo" ] && bash "$root/bench/osu/osu-compare.sh" --from-dir "$oo" --no-plot >>"$nout/osu.log" 2>&1
         grep -E '^osu_i.*exit|^tlmpi-osu-compare:|plain MPI' "$nout/osu.log" | sed 's/^/- /' >>"$sum"
         [ -f "$oo/osu-compare.md" ] && { echo; sed -n '/^## Validation per mode/,$p' "$oo/osu-compare.md"; } >>"$sum"
         cp "$oo/osu-compare.csv" "$final/osu-nbc.csv" 2>/dev/null

@@ -7,7 +7,8 @@
 #             CUDA_MPS_PIPE_DIRECTORY set as tests/gpu/mps.sh does; staging without; NBC_EXPECT_AUTO
 #             overrides, empty: not checked)
 #   overflow  TLMPI_NODE_POOL=1m TLMPI_NODE_CTAS=3 gpu_nbc --overflow: 3 and 5 MiB messages, several
-#             pool chunks each, two in flight at once (full level, or NBC_OVERFLOW=1)
+#             pool chunks each, two in flight at once (full level, or NBC_OVERFLOW=1; only for the
+#             rank counts in NBC_OVERFLOW_NPS where that is set)
 # then, for each rank count in NBC_PERSIST_NPS (default none; the MPICH build of device-run.sh part
 # nbc sets 2), the persistent forms (tests/gpu/gpu_persist, MPI-4 only: exit 77, reported SKIP, on an
 # older MPI):
@@ -100,7 +101,8 @@ one() {
 if [ "$nps" != - ]; then
     for np in $nps; do
         one main "$np" "$prog" -- $qflag ${ea:+--expect-auto "$ea"}
-        if [ "$level" = full ] || [ "${NBC_OVERFLOW:-0}" = 1 ]; then
+        if { [ "$level" = full ] || [ "${NBC_OVERFLOW:-0}" = 1 ]; } &&
+           case " ${NBC_OVERFLOW_NPS:-$nps} " in *" $np "*) true ;; *) false ;; esac; then
             one overflow "$np" "$prog" TLMPI_NODE_POOL=1m TLMPI_NODE_CTAS=3 -- --overflow $qflag
         fi
     done
