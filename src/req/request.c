@@ -601,13 +601,14 @@ int tlmpi_req_get_status(MPI_Request h, int *flag, MPI_Status *st)
     return MPI_SUCCESS;
 }
 
-/* MPI_ERR_IN_STATUS bookkeeping of the multi-completion calls: the MPI's entries that completed
- * without an error get MPI_SUCCESS when some entry of tlmpi's failed. */
+/* MPI_ERROR of the multi-completion calls: every completed entry's status says how it ended (the
+ * MPI's entries too, which MPICH leaves unset in Testall and Waitsome), and MPI_ERR_IN_STATUS is
+ * returned when one of tlmpi's failed. n statuses; idx: their indices (Waitsome / Testsome) or NULL. */
 static int multi_rc(int rc, int ours_err, int n, const arr_t *a, const int *idx, MPI_Status *sts)
 {
     int i;
 
-    if (!ours_err || (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)) {
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
         return rc;
     }
     if (rc == MPI_SUCCESS && sts != MPI_STATUSES_IGNORE) {
@@ -619,7 +620,7 @@ static int multi_rc(int rc, int ours_err, int n, const arr_t *a, const int *idx,
             }
         }
     }
-    return MPI_ERR_IN_STATUS;
+    return ours_err ? MPI_ERR_IN_STATUS : rc;
 }
 
 int tlmpi_req_waitall(int n, MPI_Request *rs, MPI_Status *sts)
