@@ -13,7 +13,9 @@
 
 #include <link.h>
 #include <pthread.h>
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,8 +25,9 @@
 
 static int classify_on; /* tlmpi_mem_init ran with a GPU present */
 
-/* Host addresses that can never be device memory: the brk heap below the current break. (No
- * linker symbols such as `end`: libtlmpi may be LD_PRELOADed into a binary that does not export them.) */
+/* Host addresses that can never be device memory: the brk heap from its start to the current break.
+ * (No linker symbols such as `end`: libtlmpi may be LD_PRELOADed into a binary that does not export
+ * them.) */
 static uintptr_t brk_lo;
 
 /* More host addresses that cannot be device memory while the call runs, so that host-buffer calls
@@ -123,9 +126,40 @@ static unsigned range_next;
 static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned range_seq;
 
+/* Where the brk heap starts: the kernel's start_brk (field 47 of /proc/self/stat, Linux 3.3+), so
+ * that heap memory allocated before tlmpi's (lazy) init is recognised too; the break at init where
+ * that cannot be read. Everything between it and the current break is the one contiguous brk mapping
+ * (the break is read again at every call, so a heap that shrank is followed). */
+static uintptr_t heap_start(void)
+{
+    uintptr_t now = (uintptr_t)sbrk(0), v = 0;
+    char buf[1024], *p;
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n;
+    int field;
+
+    if (!f) {
+        return now;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the command name (field 2) may hold spaces */
+    if (!p) {
+        return now;
+    }
+    for (field = 2; field < 47 && p; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (!p || sscanf(p + 1, "%" SCNuPTR, &v) != 1 || v == 0 || v > now) {
+        return now;
+    }
+    return v;
+}
+
 void tlmpi_mem_init(void)
 {
-    brk_lo = (uintptr_t)sbrk(0);
+    brk_lo = heap_start();
     dl_iterate_phdr(exe_phdr_cb, NULL);
     classify_on = 1;
 }

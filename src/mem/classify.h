@@ -13,7 +13,8 @@
  *    gets wrong; a host mapping cannot land in the driver's reserved device address ranges).
  *  - Host verdicts are never cached per pointer: an address that is host memory now may be mapped
  *    as device memory after a free. Only addresses that cannot be device memory during the call
- *    skip CUDA: the brk heap below the current break ([break at init, sbrk(0))), the main program's
+ *    skip CUDA: the brk heap ([start_brk of /proc/self/stat, sbrk(0)): heap memory allocated before
+ *    tlmpi's init included), the main program's
  *    loaded segments (globals), and the calling thread's live stack (from tlmpi's frame to the top
  *    of the thread's stack, when tlmpi runs on that stack and not on a coroutine's).
  *  - Everything else costs one cudaPointerGetAttributes, which neither changes the current device

@@ -5,7 +5,8 @@
  * and happen inside the call, so every stream is always idle. No kernels: cudaLaunchKernel returns
  * cudaErrorNotSupported (the occupancy queries answer, so launchers get as far as the launch).
  *
- * CUDA IPC works between processes: allocations of 64 KiB and more live in a memfd mapped
+ * Every allocation is a mapping of its own (never the brk heap, as real device memory). CUDA IPC
+ * works between processes: allocations of 64 KiB and more live in a memfd mapped
  * MAP_SHARED (the fd stays open while the allocation lives); a handle carries the owner's pid, that
  * fd and the size, and cudaIpcOpenMemHandle maps /proc/<pid>/fd/<fd> (same user, so allowed), which
  * registers as device memory of the opener's current device until cudaIpcCloseMemHandle.
@@ -32,7 +33,7 @@
 
 #define FK_MAX_ALLOCS 8192
 #define FK_SHARE_MIN ((size_t)64 << 10) /* from this size on, allocations can be shared (IPC) */
-enum { FK_MALLOC = 0, FK_MEMFD, FK_IPC }; /* how an allocation's memory was made */
+enum { FK_ANON = 0, FK_MEMFD, FK_IPC }; /* how an allocation's memory was made */
 static struct { uintptr_t b, e; unsigned long long id; int dev; int kind, fd; size_t maplen; } R[FK_MAX_ALLOCS];
 static int nr;                          /* high-water mark of R */
 static unsigned long long nid = 1;
@@ -181,7 +182,7 @@ static size_t page_round(size_t n) { size_t pg = (size_t)sysconf(_SC_PAGESIZE); 
 
 cudaError_t cudaMalloc(void **p, size_t n)
 {
-    int fd = -1, kind = FK_MALLOC;
+    int fd = -1, kind = FK_ANON;
     size_t maplen = 0;
 
     if (n >= FK_SHARE_MIN) {
@@ -195,13 +196,17 @@ cudaError_t cudaMalloc(void **p, size_t n)
         }
         kind = FK_MEMFD;
     } else {
-        *p = malloc(n ? n : 1);
-        if (!*p) return last_err = cudaErrorMemoryAllocation;
+        /* an anonymous mapping of its own, never the brk heap (real device memory is never there,
+         * and tlmpi takes the brk heap for host memory without asking CUDA) */
+        maplen = page_round(n ? n : 1);
+        *p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (*p == MAP_FAILED) { *p = NULL; return last_err = cudaErrorMemoryAllocation; }
     }
     reg_begin();
     if (reg_add(*p, n, kind, fd, maplen) < 0) {
         reg_end();
-        if (kind == FK_MEMFD) { munmap(*p, maplen); close(fd); } else free(*p);
+        munmap(*p, maplen);
+        if (kind == FK_MEMFD) close(fd);
         *p = NULL;
         return last_err = cudaErrorMemoryAllocation;
     }
@@ -211,7 +216,7 @@ cudaError_t cudaMalloc(void **p, size_t n)
 cudaError_t cudaFree(void *p)
 {
     fk_alloc_t a;
-    int i, kind = FK_MALLOC, fd = -1;
+    int i, kind = -1, fd = -1;
     size_t maplen = 0;
 
     if (!p) return cudaSuccess;
@@ -225,11 +230,12 @@ cudaError_t cudaFree(void *p)
         reg_clear(i);
     }
     reg_end();
+    if (kind < 0) {
+        return last_err = cudaErrorInvalidValue; /* not an allocation of cudaMalloc */
+    }
+    munmap(p, maplen);
     if (kind == FK_MEMFD) {
-        munmap(p, maplen);
         close(fd);
-    } else {
-        free(p);
     }
     return cudaSuccess;
 }

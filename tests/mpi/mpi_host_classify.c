@@ -1,6 +1,7 @@
 /*
- * mpi_host_classify: on a node with a GPU, host buffers on the caller's stack or in the program's
- * globals are recognised as host memory without a CUDA query; other host memory (here an mmap'd
+ * mpi_host_classify: on a node with a GPU, host buffers on the caller's stack, in the program's
+ * globals or in the brk heap (allocated before MPI_Init or after) are recognised as host memory
+ * without a CUDA query; other host memory (here an mmap'd
  * region, and a stack that is not the thread's own, as coroutines use) still gets one. Runs on any
  * machine: it is linked with tests/fakes/fakecudart.c, a CPU stand-in for the CUDA runtime that
  * reports one GPU and counts cudaPointerGetAttributes calls (fake_cuda_ptr_queries). Every call
@@ -11,7 +12,9 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 extern unsigned long fake_cuda_ptr_queries;
@@ -67,7 +70,7 @@ static void fiber_main(void)
 
 int main(int argc, char **argv)
 {
-    double s[16], r[16], *m;
+    double s[16], r[16], *m, *early, *late;
     int provided = 0;
     long q;
     pthread_t th;
@@ -75,6 +78,8 @@ int main(int argc, char **argv)
     const size_t fsize = 1 << 20;
 
     tst_name = "mpi_host_classify";
+    /* brk-heap memory allocated before MPI_Init (before tlmpi's init): small mallocs, brk heap */
+    early = malloc(32 * sizeof(double));
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &tst_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &tst_size);
@@ -85,6 +90,19 @@ int main(int argc, char **argv)
     TST_CHECK(q == 0, "caller's stack: %ld CUDA queries, expected 0", q);
     q = allreduce_queries("program globals", g_send, g_recv);
     TST_CHECK(q == 0, "program globals: %ld CUDA queries, expected 0", q);
+
+    /* the brk heap, allocated before and after tlmpi's init (a program's heap buffers of any age) */
+    late = malloc(32 * sizeof(double));
+    if (early && late && (uintptr_t)early < (uintptr_t)sbrk(0) && (uintptr_t)late < (uintptr_t)sbrk(0)) {
+        q = allreduce_queries("brk heap, allocated before MPI_Init", early, early + 16);
+        TST_CHECK(q == 0, "brk heap allocated before MPI_Init: %ld CUDA queries, expected 0", q);
+        q = allreduce_queries("brk heap, allocated after MPI_Init", late, late + 16);
+        TST_CHECK(q == 0, "brk heap allocated after MPI_Init: %ld CUDA queries, expected 0", q);
+    } else if (tst_rank == 0) {
+        printf("mpi_host_classify: malloc did not return brk-heap memory; heap case skipped\n");
+    }
+    free(early);
+    free(late);
 
     /* positive control (also proves that tlmpi sees the fake GPU): an mmap'd host region, whose
      * addresses could have been device memory's */
