@@ -146,7 +146,7 @@ tests_mpi_mpi_threads_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_threads_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
 tests_mpi_mpi_threads_LDFLAGS = -no-install
 # non-blocking and persistent collectives on device buffers, completed by the MPI_Wait/Test family
-# (tests/mpi/nbc.sh: 2 ranks staging and nccl, 3 ranks staging, 1 rank self)
+# (tests/mpi/nbc.sh: 2 ranks staging, nccl and nccl single-threaded, 3 ranks staging, 1 rank self)
 check_PROGRAMS += tests/mpi/mpi_nbc
 tests_mpi_mpi_nbc_SOURCES = tests/mpi/mpi_nbc.c tests/mpi/exact_values.h tests/harness.h tests/fakes/fake_env.c
 tests_mpi_mpi_nbc_CPPFLAGS = $(TEST_CPPFLAGS)
