@@ -469,7 +469,8 @@ static void item_done(item_t *it, const MPI_Status *st, int multi, const char *c
     } else if (it->kind == IT_RECV) {
         for (i = 0; i < it->n; i++) {
             if (it->buf[i] != p2p_val(it->ds, it->peer, i)) {
-                TST_FAIL("%s: %s: element %d = %d, expected %d", ctx, what, i, it->buf[i], p2p_val(it->ds, it->peer, i));
+                TST_FAIL("%s: %s: element %d = %d, expected %d", ctx, what, i, it->buf[i],
+                         p2p_val(it->ds, it->peer, i));
                 break;
             }
         }
@@ -879,7 +880,8 @@ static void case_free_active(MPI_Comm comm)
         for (k = 0; k < nfree; k++) {
             int coll = r == 0 ? (int)(tst_rand_r(&G) % 3) : k % 3;
 
-            nbc_args(&ops[k], coll, r == 0 ? (int)(tst_rand_r(&G) % 2) : k / 3, counts[1 + tst_rand_r(&G) % (NCOUNTS - 1)]);
+            nbc_args(&ops[k], coll, r == 0 ? (int)(tst_rand_r(&G) % 2) : k / 3,
+                     counts[1 + tst_rand_r(&G) % (NCOUNTS - 1)]);
             nbc_fill(&ops[k], "case a (MPI_Request_free while active)");
             if (nbc_post(&ops[k], F_NB) != MPI_SUCCESS) continue;
             rc = MPI_Request_free(&ops[k].req);
@@ -902,7 +904,8 @@ static void case_free_active(MPI_Comm comm)
              * non-blocking allreduce on the same communicator and its MPI_Wait) */
             nbc_args(&fence, C_AR, 0, 5);
             nbc_fill(&fence, "case a (the MPI_Iallreduce + MPI_Wait after the freed requests)");
-            if (nbc_post(&fence, F_NB) == MPI_SUCCESS && rc_ok(MPI_Wait(&fence.req, MPI_STATUS_IGNORE), fence.what, "MPI_Wait")) {
+            if (nbc_post(&fence, F_NB) == MPI_SUCCESS &&
+                rc_ok(MPI_Wait(&fence.req, MPI_STATUS_IGNORE), fence.what, "MPI_Wait")) {
                 nbc_check(&fence, "");
             }
             if (!bad[k]) {
@@ -1134,7 +1137,8 @@ static void *completer(void *arg)
             break;
         }
         rc_ok(rc, o->what, "the completing thread's call");
-        TST_CHECK(o->req == MPI_REQUEST_NULL, "%s: request not MPI_REQUEST_NULL after the completing thread's call", o->what);
+        TST_CHECK(o->req == MPI_REQUEST_NULL, "%s: request not MPI_REQUEST_NULL after the completing thread's call",
+                  o->what);
         nbc_check(o, " (completed by the second thread)");
         pthread_mutex_lock(&q->mu);
         q->busy[slot] = 0;
@@ -1292,8 +1296,8 @@ static void case_persistent(MPI_Comm comm, int init, long iters)
     for (k = 0; k < 6; k++) {
         pers_inactive(&ops[k], "after its last completion");
         rc = MPI_Request_free(&ops[k].req);
-        TST_CHECK(rc == MPI_SUCCESS && ops[k].req == MPI_REQUEST_NULL, "%s: MPI_Request_free of the inactive request: rc %d",
-                  ops[k].what, rc);
+        TST_CHECK(rc == MPI_SUCCESS && ops[k].req == MPI_REQUEST_NULL,
+                  "%s: MPI_Request_free of the inactive request: rc %d", ops[k].what, rc);
         nbc_free(&ops[k]);
     }
     /* a persistent request freed without ever being started */
@@ -1392,7 +1396,8 @@ static void stats_snapshot(void)
     for (int c = 0; c < NCOLL; c++) {
         for (int p = 0; p < TLMPI_PATH_COUNT; p++) {
             snap_path[c][p] = path_calls(c, (tlmpi_path_t)p);
-            for (int f = 0; f < TLMPI_FORM_COUNT; f++) snap_form[c][p][f] = form_calls(c, (tlmpi_path_t)p, (tlmpi_form_t)f);
+            for (int f = 0; f < TLMPI_FORM_COUNT; f++)
+                snap_form[c][p][f] = form_calls(c, (tlmpi_path_t)p, (tlmpi_form_t)f);
         }
     }
 }
@@ -1413,8 +1418,8 @@ static void check_paths(const int *want_form)
                 d[p] = form_calls(c, (tlmpi_path_t)p, (tlmpi_form_t)f) - snap_form[c][p][f];
                 all += d[p];
                 if (d[p]) {
-                    len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%lld", tlmpi_path_name((tlmpi_path_t)p),
-                                            d[p]);
+                    len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%lld",
+                                            tlmpi_path_name((tlmpi_path_t)p), d[p]);
                 }
             }
             if (!len) snprintf(line, sizeof(line), " none");
@@ -1423,8 +1428,9 @@ static void check_paths(const int *want_form)
                 printf("mpi_nbc: rank 0 %s %s: made %ld device (+%ld of count 0) and %ld host calls; paths:%s\n",
                        fname[f], coll_name[c], dev, dev0, host, line);
             }
-            TST_CHECK(all == dev + dev0 + host, "path check: %s %s: tlmpi counted %lld calls, the test made %ld (paths:%s)",
-                      fname[f], coll_name[c], all, dev + dev0 + host, line);
+            TST_CHECK(all == dev + dev0 + host,
+                      "path check: %s %s: tlmpi counted %lld calls, the test made %ld (paths:%s)", fname[f],
+                      coll_name[c], all, dev + dev0 + host, line);
             TST_CHECK(d[TLMPI_PATH_PASSTHROUGH] >= host && d[TLMPI_PATH_PASSTHROUGH] <= host + dev0,
                       "path check: %s %s: %lld passthrough calls; the test made %ld host-buffer calls and %ld device "
                       "calls of count 0 (paths:%s)",
@@ -1435,9 +1441,10 @@ static void check_paths(const int *want_form)
                           "count 0); paths:%s",
                           fname[f], coll_name[c], d[want], tlmpi_path_name((tlmpi_path_t)want), dev, dev0, line);
             } else {
-                TST_CHECK(accel >= dev && accel <= dev + dev0,
-                          "path check: %s %s: %lld accelerated calls, the test made %ld device calls of count > 0; paths:%s",
-                          fname[f], coll_name[c], accel, dev, line);
+                TST_CHECK(
+                    accel >= dev && accel <= dev + dev0,
+                    "path check: %s %s: %lld accelerated calls, the test made %ld device calls of count > 0; paths:%s",
+                    fname[f], coll_name[c], accel, dev, line);
             }
         }
     }
@@ -1446,7 +1453,8 @@ static void check_paths(const int *want_form)
         for (int p = 0; p < TLMPI_PATH_COUNT; p++) {
             long long dp = path_calls(c, (tlmpi_path_t)p) - snap_path[c][p], df = 0;
 
-            for (int f = 0; f < TLMPI_FORM_COUNT; f++) df += form_calls(c, (tlmpi_path_t)p, (tlmpi_form_t)f) - snap_form[c][p][f];
+            for (int f = 0; f < TLMPI_FORM_COUNT; f++)
+                df += form_calls(c, (tlmpi_path_t)p, (tlmpi_form_t)f) - snap_form[c][p][f];
             TST_CHECK(dp == df, "path check: %s %s: tlmpi_get_stats counted %lld calls, the forms together %lld",
                       coll_name[c], tlmpi_path_name((tlmpi_path_t)p), dp, df);
         }
@@ -1509,8 +1517,9 @@ int main(int argc, char **argv)
      * hier) are staged instead (src/comm/comm.c) */
     e = getenv("TLMPI_GPU_TURNS");
     turns = e && (!strcmp(e, "no") || !strcmp(e, "0") || !strcmp(e, "false") || !strcmp(e, "off")) ? 0
-            : e && (!strcmp(e, "yes") || !strcmp(e, "1") || !strcmp(e, "true") || !strcmp(e, "on")) ? 1
-                                                                                                        : provided >= MPI_THREAD_MULTIPLE;
+            : e && (!strcmp(e, "yes") || !strcmp(e, "1") || !strcmp(e, "true") || !strcmp(e, "on"))
+                ? 1
+                : provided >= MPI_THREAD_MULTIPLE;
     if (!strcmp(tier, "staging")) {
         want[0] = TLMPI_PATH_STAGING;
     } else if (!strcmp(tier, "nccl")) {
@@ -1581,7 +1590,8 @@ int main(int argc, char **argv)
             case_threads(cb, (int)thread_rounds);
             case_end("g (one thread posts, another completes)");
         } else if (tst_rank == 0) {
-            printf("mpi_nbc: case g (threads): SKIPPED: the MPI provides no MPI_THREAD_MULTIPLE (level %d)\n", provided);
+            printf("mpi_nbc: case g (threads): SKIPPED: the MPI provides no MPI_THREAD_MULTIPLE (level %d)\n",
+                   provided);
         }
     }
 #ifdef HAVE_MPI4_FORMS
