@@ -153,6 +153,7 @@ static int coll_slow(tlmpi_call_t *c)
         return c->form == TLMPI_FORM_NONBLOCKING ? tlmpi_req_istart(tc, c, t, algo)
                                                  : tlmpi_req_persistent(tc, c, t, algo);
     }
+    tlmpi_req_order(tc); /* requests freed while active on the comm complete first */
     st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);
     if (TLMPI_LIKELY(st == TLMPI_OK)) {
         tlmpi_stat_add(c->coll, tier->label, c->msg_bytes);

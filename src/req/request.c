@@ -46,7 +46,7 @@ typedef struct tlmpi_req {
 } tlmpi_req_t;
 
 int tlmpi_req_live;
-static int req_detached;        /* requests freed by the application before done */
+int tlmpi_req_detached;         /* requests freed by the application before done */
 static unsigned long req_ids;
 static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t detach_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -138,7 +138,7 @@ static void reg_remove(tlmpi_req_t *r)
         r->next->prev = r->prev;
     }
     if (r->freed) {
-        __atomic_sub_fetch(&req_detached, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&tlmpi_req_detached, 1, __ATOMIC_RELAXED);
     }
     __atomic_sub_fetch(&tlmpi_req_live, 1, __ATOMIC_RELAXED);
     reg_unlock();
@@ -352,14 +352,19 @@ static void req_wait_done(tlmpi_req_t *r)
     }
 }
 
-/* Requests the application freed before they were done: completed and released when done. */
-static void detached_progress(int wait)
+/* Requests the application freed before they were done: completed and released when done; those of
+ * comm tc (NULL: none) are waited for. */
+static void detached_progress_comm(const tlmpi_comm_t *tc)
 {
     tlmpi_req_t *list[64], *r;
     int n = 0, i;
 
-    if (TLMPI_LIKELY(__atomic_load_n(&req_detached, __ATOMIC_RELAXED) == 0) ||
-        pthread_mutex_trylock(&detach_lock) != 0) {
+    if (TLMPI_LIKELY(__atomic_load_n(&tlmpi_req_detached, __ATOMIC_RELAXED) == 0)) {
+        return;
+    }
+    if (tc) {
+        pthread_mutex_lock(&detach_lock);
+    } else if (pthread_mutex_trylock(&detach_lock) != 0) {
         return;
     }
     reg_lock();
@@ -370,7 +375,7 @@ static void detached_progress(int wait)
     }
     reg_unlock();
     for (i = 0; i < n; i++) {
-        if (wait) {
+        if (tc && list[i]->tc == tc) {
             req_wait_done(list[i]);
         }
         if (req_poll(list[i])) {
@@ -378,6 +383,11 @@ static void detached_progress(int wait)
         }
     }
     pthread_mutex_unlock(&detach_lock);
+}
+
+void tlmpi_req_order_slow(tlmpi_comm_t *tc)
+{
+    detached_progress_comm(tc);
 }
 
 /* ---- starting ------------------------------------------------------------------------------------ */
@@ -399,7 +409,7 @@ static int req_launch(tlmpi_req_t *r)
     tlmpi_status_t st;
     int mpi_rc = MPI_SUCCESS;
 
-    detached_progress(0);
+    tlmpi_req_order(r->tc); /* the comm's freed requests first */
     memset(&r->pend, 0, sizeof(r->pend));
     r->pend.mreq = MPI_REQUEST_NULL;
     r->pend.tc = &r->tc->tier;
@@ -563,7 +573,7 @@ int tlmpi_req_wait(MPI_Request *h, MPI_Status *st)
 {
     tlmpi_req_t *r = req_lookup(*h);
 
-    detached_progress(0);
+    detached_progress_comm(NULL);
     if (!r) {
         return PMPI_Wait(h, st);
     }
@@ -575,7 +585,7 @@ int tlmpi_req_test(MPI_Request *h, int *flag, MPI_Status *st)
 {
     tlmpi_req_t *r = req_lookup(*h);
 
-    detached_progress(0);
+    detached_progress_comm(NULL);
     if (!r) {
         return PMPI_Test(h, flag, st);
     }
@@ -628,7 +638,7 @@ int tlmpi_req_waitall(int n, MPI_Request *rs, MPI_Status *sts)
     arr_t a;
     int i, rc, err = 0;
 
-    detached_progress(0);
+    detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
         if (a.r) {
             arr_done(&a);
@@ -657,7 +667,7 @@ int tlmpi_req_testall(int n, MPI_Request *rs, int *flag, MPI_Status *sts)
     arr_t a;
     int i, rc = MPI_SUCCESS, err = 0, all = 1;
 
-    detached_progress(0);
+    detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
         if (a.r) {
             arr_done(&a);
@@ -723,7 +733,7 @@ int tlmpi_req_testany(int n, MPI_Request *rs, int *idx, int *flag, MPI_Status *s
     arr_t a;
     int rc, active;
 
-    detached_progress(0);
+    detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
         if (a.r) {
             arr_done(&a);
@@ -741,7 +751,7 @@ int tlmpi_req_waitany(int n, MPI_Request *rs, int *idx, MPI_Status *st)
     int rc, active, flag = 0;
     unsigned spins = 0;
 
-    detached_progress(0);
+    detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
         if (a.r) {
             arr_done(&a);
@@ -773,7 +783,7 @@ static int some(int n, MPI_Request *rs, int *outc, int *idx, MPI_Status *sts, in
     int i, rc, oc, active, ready, err;
     unsigned spins = 0;
 
-    detached_progress(0);
+    detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
         if (a.r) {
             arr_done(&a);
@@ -852,7 +862,7 @@ int tlmpi_req_free(MPI_Request *h)
     /* still running: tlmpi completes it on its own and then releases it */
     reg_lock();
     r->freed = 1;
-    __atomic_add_fetch(&req_detached, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&tlmpi_req_detached, 1, __ATOMIC_RELAXED);
     reg_unlock();
     return MPI_SUCCESS;
 }

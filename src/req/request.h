@@ -60,6 +60,18 @@ int tlmpi_req_cancel(MPI_Request *r);
 int tlmpi_req_start(MPI_Request *r);
 int tlmpi_req_startall(int n, MPI_Request *rs);
 
+/* Requests the application freed while active (MPI_Request_free): on comm tc they complete before
+ * the comm's next device-buffer call runs, so that a later call on the comm is ordered after them as
+ * on the device (tlmpi_req_order: one load where none is detached). */
+extern int tlmpi_req_detached;
+void tlmpi_req_order_slow(struct tlmpi_comm *tc);
+static inline void tlmpi_req_order(struct tlmpi_comm *tc)
+{
+    if (__builtin_expect(__atomic_load_n(&tlmpi_req_detached, __ATOMIC_RELAXED) != 0, 0)) {
+        tlmpi_req_order_slow(tc);
+    }
+}
+
 /* Complete every request of comm tc (its state is going away: MPI_Comm_free, finalize); they stay
  * valid handles, reported by the next completion call. */
 void tlmpi_req_comm_gone(struct tlmpi_comm *tc);
