@@ -40,6 +40,12 @@ AC_DEFUN([TLMPI_CHECK_MPI], [
 ]])], [tlmpi_mpi_impl=OpenMPI], [tlmpi_mpi_impl=unknown])])
   AM_CONDITIONAL([MPI_IS_MPICH], [test "x$tlmpi_mpi_impl" = xMPICH])
   AM_CONDITIONAL([MPI_IS_OMPI], [test "x$tlmpi_mpi_impl" = xOpenMPI])
+  dnl Open MPI's Fortran bindings call PMPI_* directly: libtlmpi then carries its own Fortran entry
+  dnl points (src/entry/mpi_fortran.c). Never under MPICH, whose Fortran wrappers call the C MPI_*
+  dnl names (tlmpi's Fortran symbols would wrap those calls twice).
+  if test "x$tlmpi_mpi_impl" = xOpenMPI; then
+    AC_DEFINE([TLMPI_FORTRAN_ENTRY], [1], [libtlmpi defines the MPI's Fortran entry points of the intercepted calls (Open MPI)])
+  fi
   AC_CHECK_FUNCS([PMPI_Allreduce_c PMPI_Allgather_c PMPI_Reduce_scatter_block_c], [tlmpi_have_mpi_c=yes], [tlmpi_have_mpi_c=no])
   AC_CHECK_FUNCS([PMPI_Iallreduce_c PMPI_Iallgather_c PMPI_Ireduce_scatter_block_c])
   dnl MPI-4 persistent collectives (MPICH 4.x, Open MPI 5): tlmpi interposes them where they exist

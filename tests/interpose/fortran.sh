@@ -1,7 +1,8 @@
 #!/bin/sh
-# Interposition proof (c): Fortran. Three programs, one per binding (include 'mpif.h', use mpi,
-# use mpi_f08), each calling MPI_Allreduce twice (f08: once with an MPI_COUNT_KIND count, which
-# MPICH maps to the C MPI_Allreduce_c), MPI_Allgather and MPI_Reduce_scatter_block once, are built
+# Interposition proof (c): Fortran, under MPICH and Open MPI. Three programs, one per binding
+# (include 'mpif.h', use mpi, use mpi_f08), each calling MPI_Allreduce twice (f08: once with an
+# MPI_COUNT_KIND count, which MPICH maps to the C MPI_Allreduce_c), MPI_Allgather and
+# MPI_Reduce_scatter_block once, are built
 #   - plain ("$MPIFC prog.f90") and run with LD_PRELOAD=libtlmpi.so, and
 #   - linked: "$MPIFC prog.f90 -Wl,--no-as-needed -ltlmpi -Wl,--as-needed",
 # and run with TLMPI_STATS=1: every rank must report 2/1/1 passthrough calls.
@@ -12,28 +13,68 @@
 # Wrap -ltlmpi in -Wl,--no-as-needed ... -Wl,--as-needed, or use LD_PRELOAD. This test shows the
 # drop (informational) and the fix (checked).
 #
-# MPICH only. Open MPI's Fortran bindings call PMPI_* directly, so a C-level interposer never sees
-# Fortran calls there (tlmpi would need its own Fortran symbols); under Open MPI the test prints
-# what it observes and is skipped.
+# MPICH: its Fortran bindings call the C MPI_* names, which tlmpi interposes; libtlmpi must not
+# define Fortran symbols there (they would wrap each call twice: checked).
+# Open MPI: its Fortran bindings call PMPI_* directly, so libtlmpi defines Open MPI's Fortran entry
+# points of the intercepted calls (src/entry/mpi_fortran.c: mpi_allreduce_ and the other manglings
+# for mpif.h / use mpi, mpi_allreduce_f08_ for use mpi_f08, ...; checked in nm -D). Its mpif.h needs
+# -fallow-argument-mismatch with gfortran >= 10 (MPICH's wrapper passes it itself), and Open MPI 4.1's
+# mpi_f08 has no large-count MPI_Allreduce: f_f08 is then built with the count a default INTEGER
+# (the same 2/1/1 calls).
+#
+# Then the non-blocking collectives on device buffers ("device" memory from the fake CUDA runtime):
+# tlmpi's requests, which only complete if the Fortran completion calls reach tlmpi (else the MPI
+# waits for ever: every run is bounded). f_nbc.f90 (use mpi: MPI_WAIT, MPI_WAITALL, MPI_TEST) under
+# both MPIs, preloaded (Open MPI: linked too); under Open MPI also f_nbcreq.f90 (use mpi: the rest of the Wait/Test family,
+# MPI_REQUEST_GET_STATUS, MPI_REQUEST_FREE, MPI_CANCEL) and f_nbc08.f90 (use mpi_f08: all of them,
+# entry points of their own), each preloaded and linked.
 name=fortran
 . "$top_srcdir/tests/interpose/common.sh"
 
 [ -n "$TLMPI_TEST_MPIFC" ] || skip "no MPI Fortran compiler (configure: MPIFC)"
 link="-Wl,--no-as-needed -L$libdir -ltlmpi -Wl,--as-needed -Wl,-rpath,$libdir"
 
-if [ "$TLMPI_TEST_MPI" != mpich ]; then
-    if $TLMPI_TEST_MPIFC -o "$work/f_usempi" "$src/f_usempi.f90" >"$work/build.log" 2>&1; then
-        launch --np 2 --env "LD_PRELOAD=$lib" --env TLMPI_STATS=1 "$work/f_usempi" >"$work/ompi.log" 2>&1
-        n=$(count_stats "$work/ompi.log" allreduce 2)
-        echo "observed: 'use mpi' program under LD_PRELOAD: $n of 2 ranks report tlmpi allreduce calls"
-    fi
-    skip "Fortran interposition is tested with MPICH only: $TLMPI_TEST_MPI's Fortran bindings call PMPI_* directly, bypassing any C MPI_* interposer"
-fi
+# the Fortran entry points libtlmpi exports (one name per call and binding is enough to tell)
+fsyms="mpi_allreduce_ mpi_iallreduce_ mpi_wait_ mpi_waitall_ mpi_allreduce_f08_ mpi_waitall_f08_"
+exported() {
+    nm -D --defined-only "$lib" 2>/dev/null | awk '{print $NF}' | grep -cxF -e "$1"
+}
+fflags=
+case "$TLMPI_TEST_MPI" in
+    mpich)
+        if command -v nm >/dev/null 2>&1; then
+            for s in $fsyms; do
+                [ "$(exported $s)" = 0 ] || fail "libtlmpi exports the Fortran symbol $s under MPICH (MPICH's Fortran bindings call the C names: each call would be wrapped twice)"
+            done
+        fi ;;
+    ompi)
+        command -v nm >/dev/null 2>&1 || skip "nm missing"
+        for s in $fsyms; do
+            [ "$(exported $s)" = 1 ] || fail "libtlmpi does not export the Fortran entry point $s (Open MPI build: src/entry/mpi_fortran.c)"
+        done
+        echo "libtlmpi exports $(nm -D --defined-only "$lib" | awk '{print $NF}' | grep -cE '^(mpi_[a-z0-9_]+|MPI_[A-Z_]+|MPI_[A-Za-z_]+_f(08)?)$') Fortran names"
+        # Open MPI's mpif.h passes MPI_IN_PLACE (a scalar) where arrays go: gfortran >= 10 needs this
+        printf 'program t\nend program t\n' >"$work/flag.f90"
+        if $TLMPI_TEST_MPIFC -fallow-argument-mismatch -o "$work/flag" "$work/flag.f90" >/dev/null 2>&1; then
+            fflags=-fallow-argument-mismatch
+        fi ;;
+    *)
+        skip "Fortran interposition is tested with MPICH and Open MPI only (this MPI: $TLMPI_TEST_MPI)" ;;
+esac
 
 for p in f_mpifh f_usempi f_f08; do
-    $TLMPI_TEST_MPIFC -o "$work/${p}_plain" "$src/$p.f90" >"$work/$p.build.log" 2>&1 ||
+    psrc=$src/$p.f90
+    if [ $p = f_f08 ] && [ "$TLMPI_TEST_MPI" = ompi ] &&
+        ! $TLMPI_TEST_MPIFC $fflags -o "$work/${p}_try" "$psrc" >"$work/$p.try.log" 2>&1; then
+        # no large-count MPI_Allreduce in this mpi_f08 (Open MPI 4.1): the same call, default INTEGER count
+        grep -q 'MPI_COUNT_KIND' "$psrc" || { cat "$work/$p.try.log"; fail "cannot build $p"; }
+        sed 's/integer(kind=MPI_COUNT_KIND) :: n/integer :: n/' "$psrc" >"$work/$p.f90"
+        psrc=$work/$p.f90
+        echo "note: this mpi_f08 has no large-count (MPI_COUNT_KIND) MPI_Allreduce: $p's second MPI_Allreduce takes a default INTEGER count"
+    fi
+    $TLMPI_TEST_MPIFC $fflags -o "$work/${p}_plain" "$psrc" >"$work/$p.build.log" 2>&1 ||
         { cat "$work/$p.build.log"; fail "cannot build $p"; }
-    $TLMPI_TEST_MPIFC -o "$work/${p}_linked" "$src/$p.f90" $link >>"$work/$p.build.log" 2>&1 ||
+    $TLMPI_TEST_MPIFC $fflags -o "$work/${p}_linked" "$psrc" $link >>"$work/$p.build.log" 2>&1 ||
         { cat "$work/$p.build.log"; fail "cannot build $p with -ltlmpi"; }
     echo "${p}_linked NEEDED: $(needed "$work/${p}_linked")"
     case " $(needed "$work/${p}_linked") " in
@@ -56,35 +97,59 @@ for p in f_mpifh f_usempi f_f08; do
     done
 done
 
-# non-blocking collectives on device buffers from Fortran (f_nbc.f90): tlmpi's requests, completed by
-# Fortran MPI_WAIT / MPI_WAITALL / MPI_TEST, which must reach tlmpi (else the MPI waits for ever on a
-# request only tlmpi can complete: the run is bounded). "Device" memory from the fake CUDA runtime.
+# non-blocking collectives on device buffers from Fortran: tlmpi's requests, completed by Fortran
+# calls, which must reach tlmpi (else the MPI waits for ever on a request only tlmpi can complete:
+# the run is bounded). "Device" memory from the fake CUDA runtime. nbc_run PROG ROUNDS MODE
 fake=$(cd "$top_builddir" && pwd)/tests/mpi/.libs
-if [ -f "$fake/libfakecudart.so" ]; then
-    $TLMPI_TEST_MPIFC -o "$work/f_nbc" "$src/f_nbc.f90" "$src/f_devalloc.c" -L"$fake" -lfakecudart -Wl,-rpath,"$fake" \
-        >"$work/f_nbc.build.log" 2>&1 || { cat "$work/f_nbc.build.log"; fail "cannot build f_nbc"; }
-    log=$work/f_nbc.log
-    timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env "LD_PRELOAD=$lib" --env TLMPI_STATS=1 \
-        --env TLMPI_TIER=staging --env TLMPI_TIMEOUT=60 -- "$work/f_nbc" >"$log" 2>&1
-    rc=$?
-    cat "$log"
-    [ $rc = 0 ] || fail "f_nbc failed (rc $rc; 124: a Fortran completion call did not reach tlmpi)"
-    [ "$(grep -c "f_nbc: OK" "$log")" = 2 ] || fail "f_nbc: wrong results"
+nbc_run() {
+    nr_p=$1
+    nr_rounds=$2
+    nr_mode=$3
+    nr_log=$work/$nr_p.$nr_mode.log
+    if [ "$nr_mode" = preload ]; then
+        $TLMPI_TEST_MPIFC $fflags -o "$work/${nr_p}_plain" "$src/$nr_p.f90" "$src/f_devalloc.c" -L"$fake" -lfakecudart \
+            -Wl,-rpath,"$fake" >"$work/$nr_p.build.log" 2>&1 || { cat "$work/$nr_p.build.log"; fail "cannot build $nr_p"; }
+        timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env "LD_PRELOAD=$lib" --env TLMPI_STATS=1 \
+            --env TLMPI_TIER=staging --env TLMPI_TIMEOUT=60 -- "$work/${nr_p}_plain" >"$nr_log" 2>&1
+    else
+        $TLMPI_TEST_MPIFC $fflags -o "$work/${nr_p}_linked" "$src/$nr_p.f90" "$src/f_devalloc.c" -L"$fake" -lfakecudart \
+            -Wl,-rpath,"$fake" $link >"$work/$nr_p.build.log" 2>&1 || { cat "$work/$nr_p.build.log"; fail "cannot build $nr_p with -ltlmpi"; }
+        timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env TLMPI_STATS=1 \
+            --env TLMPI_TIER=staging --env TLMPI_TIMEOUT=60 -- "$work/${nr_p}_linked" >"$nr_log" 2>&1
+    fi
+    nr_rc=$?
+    cat "$nr_log"
+    [ $nr_rc = 0 ] || fail "$nr_p ($nr_mode) failed (rc $nr_rc; 124: a Fortran completion call did not reach tlmpi)"
+    [ "$(grep -c "$nr_p: OK" "$nr_log")" = 2 ] || fail "$nr_p ($nr_mode): wrong results"
     for c in allreduce allgather reduce_scatter_block; do
-        [ "$(grep -cE "^ *$c +staging:nonblocking +calls +3 " "$log")" = 2 ] ||
-            fail "f_nbc: every rank must report 3 non-blocking $c calls on the staging tier"
+        [ "$(grep -cE "^ *$c +staging:nonblocking +calls +$nr_rounds " "$nr_log")" = 2 ] ||
+            fail "$nr_p ($nr_mode): every rank must report $nr_rounds non-blocking $c calls on the staging tier"
     done
-    echo "ok: Fortran MPI_IALLREDUCE / MPI_IALLGATHER / MPI_IREDUCE_SCATTER_BLOCK on device buffers, completed by Fortran MPI_WAIT / MPI_WAITALL / MPI_TEST (MPICH)"
+    echo "ok: $nr_p ($nr_mode): Fortran non-blocking collectives on device buffers completed through tlmpi"
+}
+if [ -f "$fake/libfakecudart.so" ]; then
+    nbc_run f_nbc 3 preload
+    echo "ok: Fortran MPI_IALLREDUCE / MPI_IALLGATHER / MPI_IREDUCE_SCATTER_BLOCK on device buffers, completed by Fortran MPI_WAIT / MPI_WAITALL / MPI_TEST ($TLMPI_TEST_MPI)"
+    if [ "$TLMPI_TEST_MPI" = ompi ]; then
+        nbc_run f_nbc 3 linked
+        echo "note: each run of f_nbcreq and f_nbc08 prints one 'MPI_Cancel ... cannot be cancelled' error per rank: the refused MPI_CANCEL it checks"
+        nbc_run f_nbcreq 7 preload
+        nbc_run f_nbcreq 7 linked
+        nbc_run f_nbc08 10 preload
+        nbc_run f_nbc08 10 linked
+        echo "ok: use mpi and use mpi_f08 MPI_WAITANY / TESTANY / WAITSOME / TESTSOME / TESTALL / REQUEST_GET_STATUS / REQUEST_FREE / CANCEL (and mpi_f08 WAIT / WAITALL / TEST) reach tlmpi (Open MPI)"
+    fi
 else
     echo "note: no fake CUDA runtime in this build (a CUDA build has one): the Fortran non-blocking case is not run"
 fi
 
-# the --as-needed pitfall, shown (not a failure if a toolchain keeps the library)
-if $TLMPI_TEST_MPIFC -o "$work/f_mpifh_asneeded" "$src/f_mpifh.f90" -L"$libdir" -ltlmpi -Wl,-rpath,"$libdir" \
+# the --as-needed pitfall, shown (not a failure if a toolchain keeps the library). Under Open MPI the
+# program itself references tlmpi's Fortran entry points, so the linker keeps -ltlmpi.
+if $TLMPI_TEST_MPIFC $fflags -o "$work/f_mpifh_asneeded" "$src/f_mpifh.f90" -L"$libdir" -ltlmpi -Wl,-rpath,"$libdir" \
     >/dev/null 2>&1; then
     case " $(needed "$work/f_mpifh_asneeded") " in
         *libtlmpi*) echo "note: this toolchain keeps -ltlmpi without --no-as-needed" ;;
         *) echo "pitfall reproduced: '$TLMPI_TEST_MPIFC prog.f90 -ltlmpi' drops libtlmpi (NEEDED: $(needed "$work/f_mpifh_asneeded"))" ;;
     esac
 fi
-echo "PASS: Fortran mpif.h, use mpi and use mpi_f08 reach tlmpi, preloaded and linked; non-blocking forms and their completion calls too (MPICH)"
+echo "PASS: Fortran mpif.h, use mpi and use mpi_f08 reach tlmpi, preloaded and linked; non-blocking forms and their completion calls too ($TLMPI_TEST_MPI)"
