@@ -204,7 +204,10 @@ static void preq_init(preq_t *x, MPI_Comm comm, int coll, const char *tn, int op
         default: rc = MPI_Allgather_init(x->sbuf, n, dt, x->rbuf, n, dt, comm, MPI_INFO_NULL, &x->req); break;
         }
     }
-    if (rc != MPI_SUCCESS) TST_FAIL("%s: init: rc %d", x->msg, rc);
+    if (rc != MPI_SUCCESS) {
+        char eb[MPI_MAX_ERROR_STRING + 64];
+        TST_FAIL("%s: init: %s", x->msg, tst_err_string(rc, eb));
+    }
     if (x->req == MPI_REQUEST_NULL) TST_FAIL("%s: init gave MPI_REQUEST_NULL", x->msg);
 }
 
@@ -286,7 +289,9 @@ static int preq_check(preq_t *x, const char *when)
 
 static void preq_free(preq_t *x)
 {
-    int rc = MPI_Request_free(&x->req);
+    int rc;
+    if (getenv("GPU_PERSIST_TRACE")) fprintf(stderr, "[gpu_persist r%d] MPI_Request_free: %s\n", g_rank, x->msg);
+    rc = MPI_Request_free(&x->req);
     if (rc != MPI_SUCCESS) TST_FAIL("%s: MPI_Request_free: rc %d", x->msg, rc);
     if (x->req != MPI_REQUEST_NULL) TST_FAIL("%s: MPI_Request_free left the handle set", x->msg);
 }
@@ -308,12 +313,22 @@ static void loop_limit(double t0, const char *what)
     }
 }
 
-/* complete the active persistent requests reqs[0..n): they must stay allocated (inactive) */
-static void complete(MPI_Request *reqs, int n, int m, const char *label)
+/* complete the active persistent requests reqs[0..n): they must stay allocated (inactive). The
+ * Waitany / Testany / Waitsome / Testsome loops pass a copy in which each request, once reported
+ * complete, is MPI_REQUEST_NULL: MPI-4 says such calls skip inactive requests and give
+ * MPI_UNDEFINED when none is active, but MPICH 4.0.2 reports a completed persistent collective
+ * request again (seen with plain MPICH, host buffers, no tlmpi), so the test does not rely on it. */
+static void complete(MPI_Request *reqs_in, int n, int m, const char *label)
 {
     int i, rc, flag, idx, outc, ind[64];
     double t0 = now();
     char seen[64] = { 0 };
+    MPI_Request copy[64], *reqs = reqs_in;
+
+    if (m == M_WAITANY || m == M_TESTANY || m == M_WAITSOME || m == M_TESTSOME) {
+        memcpy(copy, reqs_in, (size_t)n * sizeof *copy);
+        reqs = copy;
+    }
 
     g_method_uses[m]++;
     switch (m) {
@@ -343,14 +358,23 @@ static void complete(MPI_Request *reqs, int n, int m, const char *label)
         }
         break;
     }
-    case M_TESTALL:
+    case M_TESTALL: {
+        MPI_Status st[64];
         flag = 0;
         while (!flag) {
-            rc = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+            rc = MPI_Testall(n, reqs, &flag, st);
+            if (rc == MPI_ERR_IN_STATUS && flag) {
+                /* MPICH 4.0.2 gives MPI_ERR_IN_STATUS with every MPI_ERROR MPI_SUCCESS when a request
+                 * of 0 elements (its own: tlmpi passes those through) completes (plain MPICH too) */
+                int bad = 0;
+                for (i = 0; i < n; i++) bad |= st[i].MPI_ERROR != MPI_SUCCESS;
+                if (!bad) rc = MPI_SUCCESS;
+            }
             if (rc != MPI_SUCCESS) { TST_FAIL("%s: MPI_Testall: rc %d", label, rc); break; }
             loop_limit(t0, "an MPI_Testall loop");
         }
         break;
+    }
     case M_WAITANY:
     case M_TESTANY:
         for (;;) {
@@ -367,10 +391,11 @@ static void complete(MPI_Request *reqs, int n, int m, const char *label)
             if (idx == MPI_UNDEFINED) break; /* every request inactive */
             if (idx < 0 || idx >= n || seen[idx]) {
                 TST_FAIL("%s: %s returned index %d (n %d)%s", label, method_names[m], idx, n,
-                         idx >= 0 && idx < n ? " twice (a completed persistent request counts as inactive)" : "");
+                         idx >= 0 && idx < n ? " twice (its handle was MPI_REQUEST_NULL)" : "");
                 break;
             }
             seen[idx] = 1;
+            reqs[idx] = MPI_REQUEST_NULL; /* the copy's: reported complete */
             loop_limit(t0, method_names[m]);
         }
         break;
@@ -392,14 +417,17 @@ static void complete(MPI_Request *reqs, int n, int m, const char *label)
                     break;
                 }
                 seen[ind[i]] = 1;
+                reqs[ind[i]] = MPI_REQUEST_NULL; /* the copy's */
             }
             if (outc < 0) break;
             loop_limit(t0, method_names[m]);
         }
         break;
     }
-    for (i = 0; i < n; i++)
-        if (reqs[i] == MPI_REQUEST_NULL) TST_FAIL("%s: after %s persistent request %d is MPI_REQUEST_NULL", label, method_names[m], i);
+    for (i = 0; i < n; i++) {
+        if (reqs_in[i] == MPI_REQUEST_NULL) TST_FAIL("%s: after %s persistent request %d is MPI_REQUEST_NULL", label, method_names[m], i);
+        if (reqs != reqs_in && !seen[i]) TST_FAIL("%s: %s never reported request %d complete", label, method_names[m], i);
+    }
 }
 
 /* start xs[0..n) (MPI_Startall or one by one), complete by method m, check; counters per call */
@@ -409,7 +437,7 @@ static void round_of(preq_t **xs, int n, int m, int startall, const char *label)
     int i, rc, c, k, det = 1;
     unsigned long long exp_path[C_N][MAXP], exp_n[C_N], lax[C_N];
     snap_t b0, b1;
-    char lab[160];
+    char lab[400];
 
     memset(exp_path, 0, sizeof exp_path);
     memset(exp_n, 0, sizeof exp_n);
@@ -425,11 +453,15 @@ static void round_of(preq_t **xs, int n, int m, int startall, const char *label)
         if (xs[i]->expect < 0) det = 0;
         else exp_path[xs[i]->coll][xs[i]->expect]++;
     }
-    snprintf(lab, sizeof lab, "%s (%d requests, %s, %s)", label, n, startall ? "MPI_Startall" : "MPI_Start", method_names[m]);
+    snprintf(lab, sizeof lab, "%s (%d requests%s%s, %s, %s)", label, n, n == 1 ? ": " : "", n == 1 ? xs[0]->msg : "",
+             startall ? "MPI_Startall" : "MPI_Start", method_names[m]);
     take_snap(&b0);
     if (startall) {
         rc = MPI_Startall(n, reqs);
-        if (rc != MPI_SUCCESS) TST_FAIL("%s: MPI_Startall: rc %d", lab, rc);
+        if (rc != MPI_SUCCESS) {
+            char eb[MPI_MAX_ERROR_STRING + 64];
+            TST_FAIL("%s: MPI_Startall: %s", lab, tst_err_string(rc, eb));
+        }
     } else {
         for (i = 0; i < n; i++) {
             rc = MPI_Start(&reqs[i]);
@@ -483,13 +515,19 @@ static void loop_section(int iters)
     preq_init(&x[4], MPI_COMM_WORLD, C_RSB, "f64", OP_MAX, 0, 77, 4, 0, 0);
     preq_init(&x[5], MPI_COMM_WORLD, C_RSB, "f16", OP_SUM, 1, 4097, 5, 0, 0);
     for (i = 0; i < 6; i++) xs[i] = &x[i];
+    for (i = 0; i < 6; i++) {
+        if (x[i].req == MPI_REQUEST_NULL) {
+            TST_FAIL("loop: not run (a request could not be made)");
+            iters = 0;
+        }
+    }
     for (it = 0; it < iters; it++) {
         char lab[64];
         int m = (int)urand(M_N);
         snprintf(lab, sizeof lab, "loop round %d", it);
         round_of(xs, 6, m, it % 2 == 0, lab);
     }
-    for (i = 0; i < 6; i++) preq_free(&x[i]);
+    for (i = 0; i < 6; i++) if (x[i].req != MPI_REQUEST_NULL) preq_free(&x[i]);
     if (g_rank == 0)
         printf("loop: %d rounds of 6 persistent requests (all three collectives), %ld starts checked, %.2f s\n", iters,
                g_cases - c0, now() - t0);
@@ -504,6 +542,7 @@ static void one_request(int coll, const char *tn, int op, int ip, size_t count, 
     preq_t x, *xs[1] = { &x };
     int s;
     preq_init(&x, MPI_COMM_WORLD, coll, tn, op, ip, count, 0, 0, 0);
+    if (x.req == MPI_REQUEST_NULL) return; /* said by preq_init */
     for (s = 0; s < starts; s++) round_of(xs, 1, (int)urand(M_N), (int)urand(2), "matrix");
     preq_free(&x);
 }
@@ -529,7 +568,14 @@ static void matrix_section(void)
         if (c == C_AG) {
             for (a = 0; a < 4; a++)
                 for (ip = 0; ip < 2; ip++) {
-                    for (s = 0; s < 4; s++) one_request(c, ag_type_names[a], 0, ip, cnt[s], 3);
+                    for (s = 0; s < 4; s++) {
+#ifdef MPICH_VERSION
+                        /* MPICH 4.0.2 asserts in MPI_Request_free after a persistent allgather of 0
+                         * elements of a derived type (seen with plain MPICH, no tlmpi): tlmpi's bf16 */
+                        if (!cnt[s] && type_by_name(ag_type_names[a])->kind == K_BF16) continue;
+#endif
+                        one_request(c, ag_type_names[a], 0, ip, cnt[s], 3);
+                    }
                     if (!g_quick) one_request(c, ag_type_names[a], 0, ip, ((size_t)1 << 20) / (size_t)type_by_name(ag_type_names[a])->size, 2);
                 }
             continue;
@@ -567,9 +613,19 @@ static void mixed_section(MPI_Comm dup, MPI_Comm half)
     preq_init(&x[5], half, C_AR, "i16", OP_MIN, 1, 777, 5, 0, 0);             /* halves at once */
     preq_init(&x[6], MPI_COMM_WORLD, C_AR, "f32", OP_SUM, 0, 0, 6, 0, 0);     /* 0 elements */
     for (i = 0; i < 7; i++) xs[i] = &x[i];
-    /* MPI_Wait / MPI_Test on requests never started return at once */
+    for (i = 0; i < 7; i++) {
+        if (x[i].req == MPI_REQUEST_NULL) {
+            TST_FAIL("mixed arrays: not run (a request could not be made)");
+            for (i = 0; i < 7; i++) if (x[i].req != MPI_REQUEST_NULL) preq_free(&x[i]);
+            return;
+        }
+    }
+    /* MPI_Wait / MPI_Test on requests never started return at once: tlmpi's requests only (MPICH
+     * 4.0.2's own persistent collective requests test false and wait for ever before their first
+     * start: seen with plain MPICH, host buffers, no tlmpi) */
     for (i = 0; i < 7; i++) {
         int flag = 0;
+        if (x[i].expect == -2) continue; /* the MPI's own */
         rc = MPI_Wait(&x[i].req, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS || x[i].req == MPI_REQUEST_NULL) TST_FAIL("%s: MPI_Wait before any start: rc %d, handle %s", x[i].msg, rc, x[i].req == MPI_REQUEST_NULL ? "null" : "kept");
         rc = MPI_Test(&x[i].req, &flag, MPI_STATUS_IGNORE);
@@ -627,15 +683,16 @@ static void mixed_section(MPI_Comm dup, MPI_Comm half)
 static void c_section(void)
 {
     preq_t x[3], *xs[3];
-    int r, i;
+    int r = 0, i;
     long c0 = g_cases;
 
     preq_init(&x[0], MPI_COMM_WORLD, C_AR, "f32", OP_SUM, 1, 4097, 0, 0, 1);
     preq_init(&x[1], MPI_COMM_WORLD, C_AG, "f64", 0, 0, 100, 1, 0, 1);
     preq_init(&x[2], MPI_COMM_WORLD, C_RSB, "u16", OP_MAX, 0, 7, 2, 0, 1);
     for (i = 0; i < 3; i++) xs[i] = &x[i];
-    for (r = 0; r < 10; r++) round_of(xs, 3, (int)urand(M_N), r % 2, "_c forms");
-    for (i = 0; i < 3; i++) preq_free(&x[i]);
+    for (i = 0; i < 3; i++) if (x[i].req == MPI_REQUEST_NULL) r = -1;
+    for (r = r < 0 ? 10 : 0; r < 10; r++) round_of(xs, 3, (int)urand(M_N), r % 2, "_c forms");
+    for (i = 0; i < 3; i++) if (x[i].req != MPI_REQUEST_NULL) preq_free(&x[i]);
     if (g_rank == 0) printf("_c forms: %ld starts checked\n", g_cases - c0);
 }
 

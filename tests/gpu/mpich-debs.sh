@@ -9,12 +9,16 @@
 #     to the MPI; MPICH need not look for GPUs), MPIEXEC (its mpiexec.hydra) - source it before running
 #     anything of the build;
 #  3. tlmpi built from TARBALL by tests/gpu/build.sh in BUILD_DIR (default /tmp/tlmpi-mpich-build)
-#     with CC = the packaged wrapper's `mpicc.mpich -show` with /usr replaced by the prefix (its paths
-#     are baked in) plus an rpath to the prefix's libraries, MPIEXEC as above; BUILD_JOBS and
+#     from the packaged wrapper's `mpicc.mpich -show` with /usr replaced by the prefix (its paths are
+#     baked in): its compiler and -I / -W flags as CC, its -L / -l flags plus an rpath to the
+#     prefix's libraries as LIBS (after the objects: with --as-needed, as Debian's and Ubuntu's gcc
+#     link, a -lmpich before them is dropped and configure's MPI link test fails), PKG_CONFIG_PATH
+#     the prefix's pkgconfig only (never a system MPICH), MPIEXEC as above; BUILD_JOBS and
 #     BUILD_CHECK_TARGETS are passed on (default targets: gpu_persist, gpu_nbc, the PMPI guard).
+#     The build must say "MPI : MPICH (CC)" (checked).
 # Prints the build (source) directory as the last line of stdout; the build log is BUILD_DIR/build.log.
 # Exit 1 with a reason when a step fails.
-set -u
+set -u -o pipefail
 debs=$(cd "${1:?usage: mpich-debs.sh DEBS_DIR TARBALL [BUILD_DIR]}" 2>/dev/null && pwd) || { echo "mpich-debs: no directory $1" >&2; exit 1; }
 tarball=${2:?usage: mpich-debs.sh DEBS_DIR TARBALL [BUILD_DIR]}
 top=${3:-/tmp/tlmpi-mpich-build}
@@ -36,19 +40,35 @@ if [ ! -e "$lib/libmpich.so.12" ] || [ ! -x "$wrapper" ] || [ ! -x "$P/usr/bin/m
 fi
 show=$("$wrapper" -show 2>/dev/null)
 [ -n "$show" ] || { echo "mpich-debs: $wrapper -show printed nothing" >&2; exit 1; }
-cc="$(echo "$show" | sed -e "s#-I/usr/#-I$P/usr/#g" -e "s#-L/usr/#-L$P/usr/#g") -Wl,-rpath,$lib"
+show=$(echo "$show" | sed -e "s#-I/usr/#-I$P/usr/#g" -e "s#-L/usr/#-L$P/usr/#g")
+cc= libs=
+for w in $show; do
+    case $w in
+        -L*|-l*) libs="$libs $w" ;;
+        *) cc="$cc $w" ;;
+    esac
+done
+cc=${cc# }
+libs="${libs# } -Wl,-rpath,$lib"
 cat >"$P/env.sh" <<EOF
 # MPICH unpacked from Debian packages by tests/gpu/mpich-debs.sh: source this file
 export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export PATH=$P/usr/bin:\$PATH
 export HYDRA_LAUNCHER=fork MPIR_CVAR_ENABLE_GPU=0
 export MPIEXEC=$P/usr/bin/mpiexec.hydra
-export TLMPI_MPICH_CC="$cc"
+export TLMPI_MPICH_CC="$cc" TLMPI_MPICH_LIBS="$libs"
 EOF
 # shellcheck disable=SC1091
 . "$P/env.sh"
-echo "mpich-debs: MPICH from $(ls "$debs" | tr '\n' ' ')in $P; CC=$cc" >&2
+echo "mpich-debs: MPICH from $(ls "$debs" | tr '\n' ' ')in $P; CC=$cc LIBS=$libs" >&2
 "$MPIEXEC" --version 2>&1 | grep -m1 -i version >&2
-CC=$cc MPIEXEC=$MPIEXEC TLMPI_GPU_BUILD_DIR=$top \
+src=$(CC=$cc LIBS=$libs MPIEXEC=$MPIEXEC PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_LIBDIR=$lib/pkgconfig \
+    TLMPI_GPU_BUILD_DIR=$top \
     BUILD_CHECK_TARGETS=${BUILD_CHECK_TARGETS:-tests/gpu/gpu_persist tests/gpu/gpu_nbc tests/gpu/libtlmpi_guard.la} \
-    bash "$here/build.sh" "$tarball" "$top"
+    bash "$here/build.sh" "$tarball" "$top" | tail -1) || exit 1
+if ! grep -qE 'MPI +: MPICH \(CC\)' "$top/build.log"; then
+    echo "mpich-debs: configure did not take the unpacked MPICH through CC/LIBS:" >&2
+    grep -E 'compiles and links MPI|MPI +:' "$top/build.log" >&2
+    exit 1
+fi
+echo "$src"
