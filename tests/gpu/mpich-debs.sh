@@ -12,8 +12,8 @@
 #     from the packaged wrapper's `mpicc.mpich -show` with /usr replaced by the prefix (its paths are
 #     baked in): its compiler and -I / -W flags as CC, its -L / -l flags plus an rpath to the
 #     prefix's libraries as LIBS (after the objects: with --as-needed, as Debian's and Ubuntu's gcc
-#     link, a -lmpich before them is dropped and configure's MPI link test fails), PKG_CONFIG_PATH
-#     the prefix's pkgconfig only (never a system MPICH), MPIEXEC as above; BUILD_JOBS and
+#     link, a -lmpich before them is dropped, configure's MPI link test fails and it falls back to
+#     pkg-config: a system MPICH, or none), MPIEXEC as above; BUILD_JOBS and
 #     BUILD_CHECK_TARGETS are passed on (default targets: gpu_persist, gpu_nbc, the PMPI guard).
 #     The build must say "MPI : MPICH (CC)" (checked).
 # Prints the build (source) directory as the last line of stdout; the build log is BUILD_DIR/build.log.
@@ -62,8 +62,7 @@ EOF
 . "$P/env.sh"
 echo "mpich-debs: MPICH from $(ls "$debs" | tr '\n' ' ')in $P; CC=$cc LIBS=$libs" >&2
 "$MPIEXEC" --version 2>&1 | grep -m1 -i version >&2
-src=$(CC=$cc LIBS=$libs MPIEXEC=$MPIEXEC PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_LIBDIR=$lib/pkgconfig \
-    TLMPI_GPU_BUILD_DIR=$top \
+src=$(CC=$cc LIBS=$libs MPIEXEC=$MPIEXEC TLMPI_GPU_BUILD_DIR=$top \
     BUILD_CHECK_TARGETS=${BUILD_CHECK_TARGETS:-tests/gpu/gpu_persist tests/gpu/gpu_nbc tests/gpu/libtlmpi_guard.la} \
     bash "$here/build.sh" "$tarball" "$top" | tail -1) || exit 1
 if ! grep -qE 'MPI +: MPICH \(CC\)' "$top/build.log"; then
