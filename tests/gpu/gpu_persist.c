@@ -797,6 +797,10 @@ done:
     totals[0] = g_cases;
     PMPI_Allreduce(MPI_IN_PLACE, totals, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     totals[1] = fails;
+    if (g_rank == 0) {
+        unsigned long *guard = dlsym(RTLD_DEFAULT, "tlmpi_guard_checked");
+        printf("guard: %s (%lu PMPI calls checked on rank 0)\n", guard ? "active" : "not loaded", guard ? *guard : 0UL);
+    }
     if (g_rank == 0)
         printf("RESULT gpu_persist np=%d cases=%ld failures=%ld time=%.1fs %s\n", g_size, totals[0], totals[1],
                now() - t0, totals[1] ? "FAIL" : "PASS");
