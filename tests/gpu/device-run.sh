@@ -232,7 +232,14 @@ if want nbc; then
     } >"$sum"
     # MPICH (MPI-4: persistent collectives) from its Debian packages, built in the background
     mpid=
-    if [ -n "${NBC_DEBS:-}" ]; then
+    mb=$(ls -d /tmp/tlmpi-mpich-build/tlmpi-*/ 2>/dev/null | head -1)
+    if [ -n "${NBC_DEBS:-}" ] && [ -z "${NBC_MPICH_REBUILD:-}" ] && [ -n "$mb" ] && [ -x "$mb/tests/gpu/gpu_persist" ] &&
+       [ -f "${MPICH_PREFIX:-/tmp/mp}/env.sh" ]; then
+        # a warm machine: the MPICH build of an earlier call (NBC_MPICH_REBUILD=1 rebuilds)
+        ( echo "mpich-debs: reusing $mb (NBC_MPICH_REBUILD=1 rebuilds)" >&2; echo "$mb" ) \
+            >"$nout/mpich-build.out" 2>"$nout/mpich-build.err" &
+        mpid=$!
+    elif [ -n "${NBC_DEBS:-}" ]; then
         ( timeout -k 5 $(( $(left) - 150 > 60 ? $(left) - 150 : 60 )) env BUILD_JOBS="${NBC_MPICH_JOBS:-6}" \
             MPICH_PREFIX="${MPICH_PREFIX:-/tmp/mp}" bash "$here/mpich-debs.sh" "$NBC_DEBS" "$tarball" /tmp/tlmpi-mpich-build \
             >"$nout/mpich-build.out" 2>"$nout/mpich-build.err" ) &
