@@ -266,28 +266,16 @@ void tlmpi_gpu_marks_finalize(void)
 
 int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
 {
-    cudaStream_t s = (cudaStream_t)ctx->stream;
     cudaError_t e;
 
+    /* always an event: after a kernel launch under MPS, recording one costs the host 0.3 us, a
+     * GPU-written word (the blocking waits' spin) 0.8 us (H200, 2026-12-02: bench/probes/cost.cu) */
     m->ctx = ctx;
-    m->event = NULL;
-    m->polls = 0;
-    if (ctx->spin) {
-        unsigned target = ctx->done_seq + 1;
-
-        if (tlmpi_cu.write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)ctx->done_word_dev, target, 0) ==
-            CUDA_SUCCESS) {
-            ctx->done_seq = target;
-            m->target = target;
-            return 0;
-        }
-        (void)cudaGetLastError();
-    }
     m->event = mark_event_get(ctx->dev);
     if (!m->event) {
         return (int)cudaErrorMemoryAllocation;
     }
-    e = cudaEventRecord((cudaEvent_t)m->event, s);
+    e = cudaEventRecord((cudaEvent_t)m->event, (cudaStream_t)ctx->stream);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         mark_event_put(ctx->dev, (cudaEvent_t)m->event);
@@ -299,22 +287,8 @@ int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
 
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
 {
-    cudaError_t e;
+    cudaError_t e = cudaEventQuery((cudaEvent_t)m->event);
 
-    if (!m->event) {
-        if ((int)(*m->ctx->done_word - m->target) >= 0) {
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            return 1;
-        }
-        /* a failed kernel never writes the word: the stream says so (asked now and then: a query
-         * costs far more than reading the word) */
-        if ((++m->polls & 255) != 0) {
-            return 0;
-        }
-        e = cudaStreamQuery((cudaStream_t)m->ctx->stream);
-    } else {
-        e = cudaEventQuery((cudaEvent_t)m->event);
-    }
     if (e == cudaSuccess) {
         return 1;
     }
@@ -327,9 +301,6 @@ int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
 
 int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s)
 {
-    if (!m->event) {
-        return wait_loop(m->ctx->done_word, m->target, query_stream, m->ctx->stream, who, what, grace_s);
-    }
     return wait_loop(NULL, 0, query_event, m->event, who, what, grace_s);
 }
 

@@ -65,16 +65,13 @@ int tlmpi_gpu_sync(void *stream, const tlmpi_wait_who_t *who, const char *what);
 int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *what);
 
 /* A mark: the completion of everything enqueued so far on ctx->stream, to be tested and waited for
- * later (the non-blocking forms: req/request.c). Where the context spins, the GPU writes a new value
- * into done_word after the work (no event); else an event from a process-wide free list is recorded.
+ * later (the non-blocking forms: req/request.c): an event from a process-wide free list, recorded.
  * tlmpi_gpu_mark returns a cudaError_t (nothing recorded on failure); the device need not be
  * current. _test: 1 done, 0 not yet, else a cudaError_t negated. _wait: bounded by TLMPI_TIMEOUT +
  * grace_s, a cudaError_t. _release: give the event back (after done or after a failure). */
 typedef struct {
     tlmpi_gpu_ctx_t *ctx;
-    void *event;                /* cudaEvent_t (NULL: the done word) */
-    unsigned target;            /* the done word's value that says done */
-    unsigned polls;             /* tests of the word so far (the stream is queried every 256th) */
+    void *event;                /* cudaEvent_t */
 } tlmpi_gpu_mark_t;
 int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m);

@@ -210,6 +210,8 @@ static void req_release(tlmpi_req_t *r)
 
 /* ---- progress ------------------------------------------------------------------------------------ */
 
+static const char *req_what(tlmpi_req_t *r);
+
 static double now_s(void)
 {
     struct timespec t;
@@ -218,13 +220,13 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static __attribute__((noreturn, noinline)) void req_timed_out(const tlmpi_req_t *r, double waited, long limit)
+static __attribute__((noreturn, noinline)) void req_timed_out(tlmpi_req_t *r, double waited, long limit)
 {
     const tlmpi_tier_comm_t *t = r->tc ? &r->tc->tier : NULL;
 
     tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u (%d ranks): %s, tier %s, not "
                 "complete after %.1f s; the limit is %ld s (TLMPI_TIMEOUT); calling MPI_Abort",
-                t ? t->rank : -1, tlmpi_g.world_rank, t ? t->id : 0, t ? t->size : 0, r->what,
+                t ? t->rank : -1, tlmpi_g.world_rank, t ? t->id : 0, t ? t->size : 0, req_what(r),
                 r->ran ? r->ran->name : "?", waited, limit);
     tlmpi_gpu_abort(r->call.comm);
 }
@@ -239,7 +241,7 @@ static long req_limit(const tlmpi_req_t *r)
     return limit;
 }
 
-static void req_check_age(const tlmpi_req_t *r)
+static void req_check_age(tlmpi_req_t *r)
 {
     long limit = req_limit(r);
     double waited;
@@ -260,7 +262,7 @@ static void req_fail(tlmpi_req_t *r, tlmpi_status_t st, int mpi_rc)
         r->pend.finish(&r->pend, 0);
         r->pend.finish = NULL;
     }
-    r->err = mpi_rc != MPI_SUCCESS ? mpi_rc : tlmpi_core_error(r->call.comm, st, r->what);
+    r->err = mpi_rc != MPI_SUCCESS ? mpi_rc : tlmpi_core_error(r->call.comm, st, req_what(r));
     r->done = 1;
 }
 
@@ -298,7 +300,7 @@ static int req_poll(tlmpi_req_t *r)
         tlmpi_gpu_mark_release(&r->pend.mark);
         r->pend.marked = 0;
         if (t < 0) {
-            tlmpi_error(CUDA, "%s: the device work failed (CUDA error %d)", r->what, -t);
+            tlmpi_error(CUDA, "%s: the device work failed (CUDA error %d)", req_what(r), -t);
             req_fail(r, TLMPI_ERR_CUDA, MPI_SUCCESS);
             return 1;
         }
@@ -337,12 +339,12 @@ static void req_wait_done(tlmpi_req_t *r)
     if (r->pend.marked) {
         const tlmpi_tier_comm_t *t = r->tc ? &r->tc->tier : NULL;
         tlmpi_wait_who_t who = { r->call.comm, t ? t->id : 0, r->call.coll, r->ran ? r->ran->name : "?" };
-        int e = tlmpi_gpu_mark_wait(&r->pend.mark, &who, r->what, r->pend.grace_s);
+        int e = tlmpi_gpu_mark_wait(&r->pend.mark, &who, req_what(r), r->pend.grace_s);
 
         tlmpi_gpu_mark_release(&r->pend.mark);
         r->pend.marked = 0;
         if (e != 0) {
-            tlmpi_error(CUDA, "%s: waiting for the device work failed (CUDA error %d)", r->what, e);
+            tlmpi_error(CUDA, "%s: waiting for the device work failed (CUDA error %d)", req_what(r), e);
             req_fail(r, TLMPI_ERR_CUDA, MPI_SUCCESS);
             return;
         }
@@ -402,6 +404,16 @@ static const char *form_call_name(const tlmpi_req_t *r)
     return (r->persistent ? ps : nb)[r->call.coll];
 }
 
+/* "request #N (MPI_Iallreduce, 8 bytes): the node kernel", for diagnostics (written on first use). */
+static const char *req_what(tlmpi_req_t *r)
+{
+    if (!r->what[0]) {
+        snprintf(r->what, sizeof(r->what), "request #%lu (%s, %zu bytes)%s%s", r->id, form_call_name(r),
+                 r->call.msg_bytes, r->pend.what ? ": " : "", r->pend.what ? r->pend.what : "");
+    }
+    return r->what;
+}
+
 /* Start r's call on its tier. MPI_SUCCESS, or the error code (nothing outstanding then). */
 static int req_launch(tlmpi_req_t *r)
 {
@@ -418,17 +430,12 @@ static int req_launch(tlmpi_req_t *r)
     r->done = 0;
     r->err = MPI_SUCCESS;
     r->ran = tlmpi_tiers[r->t];
-    snprintf(r->what, sizeof(r->what), "request #%lu (%s, %zu bytes)", r->id, form_call_name(r), r->call.msg_bytes);
+    r->what[0] = '\0'; /* written when a diagnostic needs it (req_what) */
     r->t0 = now_s();
     st = tlmpi_comm_run(r->tc, &r->call, r->t, r->algo, 1, &tier, &mpi_rc);
     r->call.pend = NULL;
     r->ran = tier;
     if (TLMPI_LIKELY(st == TLMPI_OK)) {
-        if (r->pend.marked) {
-            size_t o = strlen(r->what);
-
-            snprintf(r->what + o, sizeof(r->what) - o, ": %s", r->pend.what ? r->pend.what : "its device work");
-        }
         tlmpi_stat_form_add(r->call.coll, tier->label, r->persistent ? TLMPI_FORM_PERSISTENT : TLMPI_FORM_NONBLOCKING,
                             r->call.msg_bytes);
         if (!r->pend.marked && r->pend.mreq == MPI_REQUEST_NULL) {
@@ -440,7 +447,7 @@ static int req_launch(tlmpi_req_t *r)
     if (r->pend.marked) {
         tlmpi_wait_who_t who = { r->call.comm, r->tc->tier.id, r->call.coll, tier ? tier->name : "?" };
 
-        tlmpi_gpu_mark_wait(&r->pend.mark, &who, r->what, r->pend.grace_s);
+        tlmpi_gpu_mark_wait(&r->pend.mark, &who, req_what(r), r->pend.grace_s);
         tlmpi_gpu_mark_release(&r->pend.mark);
         r->pend.marked = 0;
     }
@@ -875,18 +882,18 @@ int tlmpi_req_cancel(MPI_Request *h)
         return PMPI_Cancel(h);
     }
     /* the standard: cancelling a request of a collective is erroneous */
-    tlmpi_error(COLL, "MPI_Cancel on %s: collective requests cannot be cancelled", r->what);
+    tlmpi_error(COLL, "MPI_Cancel on %s: collective requests cannot be cancelled", req_what(r));
     return PMPI_Comm_call_errhandler(r->call.comm, MPI_ERR_REQUEST), MPI_ERR_REQUEST;
 }
 
 static int start_one(tlmpi_req_t *r)
 {
     if (!r->persistent || r->active) {
-        tlmpi_error(COLL, "MPI_Start on %s: %s", r->what, r->persistent ? "it is still active" : "not persistent");
+        tlmpi_error(COLL, "MPI_Start on %s: %s", req_what(r), r->persistent ? "it is still active" : "not persistent");
         return PMPI_Comm_call_errhandler(r->call.comm, MPI_ERR_REQUEST), MPI_ERR_REQUEST;
     }
     if (!r->tc) {
-        tlmpi_error(COLL, "MPI_Start on %s: its communicator was freed", r->what);
+        tlmpi_error(COLL, "MPI_Start on %s: its communicator was freed", req_what(r));
         return PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_COMM), MPI_ERR_COMM;
     }
     return req_launch(r);
