@@ -2,6 +2,7 @@
  * tlmpi_info: what this build of tlmpi has and what it can see at run time.
  *   tlmpi_info                 version, build features, runtime capabilities, every TLMPI_* variable
  *   tlmpi_info --env-markdown  the Markdown of docs/ENV.md (no MPI needed)
+ *   tlmpi_info --help          usage (exit 0)
  *   mpiexec -n N tlmpi_info --topo   tlmpi's view of MPI_COMM_WORLD per rank (nodes, rails, GPU) and
  *                              its plan (tiers, algorithms, the node tier's transport)
  */
@@ -59,11 +60,29 @@ static int print_topo(int *argc, char ***argv)
     return st == TLMPI_OK ? 0 : 1;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tlmpi_info [--env-markdown | --topo | --help]\n"
+               "What this build of tlmpi has and what it sees at run time.\n"
+               "  (no option)      version, build features (CUDA, NCCL headers, hwloc, MPI), GPUs and the\n"
+               "                   NCCL library found at run time, the devcomm transport, and every TLMPI_*\n"
+               "                   variable with its current value (no MPI_Init; docs/ENV.md explains them)\n"
+               "  --topo           run under mpiexec (mpiexec -n N tlmpi_info --topo): per rank tlmpi's view\n"
+               "                   of MPI_COMM_WORLD (node, local rank, rail, GPU, eligibility) and its plan\n"
+               "                   (tiers, algorithms, the node tier's transport)\n"
+               "  --env-markdown   the Markdown table of TLMPI_* variables (docs/ENV.md is generated from it)\n"
+               "  -h, --help       this help\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *why_gpu, *why_nccl;
     int rt, drv, ngpu, nccl_ok, nv;
 
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--topo")) {
         return print_topo(&argc, &argv);
     }
@@ -73,7 +92,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: tlmpi_info [--env-markdown | --topo]\n");
+        fprintf(stderr, "tlmpi_info: unknown argument '%s'\n", argv[1]);
+        usage(stderr);
         return 2;
     }
     printf("tlmpi %s\n", tlmpi_version());
