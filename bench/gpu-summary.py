@@ -53,13 +53,16 @@ else:
     for n in sorted({k[0] for k in by}):
         shared = any("/gpus=1/" in r["generation"] for k, v in by.items() if k[0] == n for r in v.values()) and n > 1
         bwname = "busbw" if n > 1 else "algbw"
-        p(f"### {n} rank{'s' if n > 1 else ''}" + (" on one GPU: NCCL over loopback sockets, ratios reported without a target" if shared else ""))
+        p(f"### {n} rank{'s' if n > 1 else ''}" + (" on one GPU: NCCL over loopback sockets" if shared else ""))
         p()
         modes = [m for m in ("auto", "nccl", "staging", "mpi", "raw-nccl") if any(m in v for k, v in by.items() if k[0] == n)]
         p(f"Each cell: latency avg us (path that served) {bwname} GB/s; medians of the repetitions."
           + (" With 1 rank busbw is 0 by definition, so algbw is shown." if n == 1 else ""))
-        p("Targets (1 rank, one GPU): the nccl mode adds at most 3 us and 2% over raw NCCL; auto is at least 5x faster than staging from 1 MiB."
-          if not shared else "No targets: two ranks on one GPU reach each other through NCCL's socket transport on loopback.")
+        # measurements only: the one promise of the project with a target is the host pass-through
+        # (bench/passthrough, bench/callgrind.sh); these columns say what was measured, not pass/fail
+        p("Measurements, not pass/fail: 'nccl tier - raw NCCL' is what tlmpi's NCCL tier adds over raw NCCL; "
+          "'auto speed-up vs staging' is staging's time over auto's (above 1: auto is faster)."
+          + (" Two ranks on one GPU reach each other through NCCL's socket transport on loopback." if shared else ""))
         p()
         if any(r.get("d_raw_us") for k, v in by.items() if k[0] == n for r in v.values()):
             p("nccl tier - raw NCCL: median over the repetitions of the paired difference (nccl mode minus raw NCCL in the same repetition, mode order alternating), with its 95% confidence interval.")
@@ -88,20 +91,13 @@ else:
                     d = float(v["nccl"]["d_raw_us"])
                     ci = f" [{float(v['nccl']['d_raw_lo_us']):+.2f}, {float(v['nccl']['d_raw_hi_us']):+.2f}]"
                 served = v["nccl"]["path_served"]
-                if shared:
-                    ok = ""  # NCCL over loopback sockets: no target
-                elif served != "nccl":
+                ok = ""
+                if served != "nccl" and not shared:
                     ok = f" (nccl mode served by {served}: no NCCL-tier figure)"
-                else:
-                    # target: tlmpi over its NCCL tier adds at most 3 us and 2% over raw NCCL
-                    ok = " ok" if d <= 3.0 and d <= 0.02 * t0 else \
-                        f" **{'over 3 us' if d > 3.0 else ''}{' and ' if d > 3.0 and d > 0.02 * t0 else ''}{'over 2%' if d > 0.02 * t0 else ''}**"
                 ov = (f"{d:+.2f} us{ci} ({100 * d / t0:+.1f}%){ok}" if ci else f"{d:+.1f} us ({100 * d / t0:+.1f}%){ok}")
             if "auto" in v and "staging" in v:
                 s = float(v["staging"]["avg_us"]) / float(v["auto"]["avg_us"])
                 tgt = ""
-                if n == 1 and b >= (1 << 20):
-                    tgt = " ok" if s >= 5 else " **under 5x target**"
                 if v["auto"]["path_served"] == v["staging"]["path_served"]:
                     tgt += f" (auto served by {v['auto']['path_served']})"
                 sp = f"{s:.1f}x{tgt}"
