@@ -52,6 +52,8 @@ AC_DEFUN([TLMPI_CHECK_MPI], [
   AC_CHECK_FUNCS([PMPI_Allreduce_init PMPI_Allgather_init PMPI_Reduce_scatter_block_init],
                  [tlmpi_have_mpi_persist=yes], [tlmpi_have_mpi_persist=no])
   AC_CHECK_FUNCS([PMPI_Allreduce_init_c PMPI_Allgather_init_c PMPI_Reduce_scatter_block_init_c])
+  dnl MPICH's extended generalized requests: the MPI's own completion calls then poll tlmpi's requests
+  AC_CHECK_FUNCS([PMPIX_Grequest_start])
   if test -z "$MPIEXEC"; then
     case "$tlmpi_mpicc_name" in
       mpicc.*) AC_PATH_PROGS([MPIEXEC], [mpiexec.${tlmpi_mpicc_name#mpicc.}]) ;;

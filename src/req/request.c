@@ -33,6 +33,9 @@ typedef struct tlmpi_req {
     int active;                 /* started, not yet reported */
     int done;                   /* its work completed (tlmpi touches its buffers no more) */
     int freed;                  /* the application freed it before it was done */
+    int in_poll;                /* req_poll runs on it (the MPI's poll callback stays out) */
+    int mpi_completed;          /* PMPI_Grequest_complete was called on its handle */
+    int releasing;              /* req_release frees its handle (gq_free leaves it alone) */
     int err;                    /* MPI error code of the work (MPI_SUCCESS) */
     tlmpi_call_t call;          /* the call (persistent: classified and laid out once, at init) */
     tlmpi_comm_t *tc;           /* NULL once the comm's state went (persistent: start fails) */
@@ -144,8 +147,11 @@ static void reg_remove(tlmpi_req_t *r)
     reg_unlock();
 }
 
-/* The generalized request's callbacks: the MPI calls them only when tlmpi completes and frees the
- * handle (query, free) or when it is cancelled through a path tlmpi does not see. */
+/* The generalized request's callbacks: the MPI calls them when tlmpi completes and frees the handle
+ * (query, free), when it is cancelled through a path tlmpi does not see, and, with MPICH's extended
+ * generalized requests, from its own completion calls (poll, wait): those reach tlmpi's requests even
+ * where a call does not pass through tlmpi (MPICH's mpi_f08 Wait/Test bindings call PMPI_* directly).
+ * extra_state is the request. */
 static void status_empty(MPI_Status *st)
 {
     if (st == MPI_STATUS_IGNORE) {
@@ -156,17 +162,66 @@ static void status_empty(MPI_Status *st)
     PMPI_Status_set_elements(st, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(st, 0);
 }
+static void reg_remove(struct tlmpi_req *r);
+static int req_poll(struct tlmpi_req *r);
+
 static int gq_query(void *extra, MPI_Status *st)
 {
-    (void)extra;
+    tlmpi_req_t *r = extra;
+
     status_empty(st);
-    return MPI_SUCCESS;
+    return r ? r->err : MPI_SUCCESS;
 }
 static int gq_free(void *extra)
 {
-    (void)extra;
+    tlmpi_req_t *r = extra;
+
+    if (!r || r->releasing) {
+        return MPI_SUCCESS;
+    }
+    /* the MPI completed and freed the handle itself (a completion call tlmpi did not see) */
+    reg_remove(r);
+    if (r->pend.marked) {
+        tlmpi_gpu_mark_release(&r->pend.mark);
+    }
+    free(r);
     return MPI_SUCCESS;
 }
+#ifdef HAVE_PMPIX_GREQUEST_START
+static int gq_poll(void *extra, MPI_Status *st)
+{
+    tlmpi_req_t *r = extra;
+
+    (void)st;
+    /* a persistent request's handle lives until MPI_Request_free: only tlmpi's own calls report it */
+    if (r->persistent || r->mpi_completed || r->releasing || r->in_poll) {
+        return MPI_SUCCESS;
+    }
+    if (req_poll(r)) {
+        r->mpi_completed = 1;
+        PMPI_Grequest_complete(r->handle);
+    }
+    return MPI_SUCCESS;
+}
+static int gq_wait(int n, void **states, double timeout, MPI_Status *st)
+{
+    int i;
+
+    (void)timeout;
+    for (i = 0; i < n; i++) {
+        tlmpi_req_t *r = states[i];
+        unsigned spins = 0;
+
+        while (!r->persistent && !r->mpi_completed && !r->releasing) {
+            gq_poll(r, st);
+            if (++spins > 64) {
+                sched_yield();
+            }
+        }
+    }
+    return MPI_SUCCESS;
+}
+#endif
 static int gq_cancel(void *extra, int complete)
 {
     (void)extra, (void)complete;
@@ -180,7 +235,11 @@ static tlmpi_req_t *req_new(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, int 
     if (!r) {
         return NULL;
     }
-    if (PMPI_Grequest_start(gq_query, gq_free, gq_cancel, NULL, &r->handle) != MPI_SUCCESS) {
+#ifdef HAVE_PMPIX_GREQUEST_START
+    if (PMPIX_Grequest_start(gq_query, gq_free, gq_cancel, gq_poll, gq_wait, r, &r->handle) != MPI_SUCCESS) {
+#else
+    if (PMPI_Grequest_start(gq_query, gq_free, gq_cancel, r, &r->handle) != MPI_SUCCESS) {
+#endif
         free(r);
         return NULL;
     }
@@ -202,8 +261,11 @@ static void req_release(tlmpi_req_t *r)
 {
     MPI_Request h = r->handle;
 
+    r->releasing = 1;
     reg_remove(r);
-    PMPI_Grequest_complete(h);
+    if (!r->mpi_completed) {
+        PMPI_Grequest_complete(h);
+    }
     PMPI_Request_free(&h);
     free(r);
 }
@@ -285,11 +347,22 @@ static void req_finish(tlmpi_req_t *r)
 }
 
 /* 1 when r's work is done (or r is inactive), 0 when not yet; never blocks. */
+static int req_poll_body(tlmpi_req_t *r);
 static int req_poll(tlmpi_req_t *r)
 {
+    int done;
+
     if (!r->active || r->done) {
         return 1;
     }
+    r->in_poll = 1;
+    done = req_poll_body(r);
+    r->in_poll = 0;
+    return done;
+}
+
+static int req_poll_body(tlmpi_req_t *r)
+{
     if (r->pend.marked) {
         int t = tlmpi_gpu_mark_test(&r->pend.mark);
 

@@ -138,6 +138,11 @@ if [ -f "$fake/libfakecudart.so" ]; then
         nbc_run f_nbc08 10 preload
         nbc_run f_nbc08 10 linked
         echo "ok: use mpi and use mpi_f08 MPI_WAITANY / TESTANY / WAITSOME / TESTSOME / TESTALL / REQUEST_GET_STATUS / REQUEST_FREE / CANCEL (and mpi_f08 WAIT / WAITALL / TEST) reach tlmpi (Open MPI)"
+    else
+        # MPICH's mpi_f08 Wait/Test bindings call PMPI_* directly: tlmpi's requests complete there
+        # because they are MPICH extended generalized requests that MPICH's own calls poll
+        nbc_run f_nbc_f08 3 preload
+        echo "ok: use mpi_f08 MPI_WAIT / MPI_WAITALL / MPI_TEST on tlmpi's requests complete through MPICH's own bindings (its extended generalized requests poll tlmpi)"
     fi
 else
     echo "note: no fake CUDA runtime in this build (a CUDA build has one): the Fortran non-blocking case is not run"
