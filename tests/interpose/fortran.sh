@@ -99,20 +99,21 @@ done
 
 # non-blocking collectives on device buffers from Fortran: tlmpi's requests, completed by Fortran
 # calls, which must reach tlmpi (else the MPI waits for ever on a request only tlmpi can complete:
-# the run is bounded). "Device" memory from the fake CUDA runtime. nbc_run PROG ROUNDS MODE
+# the run is bounded). "Device" memory from the fake CUDA runtime. nbc_run PROG ROUNDS MODE [SOURCE]
 fake=$(cd "$top_builddir" && pwd)/tests/mpi/.libs
 nbc_run() {
     nr_p=$1
     nr_rounds=$2
     nr_mode=$3
+    nr_srcf=${4:-$src/$nr_p.f90}
     nr_log=$work/$nr_p.$nr_mode.log
     if [ "$nr_mode" = preload ]; then
-        $TLMPI_TEST_MPIFC $fflags -o "$work/${nr_p}_plain" "$src/$nr_p.f90" "$src/f_devalloc.c" -L"$fake" -lfakecudart \
+        $TLMPI_TEST_MPIFC $fflags -o "$work/${nr_p}_plain" "$nr_srcf" "$src/f_devalloc.c" -L"$fake" -lfakecudart \
             -Wl,-rpath,"$fake" >"$work/$nr_p.build.log" 2>&1 || { cat "$work/$nr_p.build.log"; fail "cannot build $nr_p"; }
         timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env "LD_PRELOAD=$lib" --env TLMPI_STATS=1 \
             --env TLMPI_TIER=staging --env TLMPI_TIMEOUT=60 -- "$work/${nr_p}_plain" >"$nr_log" 2>&1
     else
-        $TLMPI_TEST_MPIFC $fflags -o "$work/${nr_p}_linked" "$src/$nr_p.f90" "$src/f_devalloc.c" -L"$fake" -lfakecudart \
+        $TLMPI_TEST_MPIFC $fflags -o "$work/${nr_p}_linked" "$nr_srcf" "$src/f_devalloc.c" -L"$fake" -lfakecudart \
             -Wl,-rpath,"$fake" $link >"$work/$nr_p.build.log" 2>&1 || { cat "$work/$nr_p.build.log"; fail "cannot build $nr_p with -ltlmpi"; }
         timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env TLMPI_STATS=1 \
             --env TLMPI_TIER=staging --env TLMPI_TIMEOUT=60 -- "$work/${nr_p}_linked" >"$nr_log" 2>&1
@@ -140,8 +141,13 @@ if [ -f "$fake/libfakecudart.so" ]; then
         echo "ok: use mpi and use mpi_f08 MPI_WAITANY / TESTANY / WAITSOME / TESTSOME / TESTALL / REQUEST_GET_STATUS / REQUEST_FREE / CANCEL (and mpi_f08 WAIT / WAITALL / TEST) reach tlmpi (Open MPI)"
     else
         # MPICH's mpi_f08 Wait/Test bindings call PMPI_* directly: tlmpi's requests complete there
-        # because they are MPICH extended generalized requests that MPICH's own calls poll
-        nbc_run f_nbc_f08 3 preload
+        # because they are MPICH extended generalized requests that MPICH's own calls poll. The
+        # program is f_nbc.f90 with use mpi_f08 and TYPE(MPI_Request) handles.
+        sed -e 's/^program f_nbc$/program f_nbc_f08/' -e 's/^end program f_nbc$/end program f_nbc_f08/' \
+            -e 's/^  use mpi$/  use mpi_f08/' -e 's/^  integer :: req(3)$/  type(MPI_Request) :: req(3)/' \
+            -e 's/f_nbc: /f_nbc_f08: /' "$src/f_nbc.f90" >"$work/f_nbc_f08.f90"
+        grep -q 'type(MPI_Request) :: req(3)' "$work/f_nbc_f08.f90" || fail "f_nbc_f08.f90: the sed of f_nbc.f90 did not apply"
+        nbc_run f_nbc_f08 3 preload "$work/f_nbc_f08.f90"
         echo "ok: use mpi_f08 MPI_WAIT / MPI_WAITALL / MPI_TEST on tlmpi's requests complete through MPICH's own bindings (its extended generalized requests poll tlmpi)"
     fi
 else
