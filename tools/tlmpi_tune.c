@@ -6,6 +6,7 @@
  *
  *   mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS]
  *   mpiexec -n N tlmpi_tune -c FILE      print the world's plan as FILE gives it to this layout
+ *                                        (no GPU needed: without one it also lists the file's sections)
  *
  * The method, the same on every rank (every rank builds the same candidate list in the same order
  * and every decision is agreed with one PMPI_Allreduce, so the ranks stay in lockstep):
@@ -23,7 +24,7 @@
  *     that spread it is a tie and the default stays). Consecutive classes with the same winner merge
  *     into one table entry.
  * Output: the file (rank 0) and a table on stdout (baseline, best, winner, gain per size).
- * Exit 0, or 1 when the file cannot be written.
+ * Exit 0; 1 when the file cannot be written (or, with -c, read); 77 when measuring finds no CUDA device.
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -144,7 +145,7 @@ int main(int argc, char **argv)
     double target = 0.02;
     size_t sizes[MAX_SIZES];
     tlmpi_comm_info_t info;
-    char gpu[128], *tok, buf[256];
+    char gpu[128] = "none", *tok, buf[256];
     FILE *f = NULL;
 
     MPI_Init(&argc, &argv);
@@ -160,7 +161,22 @@ int main(int argc, char **argv)
         case 't': target = atof(optarg) > 0 ? atof(optarg) : 0.02; break;
         case 'k': ctas_s = optarg; break;
         default:
-            if (g_rank == 0) fprintf(stderr, "usage: tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS]\n");
+            if (g_rank == 0) {
+                fprintf(ch == 'h' ? stdout : stderr,
+                        "usage: mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS]\n"
+                        "       mpiexec -n N tlmpi_tune -c FILE\n"
+                        "Measure which tier/algorithm/CTA count serves each collective best per size class on\n"
+                        "this layout (needs a CUDA device) and write a tuning file for TLMPI_TUNING_FILE.\n"
+                        "  -o FILE     tuning file to write (default tlmpi-tuning.txt)\n"
+                        "  -s SIZES    message sizes, comma-separated, k/m suffixes (default 8,1k,16k,64k,256k,1m,4m,16m,64m)\n"
+                        "  -C COLLS    collectives (default allreduce,allgather,reduce_scatter_block)\n"
+                        "  -p PASSES   timing passes (default 3)\n"
+                        "  -t SECONDS  time per timing (default 0.02)\n"
+                        "  -k CTAS     node-tier CTA counts to try, 0 = the tier's own (default 0,16,64)\n"
+                        "  -c FILE     print the plan FILE gives MPI_COMM_WORLD's layout and measure nothing\n"
+                        "              (works without a GPU: it then also lists the file's sections)\n"
+                        "  -h          this help\n");
+            }
             MPI_Finalize();
             return ch == 'h' ? 0 : 2;
         }
@@ -170,18 +186,41 @@ int main(int argc, char **argv)
     snprintf(buf, sizeof(buf), "%s", ctas_s);
     for (tok = strtok(buf, ","); tok && nk < 8; tok = strtok(NULL, ",")) knobs[nk++] = atoi(tok);
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
-        if (g_rank == 0) fprintf(stderr, "tlmpi_tune: no CUDA device\n");
-        MPI_Finalize();
-        return 77;
+        (void)cudaGetLastError();
+        ndev = 0;
+        if (!check) { /* measuring needs a device; reading a file (-c) does not */
+            if (g_rank == 0) fprintf(stderr, "tlmpi_tune: no CUDA device\n");
+            MPI_Finalize();
+            return 77;
+        }
     }
-    cudaSetDevice(g_rank % ndev);
-    tlmpi_tuning_gpu(g_rank % ndev, gpu, sizeof(gpu)); /* as the plan keys the file */
+    if (ndev > 0) {
+        cudaSetDevice(g_rank % ndev);
+        tlmpi_tuning_gpu(g_rank % ndev, gpu, sizeof(gpu)); /* as the plan keys the file */
+    }
     if (check) {
         char plan[4096];
+        int unreadable = !(f = fopen(check, "r")), any = 0;
 
+        if (f) fclose(f);
+        f = NULL;
+        PMPI_Allreduce(&unreadable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            if (g_rank == 0) fprintf(stderr, "tlmpi_tune: cannot read %s (on some rank)\n", check);
+            MPI_Finalize();
+            return 1;
+        }
         tlmpi_config_set("TUNING_FILE", check);
         if (tlmpi_comm_describe(MPI_COMM_WORLD, plan, sizeof(plan)) != TLMPI_OK) snprintf(plan, sizeof(plan), "(none)");
         if (g_rank == 0) printf("tlmpi_tune: plan with %s: %s\n", check, plan);
+        if (g_rank == 0 && ndev == 0 && (f = fopen(check, "r"))) {
+            /* no GPU here, so no device tier and no GPU model to key the file: show what it holds */
+            printf("tlmpi_tune: no CUDA device here (device buffers would be passed through); %s holds:\n", check);
+            while (fgets(buf, sizeof(buf), f)) {
+                if (buf[0] != '#' && buf[0] != '\n') printf("  %s", buf);
+            }
+            fclose(f);
+        }
         MPI_Finalize();
         return 0;
     }

@@ -3,7 +3,8 @@
 # on a few small sizes: it must write a tuning file of this library's generation and layout, and a
 # plan built with that file must say "(tuned)" for each collective the file names; a file of
 # another generation must be ignored with one warning per rank, and one without this layout with
-# an info line and no "(tuned)". Exit 77 where mpi_tune is not built.
+# an info line and no "(tuned)"; the real tools/tlmpi_tune -c reads a file without a GPU too, and
+# its -h names -c FILE. Exit 77 where mpi_tune is not built.
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${top_srcdir:-$here/../..}
 builddir=${1:-${top_builddir:-.}}
@@ -48,6 +49,15 @@ sed 's/^layout nodes=1 ranks_per_node=2/layout nodes=2 ranks_per_node=4/' "$work
 launch --env TLMPI_LOG_LEVEL=info --env TLMPI_LOG_FILE="$work/l.%r.log" -- "$prog" -c "$work/l.txt" >"$work/l.out" 2>&1 || bad "layout run exited $?"
 grep -q '(tuned)' "$work/l.out" && bad "a file without this layout was used"
 grep -q 'has no section for nodes=1 ranks_per_node=2' "$work/l.0.log" || bad "no info line about the missing layout"
+# 5. the real tools/tlmpi_tune (the CUDA runtime of the system, not the fakes) reads a file with -c
+# on any machine, with or without a GPU (without one it measures nothing and exits 77, but -c needs none)
+tool=$builddir/tools/tlmpi_tune
+if [ -x "$tool" ]; then
+    launch -- "$tool" -c "$work/f.txt" >"$work/c.out" 2>&1 || bad "tools/tlmpi_tune -c exited $? ($work/c.out)"
+    grep -q "^tlmpi_tune: plan with $work/f.txt:" "$work/c.out" || bad "tools/tlmpi_tune -c printed no plan ($work/c.out)"
+    launch -- "$tool" -h >"$work/h.out" 2>&1 || bad "tools/tlmpi_tune -h exited $?"
+    grep -q -- '-c FILE' "$work/h.out" || bad "tools/tlmpi_tune -h does not mention -c FILE"
+fi
 if [ $fail = 0 ]; then
     echo "tune: PASS ($(grep -c '^| ' "$work/tune.log") table rows; file: $(grep -v '^#' "$work/t.txt" | wc -l) lines)"
     exit 0
