@@ -61,9 +61,15 @@ osu_SCRIPTS = tests/gpu/mpirun.sh tests/gpu/rank-env.sh tests/gpu/mps.sh
 osu_DATA = scripts/packages.sh
 bin_SCRIPTS = bench/osu/tlmpi-osu-compare
 CLEANFILES += bench/osu/tlmpi-osu-compare
+# Run from the build tree (bench/osu/tlmpi-osu-compare, before make install) it uses the source
+# tree's script and this build's .libs/libtlmpi.so; installed, the installed ones.
 bench/osu/tlmpi-osu-compare: Makefile
 	$(AM_V_GEN)$(MKDIR_P) bench/osu && { \
 	    echo '#!/bin/sh'; \
 	    echo '# tlmpi-osu-compare (tlmpi $(VERSION)): runs $(osudir)/osu-compare.sh, which says what it does (-h)'; \
+	    echo '# (from the build tree $(abs_top_builddir): its .libs/libtlmpi.so and the scripts of $(abs_top_srcdir))'; \
+	    echo 'if [ "$$(cd "$$(dirname "$$0")" && pwd)" = "$(abs_top_builddir)/bench/osu" ]; then'; \
+	    echo '    TLMPI_LIBDIR="$(abs_top_builddir)/.libs" exec bash "$(abs_top_srcdir)/bench/osu/osu-compare.sh" "$$@"'; \
+	    echo 'fi'; \
 	    echo 'TLMPI_OSU_HOME="$(osudir)" TLMPI_LIBDIR="$(libdir)" exec bash "$(osudir)/osu-compare.sh" "$$@"'; \
 	} >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@

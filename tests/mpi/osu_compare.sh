@@ -5,7 +5,8 @@
 # libtlmpi preloaded into the ranks only), in place as well, the plain MPI is skipped where it is not
 # CUDA-aware (never handed device buffers), the merged table has the latencies, speed-ups, empty
 # reduce_scatter_block sizes and the failure, the exit status says so, --from-dir gives the same
-# table again, and an OSU build without CUDA is refused. Plots are made too where matplotlib is
+# table again, an OSU build without CUDA is refused, and the build tree's bench/osu/tlmpi-osu-compare
+# wrapper runs before make install. Plots are made too where matplotlib is
 # present (SKIP_APT=1: the test never installs anything). Skips (77) without python3 or mpiexec.
 set -u
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; }
@@ -164,4 +165,15 @@ bash "$src/bench/osu/osu-compare.sh" -o "$t/out2" -n 2 --no-mps "$t/osu-nocuda" 
 check "an OSU build without CUDA is refused (exit 2)" [ $? = 2 ]
 check "... and says why" grep -q "was not built with CUDA" "$t/nocuda.log"
 check "... before running anything" [ ! -e "$t/out2/osu_allreduce-np2-auto.txt" ]
+
+# the build tree's wrapper works before make install: the source tree's script, this build's library
+# (no TLMPI argument: it must find .libs/libtlmpi.so itself and get as far as the OSU build's check)
+w=$(cd "${top_builddir:-.}" && pwd)/bench/osu/tlmpi-osu-compare
+if [ -x "$w" ]; then
+    "$w" -o "$t/out9" -n 2 --no-mps "$t/osu-nocuda" >"$t/wrap.log" 2>&1
+    check "build tree's tlmpi-osu-compare runs before make install (exit 2 on the OSU build without CUDA)" [ $? = 2 ]
+    check "... having found the script and libtlmpi.so" grep -q "was not built with CUDA" "$t/wrap.log"
+    "$w" -h >"$t/wraph.log" 2>&1
+    check "build tree's tlmpi-osu-compare -h: exit 0 with the usage" grep -q "tlmpi-osu-compare \[options\] OSU_DIR" "$t/wraph.log"
+fi
 exit $fail
