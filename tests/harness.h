@@ -162,6 +162,19 @@ static inline int tst_init_thread(const char *name, int *argc, char ***argv, int
     return provided;
 }
 
+/* Before a step that provokes tlmpi's error or warning lines on purpose: rank 0 says so (on stderr,
+ * where tlmpi's log goes, so that a reader of a passing test's log knows they are expected), then
+ * every rank waits for it. Call it on all ranks of MPI_COMM_WORLD. */
+static inline void tst_expect(const char *what)
+{
+    if (tst_rank == 0) {
+        fflush(stdout);
+        fprintf(stderr, "%s: expected: the next TLMPI ERROR/WARN lines are provoked by this test (%s)\n", tst_name, what);
+        fflush(stderr);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* Skip the test (automake's exit status 77) on every rank alike: call it on all ranks. */
 static inline int tst_skip(const char *why)
 {

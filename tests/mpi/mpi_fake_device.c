@@ -194,6 +194,7 @@ int main(int argc, char **argv)
 
     /* 5. buffers on the other device than the communicator's NCCL tier (created on device 0 by the
      * first call); one rank, so the fake NCCL's copy makes every result checkable */
+    tst_expect("a WARN per rank: buffers on device 1, the communicator's NCCL tier on device 0");
     MPI_Comm_dup(MPI_COMM_SELF, &one);
     MPI_Comm_set_errhandler(one, MPI_ERRORS_RETURN);
     for (i = 0; i < N; i++) {
@@ -238,6 +239,7 @@ int main(int argc, char **argv)
 
     /* 4. a failing stream: errors, not hangs; then recovery */
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    tst_expect("ERROR lines ending in 'failed: fake': the fake CUDA stream is made to fail on every rank");
     fake_stream_error = 1;
     rc = MPI_Allreduce(ds, dr, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     TST_CHECK(rc != MPI_SUCCESS, "nccl allreduce on a failing stream returned success");
