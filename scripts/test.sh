@@ -17,8 +17,18 @@
 # Environment: TLMPI_TEST_MPIS (default "mpich ompi"), SKIP_APT=1 (never call apt-get),
 # TLMPI_TEST_JOBS (tests run at once; default nproc/2, at least 1: every MPI test runs >= 2 busy
 # polling ranks, and oversubscribed MPICH ranks are ~1000x slower), TLMPI_DISTCHECK (default 1:
-# make distcheck with the first MPI, ~1.5 min: proves the tarball a GPU host is built from is
-# complete; 0 skips it), CONFIGURE_FLAGS (extra configure arguments).
+# make distcheck with the first MPI: proves the tarball a GPU host is built from is complete,
+# configures, builds and passes its tests; 0 skips it), TLMPI_DISTCHECK_CUDA (default 0: distcheck
+# configures the unpacked tarball --with-cuda=no, so it builds the C library and runs the tests that
+# exist without CUDA but does not rebuild every CUDA kernel with nvcc: with CUDA it took 931 s =
+# 15.5 min of a 40 min run on a 2-core box, most of it nvcc; without, 48 s there (2026-12-02), so the
+# expected saving is about 14 min (a full run about 25 min instead of 40). The
+# builds above still compile the kernels and run every test, and a GPU host builds the kernels from
+# the same tarball (tests/gpu/run.sh); 1 = distcheck with configure's CUDA default),
+# CONFIGURE_FLAGS (extra configure arguments).
+#
+# Long steps (make, make check, make distcheck) print a progress line a minute ("still running ...:
+# N s, N tests done"), so the run is never silent for long.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -30,8 +40,26 @@ jobs=${TLMPI_TEST_JOBS:-$((ncpu / 2))}
 export MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-300}
 export DEBIAN_FRONTEND=noninteractive
 
+exec 3>&1 # the progress lines go here, also while a step's output goes to its log file
 say() { printf '\n==> %s\n' "$*"; }
 elapsed() { echo "$(($(date +%s) - $1)) s"; }
+# progress WHAT DIR CMD...: runs CMD; meanwhile a line a minute saying how long it has run and how
+# many tests (automake .trs files under DIR) have finished
+progress() {
+    local what=$1 dir=$2 t0 tick rc=0
+    shift 2
+    t0=$(date +%s)
+    (
+        while sleep "${TLMPI_PROGRESS_S:-60}"; do
+            echo "  ... still running $what: $(elapsed "$t0"), $(find "$dir" -name '*.trs' 2>/dev/null | wc -l) tests done" >&3
+        done
+    ) &
+    tick=$!
+    "$@" || rc=$?
+    kill "$tick" 2>/dev/null
+    wait "$tick" 2>/dev/null
+    return $rc
+}
 
 # ---- 1. packages ---------------------------------------------------------------------------------
 # shellcheck source=scripts/packages.sh
@@ -71,7 +99,7 @@ run_one() { # name CC MPIEXEC
         return
     fi
     sed -n '/configuration summary/,$p' configure.out
-    if ! make -j"$ncpu" >make.out 2>&1; then
+    if ! progress "make ($name)" "$dir" make -j"$ncpu" >make.out 2>&1; then
         tail -60 make.out
         summary+=("make-check ($name): build FAILED")
         tot_fail=$((tot_fail + 1))
@@ -84,9 +112,10 @@ run_one() { # name CC MPIEXEC
     say "$name: make check ($jobs test(s) at a time, MPIEXEC_TIMEOUT=$MPIEXEC_TIMEOUT)"
     t=$(date +%s)
     # build the test programs with every core, then run the tests
-    make -j"$ncpu" check TESTS= >check-build.out 2>&1 || { tail -40 check-build.out; rc=2; }
+    progress "make check's programs ($name)" "$dir" make -j"$ncpu" check TESTS= >check-build.out 2>&1 ||
+        { tail -40 check-build.out; rc=2; }
     if [ $rc = 0 ]; then
-        timeout "${TLMPI_CHECK_TIMEOUT:-2400}" make -j"$jobs" check </dev/null || rc=$?
+        progress "make check ($name)" "$dir" timeout "${TLMPI_CHECK_TIMEOUT:-2400}" make -j"$jobs" check </dev/null || rc=$?
     fi
     echo "make check: rc $rc, $(elapsed "$t")"
     # the automake harness keeps each test's output in its .log; print them all
@@ -109,9 +138,13 @@ run_one() { # name CC MPIEXEC
 
     if [ "${TLMPI_DISTCHECK:-1}" = 1 ] && [ -z "${did_distcheck:-}" ]; then
         did_distcheck=1
-        say "$name: make distcheck"
+        dcflags="CC=$cc MPIEXEC=$mpiexec"
+        [ "${TLMPI_DISTCHECK_CUDA:-0}" = 1 ] || dcflags="$dcflags --with-cuda=no"
+        say "$name: make distcheck (configure $dcflags; output in build-ci-$name/distcheck.out)"
         t=$(date +%s)
-        if timeout 2400 make distcheck DISTCHECK_CONFIGURE_FLAGS="CC=$cc MPIEXEC=$mpiexec" \
+        # its tests run in the unpacked tarball's own build: count those
+        dd=$dir/$(sed -n 's/^PACKAGE_TARNAME = //p' Makefile)-$(sed -n 's/^PACKAGE_VERSION = //p' Makefile)
+        if progress "make distcheck ($name)" "$dd" timeout 2400 make distcheck DISTCHECK_CONFIGURE_FLAGS="$dcflags" \
             TLMPI_TEST_JOBS="$jobs" >distcheck.out 2>&1; then
             summary+=("make distcheck ($name): passed ($(elapsed "$t"))")
         else
