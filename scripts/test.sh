@@ -55,7 +55,7 @@ progress() {
         done
     ) &
     tick=$!
-    "$@" || rc=$?
+    "$@" 3>&- || rc=$?
     kill "$tick" 2>/dev/null
     wait "$tick" 2>/dev/null
     return $rc
