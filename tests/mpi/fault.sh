@@ -93,7 +93,7 @@ work=$builddir/tests/mpi/work-fault
 rm -rf "$work"
 mkdir -p "$work"
 failed=0
-echo "fault: expected: every case below but baseline and turns provokes a fault on purpose; the WARN counts and TLMPI_TIMEOUT texts quoted in its PASS line are what it checks for (the ranks' logs: $work/<case>/log.<rank>)"
+echo "fault: expected: the cases below provoke faults on purpose (those with 0 WARN are controls); the WARN counts and TLMPI_TIMEOUT texts quoted in its PASS line are what it checks for (the ranks' logs: $work/<case>/log.<rank>)"
 
 # run_case name expect_path|- then --env options: runs mpi_fault; sets rc, secs, out, dir
 run_case() {
