@@ -305,20 +305,13 @@ static void hbuf_put(hbuf_t *h)
     h->mem = NULL;
 }
 
-static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int have_pool,
-                                  const tlmpi_wait_who_t *who)
+/* The spans of a call on p ranks: of the send buffer (ss), of the receive buffer as staged (rs: in
+ * place, reduce_scatter_block's input lives there) and of the output within it (os). -1 when the MPI
+ * cannot describe a datatype. */
+static int call_spans(const tlmpi_call_t *c, int p, span_t *ss, span_t *rs, span_t *os)
 {
-    tlmpi_status_t status = TLMPI_OK;
-    cudaStream_t s = ctx ? (cudaStream_t)ctx->stream : (cudaStream_t)0; /* 0: the legacy stream */
-    int in_place = c->sbuf == MPI_IN_PLACE;
-    int sdev = !in_place && tlmpi_mem_is_device(c->smem), rdev = tlmpi_mem_is_device(c->rmem);
     MPI_Datatype rtype = c->coll == TLMPI_COLL_ALLGATHER ? c->rtype : c->dtype;
     MPI_Count rcount_span, scount_span, out_count;
-    span_t ss, rs, os;
-    hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
-    size_t pool_used = 0;
-    const char *sp = c->sbuf;  /* what PMPI gets */
-    char *rp = c->rbuf;
 
     switch (c->coll) {
     case TLMPI_COLL_ALLREDUCE:
@@ -326,7 +319,7 @@ static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, M
         break;
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
         scount_span = c->count * p;
-        rcount_span = in_place ? c->count * p : c->count;  /* in place: the input lives in rbuf */
+        rcount_span = c->sbuf == MPI_IN_PLACE ? c->count * p : c->count;
         out_count = c->count;
         break;
     default:
@@ -334,8 +327,26 @@ static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, M
         rcount_span = out_count = c->rcount * p;
         break;
     }
-    if (type_span(c->dtype, scount_span, &ss) || type_span(rtype, rcount_span, &rs) ||
-        type_span(rtype, out_count, &os)) {
+    return type_span(c->dtype, scount_span, ss) || type_span(rtype, rcount_span, rs) ||
+                   type_span(rtype, out_count, os)
+               ? -1
+               : 0;
+}
+
+static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int have_pool,
+                                  const tlmpi_wait_who_t *who)
+{
+    tlmpi_status_t status = TLMPI_OK;
+    cudaStream_t s = ctx ? (cudaStream_t)ctx->stream : (cudaStream_t)0; /* 0: the legacy stream */
+    int in_place = c->sbuf == MPI_IN_PLACE;
+    int sdev = !in_place && tlmpi_mem_is_device(c->smem), rdev = tlmpi_mem_is_device(c->rmem);
+    span_t ss, rs, os;
+    hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
+    size_t pool_used = 0;
+    const char *sp = c->sbuf;  /* what PMPI gets */
+    char *rp = c->rbuf;
+
+    if (call_spans(c, p, &ss, &rs, &os)) {
         return TLMPI_ERR_MPI;
     }
     if (sdev) {
@@ -506,8 +517,6 @@ static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c
     tlmpi_gpu_ctx_t *ctx = tc->ctx;
     int dev = ctx ? ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev, saved = -1, rc;
     int in_place = c->sbuf == MPI_IN_PLACE, sdev = !in_place && tlmpi_mem_is_device(c->smem);
-    MPI_Datatype rtype = c->coll == TLMPI_COLL_ALLGATHER ? c->rtype : c->dtype;
-    MPI_Count rcount_span, scount_span, out_count;
     cudaStream_t s = ctx ? (cudaStream_t)ctx->stream : (cudaStream_t)0;
     span_t ss;
     size_t unused = 0;
@@ -527,22 +536,7 @@ static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c
     nb->rbuf = c->rbuf;
     nb->rdev = tlmpi_mem_is_device(c->rmem);
     nb->who = tlmpi_tier_who(tc, c, "staging");
-    switch (c->coll) {
-    case TLMPI_COLL_ALLREDUCE:
-        scount_span = rcount_span = out_count = c->count;
-        break;
-    case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-        scount_span = c->count * c->size;
-        rcount_span = in_place ? c->count * c->size : c->count;
-        out_count = c->count;
-        break;
-    default:
-        scount_span = c->count;
-        rcount_span = out_count = c->rcount * c->size;
-        break;
-    }
-    if (type_span(c->dtype, scount_span, &ss) || type_span(rtype, rcount_span, &nb->rs) ||
-        type_span(rtype, out_count, &nb->os)) {
+    if (call_spans(c, c->size, &ss, &nb->rs, &nb->os)) {
         free(nb);
         return TLMPI_ERR_MPI;
     }
