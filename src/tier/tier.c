@@ -70,7 +70,6 @@ tlmpi_status_t tlmpi_tier_wait_grace(tlmpi_tier_comm_t *tc, const tlmpi_call_t *
         /* a started call: the request waits, later (req/request.c); where no mark can be had, now */
         if (tlmpi_gpu_mark(tc->ctx, &c->pend->mark) == 0) {
             c->pend->marked = 1;
-            c->pend->tier = tier;
             c->pend->what = what;
             c->pend->grace_s = grace_s;
             return TLMPI_OK;

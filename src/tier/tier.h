@@ -107,7 +107,7 @@ typedef struct tlmpi_pending {
     struct tlmpi_tier_comm *tc;  /* the comm whose final wait is deferred (the call's own) */
     int marked;
     tlmpi_gpu_mark_t mark;
-    const char *tier, *what;     /* for the bounded wait's diagnostic */
+    const char *what;            /* for the bounded wait's diagnostic */
     long grace_s;
     MPI_Request mreq;            /* MPI_REQUEST_NULL: none */
     /* the tier's last steps once the above completed (ok = 1; staging: the result to the device), or
