@@ -162,8 +162,16 @@ static void status_empty(MPI_Status *st)
     PMPI_Status_set_elements(st, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(st, 0);
 }
-static void reg_remove(struct tlmpi_req *r);
 static int req_poll(struct tlmpi_req *r);
+
+/* A wait loop's pause: spin a while, then leave the core to others. */
+static void backoff(unsigned *spins)
+{
+    if (++*spins > 64) {
+        sched_yield();
+    }
+}
+
 
 static int gq_query(void *extra, MPI_Status *st)
 {
@@ -214,9 +222,7 @@ static int gq_wait(int n, void **states, double timeout, MPI_Status *st)
 
         while (!r->persistent && !r->mpi_completed && !r->releasing) {
             gq_poll(r, st);
-            if (++spins > 64) {
-                sched_yield();
-            }
+            backoff(&spins);
         }
     }
     return MPI_SUCCESS;
@@ -392,13 +398,6 @@ static int req_poll_body(tlmpi_req_t *r)
     }
     req_finish(r);
     return 1;
-}
-
-static void backoff(unsigned *spins)
-{
-    if (++*spins > 64) {
-        sched_yield();
-    }
 }
 
 /* Wait (bounded) until r's work is done. */
@@ -602,6 +601,16 @@ typedef struct {
     int ours;                          /* tlmpi entries */
 } arr_t;
 
+static void arr_done(arr_t *a)
+{
+    if (a->r != a->sr) {
+        free(a->r);
+        free(a->copy);
+    }
+}
+
+/* tlmpi's entries of rs, and the copy the MPI gets; the count of tlmpi's entries (0 or -1: nothing
+ * was kept, the caller calls the MPI with rs unchanged; else arr_done when finished). */
 static int arr_scan(arr_t *a, int n, const MPI_Request *rs)
 {
     int i;
@@ -625,15 +634,10 @@ static int arr_scan(arr_t *a, int n, const MPI_Request *rs)
         a->copy[i] = a->r[i] ? MPI_REQUEST_NULL : rs[i];
         a->ours += a->r[i] != NULL;
     }
-    return a->ours;
-}
-
-static void arr_done(arr_t *a)
-{
-    if (a->r != a->sr) {
-        free(a->r);
-        free(a->copy);
+    if (!a->ours) {
+        arr_done(a); /* the caller hands the array to the MPI as it is */
     }
+    return a->ours;
 }
 
 static void arr_copy_back(const arr_t *a, int n, MPI_Request *rs)
@@ -720,9 +724,6 @@ int tlmpi_req_waitall(int n, MPI_Request *rs, MPI_Status *sts)
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        if (a.r) {
-            arr_done(&a);
-        }
         return PMPI_Waitall(n, rs, sts);
     }
     for (i = 0; i < n; i++) {
@@ -749,9 +750,6 @@ int tlmpi_req_testall(int n, MPI_Request *rs, int *flag, MPI_Status *sts)
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        if (a.r) {
-            arr_done(&a);
-        }
         return PMPI_Testall(n, rs, flag, sts);
     }
     for (i = 0; i < n; i++) {
@@ -815,9 +813,6 @@ int tlmpi_req_testany(int n, MPI_Request *rs, int *idx, int *flag, MPI_Status *s
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        if (a.r) {
-            arr_done(&a);
-        }
         return PMPI_Testany(n, rs, idx, flag, st);
     }
     rc = any_round(n, rs, &a, idx, flag, st, &active);
@@ -833,9 +828,6 @@ int tlmpi_req_waitany(int n, MPI_Request *rs, int *idx, MPI_Status *st)
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        if (a.r) {
-            arr_done(&a);
-        }
         return PMPI_Waitany(n, rs, idx, st);
     }
     for (;;) {
@@ -865,9 +857,6 @@ static int some(int n, MPI_Request *rs, int *outc, int *idx, MPI_Status *sts, in
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        if (a.r) {
-            arr_done(&a);
-        }
         return wait ? PMPI_Waitsome(n, rs, outc, idx, sts) : PMPI_Testsome(n, rs, outc, idx, sts);
     }
     for (;;) {
@@ -985,9 +974,6 @@ int tlmpi_req_startall(int n, MPI_Request *rs)
     int i, rc = MPI_SUCCESS;
 
     if (arr_scan(&a, n, rs) <= 0) {
-        if (a.r) {
-            arr_done(&a);
-        }
         return PMPI_Startall(n, rs);
     }
     for (i = 0; i < n && rc == MPI_SUCCESS; i++) {
