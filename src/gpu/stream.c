@@ -196,29 +196,28 @@ int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *wh
     return wait_loop(ctx->done_word, target, query_stream, s, who, what, grace_s);
 }
 
-/* The marks' events: a free list per device (events belong to the device they were made on). */
+/* The marks' events: a stack of idle ones per device (events belong to the device they were made
+ * on), so that a start neither creates an event nor allocates; one beyond the stack is destroyed. */
 #define MARK_DEVS 64
+#define MARK_IDLE 256
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mark_ev { void *ev; struct mark_ev *next; } *mark_free[MARK_DEVS];
+static void *mark_idle[MARK_DEVS][MARK_IDLE];
+static int mark_nidle[MARK_DEVS];
 
 static cudaEvent_t mark_event_get(int dev)
 {
-    struct mark_ev *n = NULL;
     cudaEvent_t e = NULL;
     int saved = -1;
 
     if (dev >= 0 && dev < MARK_DEVS) {
         pthread_mutex_lock(&mark_lock);
-        n = mark_free[dev];
-        if (n) {
-            mark_free[dev] = n->next;
+        if (mark_nidle[dev] > 0) {
+            e = (cudaEvent_t)mark_idle[dev][--mark_nidle[dev]];
         }
         pthread_mutex_unlock(&mark_lock);
-    }
-    if (n) {
-        e = (cudaEvent_t)n->ev;
-        free(n);
-        return e;
+        if (e) {
+            return e;
+        }
     }
     if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
         return NULL;
@@ -233,17 +232,19 @@ static cudaEvent_t mark_event_get(int dev)
 
 static void mark_event_put(int dev, cudaEvent_t e)
 {
-    struct mark_ev *n = dev >= 0 && dev < MARK_DEVS ? malloc(sizeof(*n)) : NULL;
+    int kept = 0;
 
-    if (!n) {
-        cudaEventDestroy(e);
-        return;
+    if (dev >= 0 && dev < MARK_DEVS) {
+        pthread_mutex_lock(&mark_lock);
+        if (mark_nidle[dev] < MARK_IDLE) {
+            mark_idle[dev][mark_nidle[dev]++] = e;
+            kept = 1;
+        }
+        pthread_mutex_unlock(&mark_lock);
     }
-    n->ev = e;
-    pthread_mutex_lock(&mark_lock);
-    n->next = mark_free[dev];
-    mark_free[dev] = n;
-    pthread_mutex_unlock(&mark_lock);
+    if (!kept) {
+        cudaEventDestroy(e);
+    }
 }
 
 void tlmpi_gpu_marks_finalize(void)
@@ -252,12 +253,8 @@ void tlmpi_gpu_marks_finalize(void)
 
     pthread_mutex_lock(&mark_lock);
     for (d = 0; d < MARK_DEVS; d++) {
-        while (mark_free[d]) {
-            struct mark_ev *n = mark_free[d];
-
-            mark_free[d] = n->next;
-            cudaEventDestroy((cudaEvent_t)n->ev);
-            free(n);
+        while (mark_nidle[d] > 0) {
+            cudaEventDestroy((cudaEvent_t)mark_idle[d][--mark_nidle[d]]);
         }
     }
     pthread_mutex_unlock(&mark_lock);
