@@ -117,6 +117,9 @@ typedef enum {
     TLMPI_FORM_BLOCKING = 0,
     TLMPI_FORM_NONBLOCKING,
     TLMPI_FORM_PERSISTENT,
+    TLMPI_FORM_ENQUEUE,      /**< stream-ordered, eager (tlmpi_*_enqueue outside a graph capture) */
+    TLMPI_FORM_CAPTURE,      /**< stream-ordered, recorded into a CUDA graph (counted once per capture,
+                                  not per replay: a replay runs no host code) */
     TLMPI_FORM_COUNT
 } tlmpi_form_t;
 
@@ -127,7 +130,8 @@ typedef enum {
  */
 tlmpi_status_t tlmpi_get_form_stats(tlmpi_coll_t coll, tlmpi_path_t path, tlmpi_form_t form, tlmpi_stat_t *stat_p);
 
-/** \brief The form's short name ("blocking", "nonblocking", "persistent"); NULL when out of range. */
+/** \brief The form's short name ("blocking", "nonblocking", "persistent", "enqueue", "capture"); NULL
+ * when out of range. */
 const char *tlmpi_form_name(tlmpi_form_t form);
 
 /** \brief Zero every counter of this process. */
@@ -173,6 +177,96 @@ tlmpi_status_t tlmpi_comm_describe(MPI_Comm comm, char *buf, size_t len);
  * \return TLMPI_OK, TLMPI_ERR_NOT_FOUND for an unknown name, TLMPI_ERR_INVALID_ARG for a bad value.
  */
 tlmpi_status_t tlmpi_config_set(const char *name, const char *value);
+
+/**
+ * \name Stream-ordered collectives and CUDA graph capture
+ *
+ * tlmpi_allreduce_enqueue and its siblings order one collective on a CUDA stream of the caller
+ * (a cudaStream_t passed as void *; NULL is the legacy default stream, cudaStreamPerThread works
+ * too): it runs after all work enqueued on `stream` before the call, work enqueued on `stream`
+ * after the call sees its result, and the call returns without waiting for the device. Same
+ * classification, plan and agreed tier as the blocking form; every rank of the communicator must
+ * make the same enqueue calls in the same order (as for any collective). Device (or managed)
+ * buffers only. Buffers must stay valid until the stream has passed the collective.
+ *
+ * Call order: all device work of one communicator, whatever form or stream it came from (blocking
+ * calls on tlmpi's own streams, non-blocking ones, enqueued ones on any stream), runs in the order
+ * the calls were made on this rank (cross-stream dependencies through events).
+ *
+ * CUDA graphs: a call made while `stream` is being captured is recorded, and every replay of the
+ * graph performs a fresh collective (the kernels keep their epochs and flags in device memory).
+ * Nothing is allocated, synchronised or enqueued on the legacy stream during capture, so a capture
+ * in cudaStreamCaptureModeGlobal (PyTorch's default) stays valid. The communicator must be prepared
+ * before its first captured call: tlmpi_enqueue_prepare, or any device-buffer call outside capture.
+ * Replays of graphs that hold a communicator's calls are collective like the calls themselves (every
+ * rank replays the same graphs in the same order, as for NCCL). Graphs may outlive the communicator
+ * (replaying them after MPI_Comm_free is an error; destroying them is not).
+ *
+ * Usage modes (as NCCL's graphUsageMode): by default captured work may run concurrently with the
+ * communicator's uncaptured work (mixing: each captured collective waits for and records the
+ * communicator's order event through external event nodes, about a microsecond per replay). With
+ * TLMPI_ENQUEUE_NO_MIXING (or TLMPI_GRAPH_MIXING=0) the application promises that graph replays
+ * never overlap the communicator's uncaptured calls, and captured collectives carry no event nodes.
+ *
+ * Tiers: node (tlmpi's kernels), self and nccl run stream-ordered and capturable; staging, the MPI
+ * and hier cannot. On those the call returns MPI_ERR_UNSUPPORTED_OPERATION, unless the communicator
+ * allows the synchronous fallback (TLMPI_ENQUEUE_SYNC_FALLBACK, or TLMPI_ENQUEUE_FALLBACK=sync):
+ * then the call waits for `stream`, runs the blocking form and returns once it completed (never
+ * during capture: there it fails).
+ *
+ * Return values are MPI error classes (the communicator's error handler is not called):
+ * MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_OP, MPI_ERR_BUFFER (a host buffer,
+ * or NULL) for bad arguments, checked before anything is enqueued; MPI_ERR_UNSUPPORTED_OPERATION
+ * (no stream-ordered tier, or an unprepared communicator during capture); MPI_ERR_OTHER (tlmpi not
+ * initialised, a CUDA failure). tlmpi_enqueue_error() says why in words. A device-side failure of an
+ * enqueued collective (a wait that gave up after TLMPI_TIMEOUT) is reported on the next call on the
+ * communicator or at MPI_Finalize, with the usual diagnostic, and ends the job.
+ *
+ * Porting from MPICH's MPIX_Allreduce_enqueue(sbuf, rbuf, count, type, op, stream_comm): the stream
+ * is an argument here instead of a property of a stream communicator, so
+ * tlmpi_allreduce_enqueue(sbuf, rbuf, count, type, op, comm, stream) on the ordinary communicator.
+ * \{
+ */
+/** \brief Flags of tlmpi_enqueue_prepare. */
+#define TLMPI_ENQUEUE_SYNC_FALLBACK 0x1 /**< tiers that cannot run stream-ordered run synchronously */
+#define TLMPI_ENQUEUE_NO_MIXING 0x2     /**< captured work never overlaps uncaptured work (no event nodes) */
+
+/**
+ * \brief Prepare comm for stream-ordered calls and graph capture: builds its plan, pools and handles
+ * now (collective over comm; not during capture) and sets its flags (TLMPI_ENQUEUE_*; the same on
+ * every rank; a later call replaces them). \return an MPI error class (see above).
+ */
+int tlmpi_enqueue_prepare(MPI_Comm comm, int flags);
+
+int tlmpi_allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                            MPI_Comm comm, void *stream);
+int tlmpi_allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm, void *stream);
+int tlmpi_reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                       MPI_Op op, MPI_Comm comm, void *stream);
+/** \brief Large counts. */
+int tlmpi_allreduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm, void *stream);
+int tlmpi_allgather_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                              MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, void *stream);
+int tlmpi_reduce_scatter_block_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, void *stream);
+
+/**
+ * \brief The same with Fortran handles (MPI_Fint: mpi4py's py2f(), any MPI), for callers without
+ * mpi.h such as Python's ctypes (python/tlmpi_enqueue.py). sendbuf NULL means MPI_IN_PLACE.
+ */
+int tlmpi_enqueue_prepare_f(MPI_Fint comm, int flags);
+int tlmpi_allreduce_enqueue_f(const void *sendbuf, void *recvbuf, int64_t count, MPI_Fint datatype, MPI_Fint op,
+                              MPI_Fint comm, void *stream);
+int tlmpi_allgather_enqueue_f(const void *sendbuf, void *recvbuf, int64_t count, MPI_Fint datatype, MPI_Fint comm,
+                              void *stream);
+int tlmpi_reduce_scatter_block_enqueue_f(const void *sendbuf, void *recvbuf, int64_t recvcount, MPI_Fint datatype,
+                                         MPI_Fint op, MPI_Fint comm, void *stream);
+
+/** \brief Why the calling thread's last failed enqueue call failed, in words ("" if none failed). */
+const char *tlmpi_enqueue_error(void);
+/** \} */
 
 /**
  * \brief Half-precision datatypes usable on every MPI. Each is a named 2-byte contiguous type
