@@ -95,6 +95,13 @@ tests_gpu_gpu_persist_SOURCES = tests/gpu/gpu_persist.c tests/gpu/gpu_values.h t
 tests_gpu_gpu_persist_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_persist_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_persist_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# the stream-ordered forms (tlmpi_*_enqueue) captured in CUDA graphs and replayed, on device
+# buffers: tests/gpu/graph.sh (device-run.sh part graph)
+check_PROGRAMS += tests/gpu/gpu_graph
+tests_gpu_gpu_graph_SOURCES = tests/gpu/gpu_graph.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_graph_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_graph_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
+tests_gpu_gpu_graph_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # the PMPI guard: preloaded, aborts on a device pointer reaching PMPI_* (-rpath: build a shared lib)
 check_LTLIBRARIES = tests/gpu/libtlmpi_guard.la
 tests_gpu_libtlmpi_guard_la_SOURCES = tests/gpu/pmpi_guard.c
@@ -188,6 +195,8 @@ EXTRA_DIST += tests/gpu/node.sh
 # tests/gpu/nbc.sh NPS BUILD_DIR [quick] (gpu_nbc, gpu_persist), tests/gpu/mpich-debs.sh (a tlmpi
 # build against MPICH unpacked from its Debian packages): device-run.sh part nbc
 EXTRA_DIST += tests/gpu/nbc.sh tests/gpu/mpich-debs.sh
+# tests/gpu/graph.sh NPS BUILD_DIR [quick] (gpu_graph): device-run.sh part graph
+EXTRA_DIST += tests/gpu/graph.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);
 # skips (77) where mpi_fault is not built
 TESTS += tests/mpi/fault.sh

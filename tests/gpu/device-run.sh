@@ -42,6 +42,13 @@
 #             -m auto (NBC_OSU_MODES), 4 B .. 64 MiB (NBC_OSU_SIZES), validated, NBC_OSU_NPS (2 4)
 #             ranks, each rank count only with NBC_OSU_MIN_S (80) s left
 #             -> nbc-summary.md, nbc-bench.csv, osu-nbc.csv, nbc-logs.tar.gz
+#   graph     the stream-ordered forms and CUDA graph capture (issue 21): 1. tests/gpu/graph.sh
+#             (gpu_graph: captured once, replayed GRAPH_REPLAYS (200) times with new inputs, checked)
+#             with GRAPH_NPS (2 4 8) ranks under MPS at GRAPH_LEVEL (full: + the 1 MiB-pool
+#             overflow run at GRAPH_OVERFLOW_NPS, 2 8); 2. bench/node_bench -S graph
+#             (bench/node-bench.sh: K back-to-back enqueued calls, eager stream and replayed graph,
+#             against the eager and graph floors of the same run; GRAPH_BENCH_ARGS) under MPS with
+#             GRAPH_BENCH_NPS (2 4 8) ranks -> graph-summary.md, graph-bench.csv, graph-logs.tar.gz
 # The device tool returns at most 8 files from $OUT.
 # The parts node, nodebench and nbc stop starting runs near DEADLINE_AT (seconds since the epoch;
 # default: DEVICE_BUDGET_S, 560, after this script started), so that one device command (600 s at
@@ -325,6 +332,36 @@ if want nbc; then
     [ -n "${NBC_OSU_LOG:-}" ] && cp "$NBC_OSU_LOG" "$nout/" 2>/dev/null
     tar czf "$final/nbc-logs.tar.gz" -C /tmp tlmpi-nbc-out 2>/dev/null
     grep -E '^(nbc|nbc np|- MPICH|- np|\(step|nbc part)' "$sum" | head -60
+fi
+if want graph; then
+    b=$(build_dir)
+    gout=/tmp/tlmpi-graph-out
+    rm -rf "$gout"
+    mkdir -p "$gout"
+    s0=$(date +%s)
+    sum=$gout/summary.md
+    {
+        echo "# tlmpi stream-ordered forms and CUDA graphs on the GPU (device-run.sh part graph)"
+        echo
+        host_facts
+        echo "- build: $b"
+        echo
+        echo "## 1. gpu_graph under MPS: np ${GRAPH_NPS:-2 4 8}, level ${GRAPH_LEVEL:-full}"
+        echo
+        echo '```'
+    } >"$sum"
+    OUT=$gout/suite GRAPH_OVERFLOW_NPS=${GRAPH_OVERFLOW_NPS:-2 8} \
+        sh "$here/mps.sh" sh "$here/graph.sh" "${GRAPH_NPS:-2 4 8}" "$b" "${GRAPH_LEVEL:-full}" >>"$sum" 2>&1 || rc=1
+    { echo '```'; echo; echo "## 2. bench (node_bench -S graph ${GRAPH_BENCH_ARGS:-}), under MPS"; echo; } >>"$sum"
+    OUT=$gout/bench NPS="${GRAPH_BENCH_NPS:-2 4 8}" BENCH_ARGS="-S graph ${GRAPH_BENCH_ARGS:-}" \
+        RUN_TIMEOUT=${GRAPH_BENCH_TIMEOUT:-150} sh "$here/mps.sh" bash "$root/bench/node-bench.sh" "$b" \
+        >"$gout/bench.log" 2>&1 || rc=1
+    grep -vE '^- options' "$gout/bench/summary.md" >>"$sum" 2>/dev/null
+    cp "$gout/bench/results.csv" "$final/graph-bench.csv" 2>/dev/null
+    { echo; echo "graph part: $(( $(date +%s) - s0 )) s, exit status so far $rc"; } >>"$sum"
+    cp "$sum" "$final/graph-summary.md"
+    tar czf "$final/graph-logs.tar.gz" -C /tmp tlmpi-graph-out 2>/dev/null
+    grep -E '^(graph|RESULT|\| (allreduce|allgather|reduce_scatter_block|floor))' "$sum" | head -60
 fi
 if want demo; then
     rm -rf /tmp/tlmpi-demo && mkdir -p /tmp/tlmpi-demo && tar xzf "$tarball" -C /tmp/tlmpi-demo
