@@ -1,0 +1,441 @@
+# tlmpi_enqueue: stream-ordered MPI collectives on CUDA arrays from Python (mpi4py + CuPy, PyTorch,
+# Numba or anything exposing __cuda_array_interface__), through libtlmpi's Fortran-handle entry
+# points (tlmpi_*_enqueue_f in include/tlmpi.h) with ctypes: pure Python, no build step, any MPI
+# (MPICH or Open MPI: handles cross as MPI_Fint, from mpi4py's py2f()).
+#
+#   import tlmpi_enqueue as te               # after or before "from mpi4py import MPI"
+#   te.prepare(MPI.COMM_WORLD)               # collective: build the plan before any graph capture
+#   te.allreduce(None, grad)                 # in place, MPI.SUM, COMM_WORLD, the array's current stream
+#   te.allgather(shard, full, comm=comm, stream=s)
+#   te.reduce_scatter_block(full, shard, op=MPI.SUM, comm=comm, stream=s)
+#
+# Each call is ordered after the work already on `stream` and returns without waiting for the GPU;
+# inside a CUDA graph capture (cupy Stream.begin_capture, torch.cuda.graph) it is recorded and every
+# replay runs a fresh collective. Buffers must stay alive until the stream (or every replay of the
+# graph) has passed the call. sendbuf None means MPI_IN_PLACE. stream None means the current stream
+# of the buffer's framework (cupy.cuda.get_current_stream(), torch.cuda.current_stream()), or the
+# "stream" entry of a __cuda_array_interface__, else the legacy default stream.
+#
+# libtlmpi is found: already loaded in the process (LD_PRELOAD=libtlmpi.so, the supported way: it
+# then also intercepts mpi4py's own MPI calls), else $TLMPI_LIBRARY, else ctypes.util.find_library.
+# A nonzero return of the C call raises TlmpiError (its .code is the MPI error class, its text is
+# tlmpi_enqueue_error()). Installed by `make install` into $(datadir)/tlmpi/python (README.md).
+import ctypes
+import ctypes.util
+import os
+import sys
+
+__all__ = ["TlmpiError", "SYNC_FALLBACK", "NO_MIXING", "library", "library_origin", "version", "prepare",
+           "allreduce", "allgather", "reduce_scatter_block", "mpi_datatype", "form_stats"]
+
+SYNC_FALLBACK = 0x1  # TLMPI_ENQUEUE_SYNC_FALLBACK: tiers that cannot run stream-ordered run synchronously
+NO_MIXING = 0x2      # TLMPI_ENQUEUE_NO_MIXING: captured work never overlaps uncaptured work
+
+
+class TlmpiError(RuntimeError):
+    """A tlmpi enqueue call returned an MPI error class (.code); .reason is tlmpi_enqueue_error()."""
+
+    def __init__(self, call, code, reason):
+        self.call, self.code, self.reason = call, code, reason
+        cls = ""
+        try:
+            from mpi4py import MPI
+            cls = MPI.Get_error_string(code)
+        except Exception:  # mpi4py missing or MPI finalized: the number is enough
+            pass
+        RuntimeError.__init__(self, "%s: error class %d%s: %s" % (call, code, " (%s)" % cls if cls else "",
+                                                                   reason or "no reason given"))
+
+
+# --- the library -----------------------------------------------------------------------------------
+
+_ENTRY = "tlmpi_allreduce_enqueue_f"
+_lib = None
+_origin = None
+c_fint = ctypes.c_int  # MPI_Fint: a C int on every supported MPI (not with Fortran -i8 builds)
+
+
+def _declare(lib):
+    vp, i64 = ctypes.c_void_p, ctypes.c_int64
+    sigs = {
+        "tlmpi_enqueue_prepare_f": [c_fint, ctypes.c_int],
+        "tlmpi_allreduce_enqueue_f": [vp, vp, i64, c_fint, c_fint, c_fint, vp],
+        "tlmpi_allgather_enqueue_f": [vp, vp, i64, c_fint, c_fint, vp],
+        "tlmpi_reduce_scatter_block_enqueue_f": [vp, vp, i64, c_fint, c_fint, c_fint, vp],
+    }
+    for name, argtypes in sigs.items():
+        f = getattr(lib, name)
+        f.argtypes, f.restype = argtypes, ctypes.c_int
+    lib.tlmpi_enqueue_error.argtypes, lib.tlmpi_enqueue_error.restype = [], ctypes.c_char_p
+    lib.tlmpi_version.argtypes, lib.tlmpi_version.restype = [], ctypes.c_char_p
+
+
+def library():
+    """The loaded libtlmpi (ctypes.CDLL); raises OSError when none is found, TlmpiError when the one
+    found has no stream-ordered entry points."""
+    global _lib, _origin
+    if _lib is not None:
+        return _lib
+    tried = []
+    cands = [(None, "already loaded (LD_PRELOAD or linked)")]
+    env = os.environ.get("TLMPI_LIBRARY")
+    if env:
+        cands.append((env, "$TLMPI_LIBRARY=" + env))
+    found = ctypes.util.find_library("tlmpi")
+    if found:
+        cands.append((found, "find_library('tlmpi') = " + found))
+    for path, origin in cands:
+        try:
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            tried.append("%s: %s" % (origin, e))
+            continue
+        if not hasattr(lib, "tlmpi_version"):
+            tried.append("%s: no libtlmpi symbols" % origin)
+            continue
+        if not hasattr(lib, _ENTRY):
+            lib.tlmpi_version.restype = ctypes.c_char_p
+            raise TlmpiError("tlmpi_enqueue", -1, "the libtlmpi found (%s, version %s) has no stream-ordered "
+                             "entry points (%s)" % (origin, lib.tlmpi_version().decode(), _ENTRY))
+        _declare(lib)
+        _lib, _origin = lib, origin
+        return lib
+    raise OSError("tlmpi_enqueue: libtlmpi not found; run with LD_PRELOAD=/path/to/libtlmpi.so "
+                  "(mpiexec -x LD_PRELOAD=... under Open MPI, -genv LD_PRELOAD ... under MPICH) or set "
+                  "TLMPI_LIBRARY. Tried: " + "; ".join(tried))
+
+
+def library_origin():
+    """How the library was found ("already loaded ..." when preloaded), after library()."""
+    library()
+    return _origin
+
+
+def version():
+    return library().tlmpi_version().decode()
+
+
+def _check(rc, call):
+    if rc != 0:
+        reason = library().tlmpi_enqueue_error()
+        raise TlmpiError(call, rc, reason.decode(errors="replace") if reason else "")
+
+
+# --- MPI handles -----------------------------------------------------------------------------------
+
+def _mpi():
+    from mpi4py import MPI
+    return MPI
+
+
+def _handle_size(MPI):
+    """sizeof(MPI_Datatype): 4 on the MPICH ABI (int handles, MPI_Type_c2f the identity), 8 on
+    Open MPI (pointers)."""
+    try:
+        return MPI._sizeof(MPI.Datatype)
+    except Exception:
+        vendor = MPI.get_vendor()[0]
+        return 4 if vendor in ("MPICH", "Intel MPI", "MVAPICH", "MVAPICH2", "Microsoft MPI") else 8
+
+
+def _comm_f(comm):
+    if comm is None:
+        comm = _mpi().COMM_WORLD
+    return comm.py2f()
+
+
+_OPS = {"sum": "SUM", "prod": "PROD", "min": "MIN", "max": "MAX"}
+
+
+def _op_f(op):
+    MPI = _mpi()
+    if op is None:
+        op = MPI.SUM
+    elif isinstance(op, str):
+        op = getattr(MPI, _OPS.get(op.lower(), op.upper()))
+    return op.py2f()
+
+
+# element kinds: numpy-style typestr without byte order ("f4"), plus "bf16"; -> mpi4py name
+_MPI_NAMES = {
+    "f4": "FLOAT", "f8": "DOUBLE",
+    "i1": "INT8_T", "i2": "INT16_T", "i4": "INT32_T", "i8": "INT64_T",
+    "u1": "UINT8_T", "u2": "UINT16_T", "u4": "UINT32_T", "u8": "UINT64_T",
+    "b1": "C_BOOL", "c8": "C_FLOAT_COMPLEX", "c16": "C_DOUBLE_COMPLEX",
+}
+_HALF = {"f2": "tlmpi_type_float16", "bf16": "tlmpi_type_bfloat16"}
+_TORCH_KINDS = {
+    "torch.float32": "f4", "torch.float64": "f8", "torch.float16": "f2", "torch.bfloat16": "bf16",
+    "torch.int8": "i1", "torch.int16": "i2", "torch.int32": "i4", "torch.int64": "i8",
+    "torch.uint8": "u1", "torch.uint16": "u2", "torch.uint32": "u4", "torch.uint64": "u8",
+    "torch.bool": "b1", "torch.complex64": "c8", "torch.complex128": "c16",
+}
+_NAMES = {"float16": "f2", "float32": "f4", "float64": "f8", "int8": "i1", "int16": "i2", "int32": "i4",
+          "int64": "i8", "uint8": "u1", "uint16": "u2", "uint32": "u4", "uint64": "u8", "bool": "b1",
+          "complex64": "c8", "complex128": "c16"}  # numpy's dtype names (str(numpy.dtype(...)))
+_SIZES = {"bf16": 2}
+_dt_cache = {}
+
+
+def _kind_of(dtype):
+    """Element kind ("f4", "bf16", ...) of a numpy/cupy dtype, a typestr ("<f4"), a dtype name
+    ("float32"), a torch dtype or a kind itself."""
+    s = str(dtype)
+    if s in _TORCH_KINDS:
+        return _TORCH_KINDS[s]
+    if s in ("bfloat16", "bf16"):  # also ml_dtypes' numpy bfloat16
+        return "bf16"
+    if s in _MPI_NAMES or s in _HALF:
+        return s
+    if s in _NAMES:
+        return _NAMES[s]
+    ts = getattr(dtype, "str", None)  # numpy (and cupy) dtype objects
+    if not isinstance(ts, str):
+        if isinstance(dtype, str) and dtype[:1] in "<>|=":
+            ts = dtype
+        else:
+            try:
+                import numpy
+                ts = numpy.dtype(dtype).str
+            except Exception:
+                raise TypeError("tlmpi_enqueue: unknown dtype %r" % (dtype,))
+    if ts[0] == ">" and ts[2:] != "1":
+        raise TypeError("tlmpi_enqueue: big-endian data (%s) is not supported" % ts)
+    return ts[1:]
+
+
+def _half_f(fn_name):
+    """Fortran handle of tlmpi's half type (tlmpi_type_float16/bfloat16 return a C handle)."""
+    MPI, lib = _mpi(), library()
+    fn = getattr(lib, fn_name)
+    size = _handle_size(MPI)
+    fn.argtypes = []
+    fn.restype = ctypes.c_int if size == 4 else ctypes.c_void_p
+    h = fn() or 0
+    if size == 4:  # MPICH ABI: MPI_Type_c2f(h) is (MPI_Fint)h
+        f = int(h)
+    elif hasattr(MPI.Datatype, "fromhandle"):  # mpi4py >= 4
+        f = MPI.Datatype.fromhandle(h).py2f()
+    else:  # Open MPI: MPI_Type_c2f is a function of libmpi (found through libtlmpi's dependencies)
+        c2f = lib.PMPI_Type_c2f
+        c2f.argtypes, c2f.restype = [ctypes.c_void_p], c_fint
+        f = int(c2f(h))
+    if f == MPI.DATATYPE_NULL.py2f():
+        raise TlmpiError(fn_name, MPI.ERR_TYPE, "returned MPI_DATATYPE_NULL (MPI not initialised?)")
+    return f
+
+
+def mpi_datatype(dtype):
+    """The Fortran handle (MPI_Fint) tlmpi gets for arrays of this dtype (numpy/cupy dtype, typestr,
+    torch dtype); float16 and bfloat16 map to tlmpi's own types (reducible on every MPI)."""
+    kind = _kind_of(dtype)
+    f = _dt_cache.get(kind)
+    if f is None:
+        if kind in _HALF:
+            f = _half_f(_HALF[kind])
+        else:
+            MPI = _mpi()
+            name = _MPI_NAMES.get(kind)
+            t = getattr(MPI, name, None) if name else MPI._typedict.get(kind)
+            if t is None or t == MPI.DATATYPE_NULL:
+                raise TypeError("tlmpi_enqueue: no MPI datatype for element kind %r" % kind)
+            f = t.py2f()
+        _dt_cache[kind] = f
+    return f
+
+
+# --- buffers and streams ---------------------------------------------------------------------------
+
+class _Buf(object):
+    __slots__ = ("ptr", "n", "kind", "origin", "obj")
+
+    def __init__(self, ptr, n, kind, origin, obj):
+        self.ptr, self.n, self.kind, self.origin, self.obj = ptr, n, kind, origin, obj
+
+
+def _is_torch(obj):
+    return type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "data_ptr")
+
+
+def _itemsize(kind):
+    if kind in _SIZES:
+        return _SIZES[kind]
+    digits = "".join(ch for ch in kind if ch.isdigit())
+    if not digits:
+        raise TypeError("tlmpi_enqueue: unknown element kind %r" % kind)
+    return int(digits)
+
+
+def _buffer(obj, what, writable=False):
+    """Pointer, element count and kind of a device array (torch tensor API, else
+    __cuda_array_interface__); C-contiguous only."""
+    if _is_torch(obj):
+        if not obj.is_cuda:
+            raise TypeError("%s: a CPU tensor (tlmpi's enqueue entry points take CUDA tensors)" % what)
+        if not obj.is_contiguous():
+            raise ValueError("%s: the tensor is not contiguous (call .contiguous())" % what)
+        kind = _TORCH_KINDS.get(str(obj.dtype))
+        if kind is None:
+            raise TypeError("%s: torch dtype %s is not supported" % (what, obj.dtype))
+        return _Buf(obj.data_ptr(), obj.numel(), kind, "torch", obj)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is None:
+        raise TypeError("%s: %s has neither __cuda_array_interface__ nor the torch tensor API (a host array? "
+                        "tlmpi's enqueue entry points take device buffers)" % (what, type(obj).__name__))
+    if cai.get("mask") is not None:
+        raise ValueError("%s: masked arrays are not supported" % what)
+    ptr, readonly = cai["data"]
+    if writable and readonly:
+        raise ValueError("%s: the array is read-only" % what)
+    kind = _kind_of(cai["typestr"])
+    isz = _itemsize(kind)
+    shape = tuple(cai["shape"])
+    n = 1
+    for d in shape:
+        n *= d
+    strides = cai.get("strides")
+    if strides is not None and n > 1:
+        expect = isz
+        for d, st in zip(reversed(shape), reversed(tuple(strides))):
+            if d != 1 and st != expect:
+                raise ValueError("%s: the array is not C-contiguous (strides %s)" % (what, tuple(strides)))
+            expect *= d
+    mod = type(obj).__module__.split(".")[0]
+    return _Buf(ptr or 0, n, kind, mod if mod in ("cupy", "numba") else "cai", obj)
+
+
+def _stream_ptr(stream, bufs):
+    """cudaStream_t (an int) for a stream object, a raw pointer, or None (see the module comment)."""
+    if stream is None:
+        b = bufs[0]
+        if b.origin == "torch":
+            import torch
+            return torch.cuda.current_stream(b.obj.device).cuda_stream
+        if b.origin == "cupy":
+            import cupy
+            return cupy.cuda.get_current_stream().ptr
+        s = b.obj.__cuda_array_interface__.get("stream")  # CAI v3: 1 legacy, 2 per-thread, else a handle
+        return int(s) if s else 0
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):  # the CUDA Python stream protocol: (version, handle)
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("ptr", "cuda_stream"):  # cupy Stream / ExternalStream; torch.cuda.Stream
+        v = getattr(stream, attr, None)
+        if v is not None:
+            return int(v)
+    h = getattr(stream, "handle", None)  # numba stream: a ctypes c_void_p
+    if h is not None:
+        return int(getattr(h, "value", h) or 0)
+    raise TypeError("tlmpi_enqueue: cannot take a CUDA stream from %r" % (stream,))
+
+
+def _same_kind(s, r, call):
+    if s is not None and s.kind != r.kind:
+        raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (call, s.kind, r.kind))
+
+
+def _comm_size(comm):
+    return (comm if comm is not None else _mpi().COMM_WORLD).Get_size()
+
+
+# --- the collectives -------------------------------------------------------------------------------
+
+def prepare(comm=None, sync_fallback=False, no_mixing=False):
+    """Build comm's plan, pools and handles now (collective over comm; never during a capture) and
+    set its flags, the same on every rank: sync_fallback lets tiers that cannot run stream-ordered
+    (staging, the MPI) run the blocking form instead of failing; no_mixing promises that graph
+    replays never overlap the communicator's uncaptured calls (no event nodes in the graph)."""
+    flags = (SYNC_FALLBACK if sync_fallback else 0) | (NO_MIXING if no_mixing else 0)
+    _check(library().tlmpi_enqueue_prepare_f(_comm_f(comm), flags), "tlmpi_enqueue_prepare_f")
+
+
+def allreduce(sendbuf, recvbuf, op=None, comm=None, stream=None):
+    """MPI_Allreduce of recvbuf's element count on `stream` (sendbuf None or recvbuf itself: in place)."""
+    call = "tlmpi_allreduce_enqueue_f"
+    r = _buffer(recvbuf, "recvbuf", writable=True)
+    s = None if sendbuf is None or sendbuf is recvbuf else _buffer(sendbuf, "sendbuf")
+    _same_kind(s, r, call)
+    if s is not None and s.n != r.n:
+        raise ValueError("%s: sendbuf has %d elements, recvbuf %d" % (call, s.n, r.n))
+    sp = _stream_ptr(stream, [r])
+    _check(library().tlmpi_allreduce_enqueue_f(s.ptr if s is not None else None, r.ptr, r.n, mpi_datatype(r.kind),
+                                               _op_f(op), _comm_f(comm), sp), call)
+
+
+def allgather(sendbuf, recvbuf, comm=None, stream=None):
+    """MPI_Allgather: every rank's sendbuf (n elements) into recvbuf (n * comm size); sendbuf None: in
+    place (this rank's block already in recvbuf)."""
+    call = "tlmpi_allgather_enqueue_f"
+    r = _buffer(recvbuf, "recvbuf", writable=True)
+    s = None if sendbuf is None else _buffer(sendbuf, "sendbuf")
+    _same_kind(s, r, call)
+    size = _comm_size(comm)
+    if s is not None:
+        n = s.n
+        if r.n != n * size:
+            raise ValueError("%s: recvbuf has %d elements, need sendbuf's %d x %d ranks" % (call, r.n, n, size))
+    else:
+        if r.n % size:
+            raise ValueError("%s: in place, recvbuf's %d elements do not split into %d ranks" % (call, r.n, size))
+        n = r.n // size
+    sp = _stream_ptr(stream, [r])
+    _check(library().tlmpi_allgather_enqueue_f(s.ptr if s is not None else None, r.ptr, n, mpi_datatype(r.kind),
+                                               _comm_f(comm), sp), call)
+
+
+def reduce_scatter_block(sendbuf, recvbuf, op=None, comm=None, stream=None):
+    """MPI_Reduce_scatter_block: sendbuf (n * comm size elements) reduced, block `rank` into recvbuf
+    (n); sendbuf None: in place (recvbuf holds the n * size input, the result lands in its first n)."""
+    call = "tlmpi_reduce_scatter_block_enqueue_f"
+    r = _buffer(recvbuf, "recvbuf", writable=True)
+    s = None if sendbuf is None else _buffer(sendbuf, "sendbuf")
+    _same_kind(s, r, call)
+    size = _comm_size(comm)
+    if s is not None:
+        n = r.n
+        if s.n != n * size:
+            raise ValueError("%s: sendbuf has %d elements, need recvbuf's %d x %d ranks" % (call, s.n, n, size))
+    else:
+        if r.n % size:
+            raise ValueError("%s: in place, recvbuf's %d elements do not split into %d ranks" % (call, r.n, size))
+        n = r.n // size
+    sp = _stream_ptr(stream, [r])
+    _check(library().tlmpi_reduce_scatter_block_enqueue_f(s.ptr if s is not None else None, r.ptr, n,
+                                                          mpi_datatype(r.kind), _op_f(op), _comm_f(comm), sp), call)
+
+
+# --- statistics ------------------------------------------------------------------------------------
+
+class _Stat(ctypes.Structure):
+    _fields_ = [("calls", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+
+
+def form_stats():
+    """This process's nonzero counters per (collective, path, form), e.g. ("allreduce", "node",
+    "capture"): (calls, bytes); capture counts once per captured call, not per replay."""
+    lib = library()
+    for fn in ("tlmpi_coll_name", "tlmpi_path_name", "tlmpi_form_name"):
+        getattr(lib, fn).argtypes, getattr(lib, fn).restype = [ctypes.c_int], ctypes.c_char_p
+    lib.tlmpi_get_form_stats.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Stat)]
+    lib.tlmpi_get_form_stats.restype = ctypes.c_int
+    out, st = {}, _Stat()
+
+    def names(fn):
+        i, res = 0, []
+        while True:
+            v = fn(i)
+            if v is None:
+                return res
+            res.append(v.decode())
+            i += 1
+    for c, cn in enumerate(names(lib.tlmpi_coll_name)):
+        for p, pn in enumerate(names(lib.tlmpi_path_name)):
+            for f, fname in enumerate(names(lib.tlmpi_form_name)):
+                if lib.tlmpi_get_form_stats(c, p, f, ctypes.byref(st)) == 0 and st.calls:
+                    out[(cn, pn, fname)] = (st.calls, st.bytes)
+    return out
+
+
+if __name__ == "__main__":
+    sys.stdout.write("tlmpi_enqueue: %s\n" % (library_origin() + ", libtlmpi " + version()))
