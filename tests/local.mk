@@ -159,6 +159,13 @@ tests_mpi_mpi_nbc_SOURCES = tests/mpi/mpi_nbc.c tests/mpi/exact_values.h tests/h
 tests_mpi_mpi_nbc_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_nbc_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
 tests_mpi_mpi_nbc_LDFLAGS = -no-install
+# the stream-ordered entry points' argument and error paths, eager enqueues on nccl / self
+# (tests/mpi/enqueue.sh: 2 ranks and 1)
+check_PROGRAMS += tests/mpi/mpi_enqueue
+tests_mpi_mpi_enqueue_SOURCES = tests/mpi/mpi_enqueue.c tests/harness.h tests/fakes/fake_env.c
+tests_mpi_mpi_enqueue_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_enqueue_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lpthread -lm
+tests_mpi_mpi_enqueue_LDFLAGS = -no-install
 # the hier tier on fake nodes (tests/mpi/hier.sh: 2x2, 3x2, 2x4, 4x2, NCCL rail)
 check_PROGRAMS += tests/mpi/mpi_hier
 tests_mpi_mpi_hier_SOURCES = tests/mpi/mpi_hier.c tests/mpi/exact_values.h tests/harness.h tests/fakes/fake_env.c
@@ -186,6 +193,9 @@ EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
 # nbc.sh skips (77) where mpi_nbc is not built
 TESTS += tests/mpi/nbc.sh
 EXTRA_DIST += tests/mpi/nbc.sh
+# enqueue.sh skips (77) where mpi_enqueue is not built
+TESTS += tests/mpi/enqueue.sh
+EXTRA_DIST += tests/mpi/enqueue.sh
 TESTS += tests/mpi/hier.sh
 EXTRA_DIST += tests/mpi/hier.sh
 TESTS += tests/mpi/tune.sh

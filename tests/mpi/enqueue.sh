@@ -1,0 +1,58 @@
+#!/bin/sh
+# enqueue.sh [BUILD_DIR]: tests/mpi/mpi_enqueue (the argument and error paths of the stream-ordered
+# entry points tlmpi_*_enqueue, _c, _f, tlmpi_enqueue_prepare and tlmpi_enqueue_error, against the
+# fake CUDA runtime and the fake NCCL of tests/fakes) once per run:
+#   np2   2 ranks: argument errors, staging and mpi tiers (unsupported / synchronous fallback),
+#         eager enqueues on the nccl tier (fake NCCL) and on the self path (MPI_COMM_SELF)
+#   np1   1 rank: the same without the nccl tier
+# each with TLMPI_TIMEOUT=60 and under `timeout` (ENQUEUE_TIMEOUT, default 120 s), so a hang is a
+# failure. One line per run, then "PASS n/n" or "FAIL k/n". Exit 77 where mpi_enqueue is not built
+# (no CUDA or no NCCL headers at configure time). ENQUEUE_RUNS="np1 ..." picks runs.
+# Under make check the launcher is $MPIEXEC (tests/launch.sh); by hand from a build directory:
+#   MPIEXEC=mpiexec.mpich sh ../tests/mpi/enqueue.sh
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${top_srcdir:-$here/../..}
+builddir=${1:-${top_builddir:-.}}
+builddir=$(cd "$builddir" && pwd)
+MPIEXEC=${MPIEXEC:-mpiexec}
+export MPIEXEC
+prog=${ENQUEUE_PROG:-$builddir/tests/mpi/mpi_enqueue}
+if [ ! -x "$prog" ]; then
+    echo "SKIP: $prog not built (needs CUDA and NCCL headers at configure time)"
+    exit 77
+fi
+work=$builddir/tests/mpi/work-enqueue
+mkdir -p "$work"
+limit=${ENQUEUE_TIMEOUT:-120}
+pass=0 fail=0 total=0
+for run in ${ENQUEUE_RUNS:-np2 np1}; do
+    case $run in
+        np2) np=2 ;;
+        np1) np=1 ;;
+        *) echo "enqueue.sh: unknown run $run"; exit 2 ;;
+    esac
+    log=$work/$run.log
+    total=$((total + 1))
+    s=$(date +%s)
+    timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" --env TLMPI_TIMEOUT=60 -- "$prog" >"$log" 2>&1
+    rc=$?
+    t=$(( $(date +%s) - s ))
+    res=$(grep -m1 -oE 'mpi_enqueue: (PASS|FAIL|SKIP).*' "$log")
+    if [ $rc = 0 ] && echo "$res" | grep -q PASS; then
+        echo "$run: PASS, ${t} s (${res#mpi_enqueue: PASS: })"
+        pass=$((pass + 1))
+        continue
+    fi
+    { [ $rc = 124 ] || [ $rc = 137 ]; } && res="timed out after $limit s"
+    echo "$run: FAIL (exit $rc, ${t} s): ${res:-no result line}; $log:"
+    grep -m 20 -E 'FAIL|abort|Abort|ABORT|tlmpi.*(error|timeout)' "$log" | sed 's/^/    /'
+    echo "    --- last lines:"
+    tail -15 "$log" | sed 's/^/    /'
+    fail=$((fail + 1))
+done
+if [ $fail != 0 ]; then
+    echo "FAIL $fail/$total (passed $pass)"
+    exit 1
+fi
+echo "PASS $pass/$total"
+exit 0

@@ -1,0 +1,393 @@
+/*
+ * mpi_enqueue: the argument and error paths of tlmpi's stream-ordered entry points
+ * (tlmpi_allreduce_enqueue, tlmpi_allgather_enqueue, tlmpi_reduce_scatter_block_enqueue, their _c
+ * and _f forms, tlmpi_enqueue_prepare, tlmpi_enqueue_error; include/tlmpi.h "Stream-ordered
+ * collectives and CUDA graph capture") against the CPU stand-ins of tests/fakes (the fake CUDA
+ * runtime linked in: cudaMalloc'd "device" memory is host memory tlmpi classifies as device memory;
+ * the fake NCCL dlopen'ed by tlmpi through tests/fakes/fake_env.c). Run by tests/mpi/enqueue.sh
+ * with 2 ranks (and 1) under the MPI of the build (MPICH and Open MPI builds each run it).
+ *
+ * Cases (every one on every entry point form: plain, _c, _f; every failing call must leave
+ * tlmpi_enqueue_error() non-empty and move no counter):
+ *  a  argument errors, returned at once as the MPI error class (the communicator's error handler
+ *     not called: the calls are also made on a dup with MPI_ERRORS_ARE_FATAL): MPI_COMM_NULL ->
+ *     MPI_ERR_COMM; a negative count -> MPI_ERR_COUNT; MPI_DATATYPE_NULL -> MPI_ERR_TYPE (allgather:
+ *     send and receive type); MPI_OP_NULL -> MPI_ERR_OP; a host receive buffer, a host send buffer
+ *     and a NULL receive buffer -> MPI_ERR_BUFFER; tlmpi_enqueue_prepare(MPI_COMM_NULL) ->
+ *     MPI_ERR_COMM;
+ *  b  a tier that cannot run stream-ordered (TLMPI_TIER=staging, and mpi): without the fallback
+ *     MPI_ERR_UNSUPPORTED_OPERATION; with tlmpi_enqueue_prepare(comm, TLMPI_ENQUEUE_SYNC_FALLBACK)
+ *     (and with TLMPI_ENQUEUE_FALLBACK=sync through tlmpi_config_set) MPI_SUCCESS and results right
+ *     when the call returns (in place and not, exact values); a later tlmpi_enqueue_prepare(comm, 0)
+ *     takes the fallback away again;
+ *  c  eager enqueues where the fakes run them: TLMPI_TIER=nccl (the fake NCCL really communicates
+ *     between the ranks) and, on MPI_COMM_SELF, the self path (a device copy): results right after
+ *     cudaStreamSynchronize, counted in TLMPI_FORM_ENQUEUE on the nccl / self path (the node tier's
+ *     kernels do not run on the fakes: cudaLaunchKernel fails there);
+ *  d  tlmpi_enqueue_error() after a success following a failure (informational only).
+ * Prints "mpi_enqueue: PASS: ..." or "mpi_enqueue: FAIL: ..." on rank 0 (tests/harness.h).
+ */
+#include "config.h"
+#include "tlmpi.h"
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define N 64 /* elements per rank block */
+enum { C_AR, C_AG, C_RSB, C_N };
+static const char *const coll_names[C_N] = { "allreduce", "allgather", "reduce_scatter_block" };
+static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER, TLMPI_COLL_REDUCE_SCATTER_BLOCK };
+enum { E_PLAIN, E_C, E_F, E_N };
+static const char *const entry_names[E_N] = { "", "_c", "_f" };
+
+static int g_rank, g_size;
+static cudaStream_t g_st;
+static int *d_s, *d_r, *h_s, *h_r; /* "device" (fake) and host buffers of (N * size + 64) ints */
+
+/* one call: what may be bad in it */
+typedef struct {
+    int coll, entry;
+    const void *s; /* MPI_IN_PLACE allowed (the _f form: NULL) */
+    void *r;
+    MPI_Count count;        /* allgather: send and receive count (unless rcount_set) */
+    MPI_Datatype st, rt;    /* send / receive type (allgather), the type (others) = st */
+    MPI_Op op;
+    MPI_Comm comm;
+    MPI_Fint commf;         /* the _f form's communicator when commf_set */
+    int commf_set;
+} call_t;
+
+static call_t base(int coll, int entry, MPI_Comm comm)
+{
+    call_t c;
+    memset(&c, 0, sizeof c);
+    c.coll = coll;
+    c.entry = entry;
+    c.s = d_s;
+    c.r = d_r;
+    c.count = N;
+    c.st = c.rt = MPI_INT;
+    c.op = MPI_SUM;
+    c.comm = comm;
+    return c;
+}
+
+static int call(const call_t *c)
+{
+    void *stream = (void *)g_st;
+    if (c->entry == E_F) {
+        const void *s = c->s == MPI_IN_PLACE ? NULL : c->s;
+        MPI_Fint cf = c->commf_set ? c->commf : MPI_Comm_c2f(c->comm), tf = MPI_Type_c2f(c->st), of = MPI_Op_c2f(c->op);
+        switch (c->coll) {
+        case C_AR: return tlmpi_allreduce_enqueue_f(s, c->r, (int64_t)c->count, tf, of, cf, stream);
+        case C_AG: return tlmpi_allgather_enqueue_f(s, c->r, (int64_t)c->count, tf, cf, stream);
+        default: return tlmpi_reduce_scatter_block_enqueue_f(s, c->r, (int64_t)c->count, tf, of, cf, stream);
+        }
+    }
+    if (c->entry == E_C) {
+        switch (c->coll) {
+        case C_AR: return tlmpi_allreduce_enqueue_c(c->s, c->r, c->count, c->st, c->op, c->comm, stream);
+        case C_AG: return tlmpi_allgather_enqueue_c(c->s, c->count, c->st, c->r, c->count, c->rt, c->comm, stream);
+        default: return tlmpi_reduce_scatter_block_enqueue_c(c->s, c->r, c->count, c->st, c->op, c->comm, stream);
+        }
+    }
+    switch (c->coll) {
+    case C_AR: return tlmpi_allreduce_enqueue(c->s, c->r, (int)c->count, c->st, c->op, c->comm, stream);
+    case C_AG: return tlmpi_allgather_enqueue(c->s, (int)c->count, c->st, c->r, (int)c->count, c->rt, c->comm, stream);
+    default: return tlmpi_reduce_scatter_block_enqueue(c->s, c->r, (int)c->count, c->st, c->op, c->comm, stream);
+    }
+}
+
+static int err_class(int rc)
+{
+    int cls = rc;
+    if (rc != MPI_SUCCESS && PMPI_Error_class(rc, &cls) != MPI_SUCCESS) cls = rc;
+    return cls;
+}
+
+/* every counter of the three collectives, summed over paths and forms */
+static unsigned long long all_calls(void)
+{
+    unsigned long long n = 0;
+    int c, p;
+    for (c = 0; c < C_N; c++) {
+        for (p = 0; p < TLMPI_PATH_COUNT; p++) {
+            tlmpi_stat_t st;
+            if (tlmpi_get_stats(coll_ids[c], (tlmpi_path_t)p, &st) == TLMPI_OK) n += st.calls;
+        }
+    }
+    return n;
+}
+
+static unsigned long long form_calls(int coll, tlmpi_path_t path, tlmpi_form_t form)
+{
+    tlmpi_stat_t st;
+    return tlmpi_get_form_stats(coll_ids[coll], path, form, &st) == TLMPI_OK ? st.calls : 0;
+}
+
+/* a call that must fail with class want: checked, with tlmpi_enqueue_error() and no counter moved */
+static void expect_fail(const call_t *c, int want, const char *what)
+{
+    unsigned long long n0 = all_calls();
+    char e[MPI_MAX_ERROR_STRING + 32];
+    const char *why;
+    int rc = call(c), cls = err_class(rc);
+    why = tlmpi_enqueue_error();
+    TST_CHECK(cls == want, "%s%s (%s): returned %s, expected class %d", coll_names[c->coll], entry_names[c->entry], what,
+              tst_err_string(rc, e), want);
+    TST_CHECK(rc == MPI_SUCCESS || (why && *why), "%s%s (%s): tlmpi_enqueue_error() is empty after the failure",
+              coll_names[c->coll], entry_names[c->entry], what);
+    TST_CHECK(all_calls() == n0, "%s%s (%s): a failed call moved tlmpi's counters", coll_names[c->coll],
+              entry_names[c->entry], what);
+    if (rc == MPI_SUCCESS) cudaStreamSynchronize(g_st); /* (a wrongly accepted call: let it finish) */
+}
+
+/* ---------------------------------------------------------------- a: arguments */
+
+static void case_args(void)
+{
+    MPI_Comm fatal;
+    int coll, en, k, rc;
+    const char *why;
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &fatal);
+    MPI_Comm_set_errhandler(fatal, MPI_ERRORS_ARE_FATAL);
+    for (k = 0; k < 2; k++) {
+        MPI_Comm comm = k ? fatal : MPI_COMM_WORLD;
+        for (coll = 0; coll < C_N; coll++) {
+            for (en = 0; en < E_N; en++) {
+                call_t c;
+                c = base(coll, en, MPI_COMM_NULL);
+                if (en == E_F) { c.commf = MPI_Comm_c2f(MPI_COMM_NULL); c.commf_set = 1; }
+                expect_fail(&c, MPI_ERR_COMM, "MPI_COMM_NULL");
+                c = base(coll, en, comm);
+                c.count = -1;
+                expect_fail(&c, MPI_ERR_COUNT, "count -1");
+                c = base(coll, en, comm);
+                c.st = c.rt = MPI_DATATYPE_NULL;
+                expect_fail(&c, MPI_ERR_TYPE, "MPI_DATATYPE_NULL");
+                if (coll == C_AG && en != E_F) {
+                    c = base(coll, en, comm);
+                    c.rt = MPI_DATATYPE_NULL;
+                    expect_fail(&c, MPI_ERR_TYPE, "receive type MPI_DATATYPE_NULL");
+                    c = base(coll, en, comm);
+                    c.st = MPI_DATATYPE_NULL;
+                    expect_fail(&c, MPI_ERR_TYPE, "send type MPI_DATATYPE_NULL");
+                }
+                if (coll != C_AG) {
+                    c = base(coll, en, comm);
+                    c.op = MPI_OP_NULL;
+                    expect_fail(&c, MPI_ERR_OP, "MPI_OP_NULL");
+                }
+                c = base(coll, en, comm);
+                c.r = h_r;
+                expect_fail(&c, MPI_ERR_BUFFER, "host receive buffer");
+                c = base(coll, en, comm);
+                c.s = h_s;
+                expect_fail(&c, MPI_ERR_BUFFER, "host send buffer");
+                c = base(coll, en, comm);
+                c.r = NULL;
+                expect_fail(&c, MPI_ERR_BUFFER, "NULL receive buffer");
+                c = base(coll, en, comm);
+                c.s = MPI_IN_PLACE;
+                c.r = h_r;
+                expect_fail(&c, MPI_ERR_BUFFER, "in place on a host buffer");
+            }
+        }
+    }
+    rc = tlmpi_enqueue_prepare(MPI_COMM_NULL, 0);
+    why = tlmpi_enqueue_error();
+    TST_CHECK(err_class(rc) == MPI_ERR_COMM, "tlmpi_enqueue_prepare(MPI_COMM_NULL): rc %d, expected MPI_ERR_COMM", rc);
+    TST_CHECK(why && *why, "tlmpi_enqueue_prepare(MPI_COMM_NULL): tlmpi_enqueue_error() is empty");
+    rc = tlmpi_enqueue_prepare_f(MPI_Comm_c2f(MPI_COMM_NULL), 0);
+    TST_CHECK(err_class(rc) == MPI_ERR_COMM, "tlmpi_enqueue_prepare_f(MPI_COMM_NULL): rc %d, expected MPI_ERR_COMM", rc);
+    MPI_Comm_free(&fatal);
+    if (g_rank == 0) printf("mpi_enqueue: case a (argument errors, every entry point, also under MPI_ERRORS_ARE_FATAL) done\n");
+}
+
+/* ---------------------------------------------------------------- results */
+
+static int in_val(int r, int i, unsigned seed) { return (int)((seed * 31u + (unsigned)r * 7u + (unsigned)i * 3u) % 19u) - 9; }
+
+/* inputs into d_s (or in place into d_r), d_r poisoned; the call c; results checked when it returned
+ * (sync: the synchronous fallback) or after cudaStreamSynchronize */
+static void run_checked(call_t c, int inplace, int sync, unsigned seed, const char *what)
+{
+    int p, i, n = (int)c.count, in_n, out_n, bad = 0, rc, rank, size;
+    char e[MPI_MAX_ERROR_STRING + 32];
+    int *img = tst_malloc(((size_t)N * g_size + 64) * sizeof(int));
+
+    MPI_Comm_rank(c.comm, &rank);
+    MPI_Comm_size(c.comm, &size);
+    in_n = c.coll == C_RSB ? n * size : n;
+    out_n = c.coll == C_AG ? n * size : n;
+    for (i = 0; i < out_n + 16 || i < in_n + 16; i++) img[i] = 0x5a5a5a5a;
+    if (inplace) {
+        int *in = img + (c.coll == C_AG ? rank * n : 0);
+        for (i = 0; i < in_n; i++) in[i] = in_val(rank, i, seed);
+        c.s = MPI_IN_PLACE;
+    } else {
+        for (i = 0; i < in_n; i++) h_s[i] = in_val(rank, i, seed);
+        TST_CUDA(cudaMemcpy(d_s, h_s, (size_t)in_n * sizeof(int), cudaMemcpyHostToDevice));
+    }
+    TST_CUDA(cudaMemcpy(d_r, img, (size_t)(out_n > in_n ? out_n : in_n) * sizeof(int) + 16 * sizeof(int), cudaMemcpyHostToDevice));
+    rc = call(&c);
+    TST_CHECK(rc == MPI_SUCCESS, "%s%s (%s): %s (tlmpi_enqueue_error: %s)", coll_names[c.coll], entry_names[c.entry], what,
+              tst_err_string(rc, e), tlmpi_enqueue_error());
+    if (!sync) TST_CUDA(cudaStreamSynchronize(g_st));
+    TST_CUDA(cudaMemcpy(h_r, d_r, (size_t)(out_n > in_n ? out_n : in_n) * sizeof(int) + 16 * sizeof(int), cudaMemcpyDeviceToHost));
+    for (i = 0; i < out_n; i++) {
+        int want = 0;
+        if (c.coll == C_AG) want = in_val(i / n, i % n, seed);
+        else for (p = 0; p < size; p++) want += in_val(p, c.coll == C_RSB ? rank * n + i : i, seed);
+        if (h_r[i] != want) {
+            if (!bad) TST_FAIL("%s%s (%s, in place %d): element %d = %d, expected %d", coll_names[c.coll],
+                               entry_names[c.entry], what, inplace, i, h_r[i], want);
+            bad++;
+        }
+    }
+    i = (inplace && in_n > out_n ? in_n : out_n);
+    TST_CHECK(h_r[i] == 0x5a5a5a5a, "%s%s (%s, in place %d): the element after the output was overwritten",
+              coll_names[c.coll], entry_names[c.entry], what, inplace);
+    free(img);
+}
+
+/* ---------------------------------------------------------------- b: tiers without a stream */
+
+static void case_nostream(const char *tier)
+{
+    MPI_Comm fb, plain;
+    int coll, en, ip, rc;
+    unsigned long long n0, n1;
+
+    TST_CHECK(tlmpi_config_set("TIER", tier) == TLMPI_OK, "tlmpi_config_set(TIER, %s)", tier);
+    MPI_Comm_dup(MPI_COMM_WORLD, &fb);
+    MPI_Comm_dup(MPI_COMM_WORLD, &plain);
+    rc = tlmpi_enqueue_prepare(fb, TLMPI_ENQUEUE_SYNC_FALLBACK);
+    TST_CHECK(rc == MPI_SUCCESS, "tier %s: tlmpi_enqueue_prepare(SYNC_FALLBACK): rc %d (%s)", tier, rc, tlmpi_enqueue_error());
+    rc = tlmpi_enqueue_prepare(plain, 0);
+    TST_CHECK(rc == MPI_SUCCESS, "tier %s: tlmpi_enqueue_prepare(0): rc %d (%s)", tier, rc, tlmpi_enqueue_error());
+    for (coll = 0; coll < C_N; coll++) {
+        for (en = 0; en < E_N; en++) {
+            call_t c = base(coll, en, plain);
+            char what[64];
+            snprintf(what, sizeof what, "tier %s, no fallback", tier);
+            expect_fail(&c, MPI_ERR_UNSUPPORTED_OPERATION, what);
+            c = base(coll, en, MPI_COMM_WORLD); /* never prepared: the default is no fallback */
+            snprintf(what, sizeof what, "tier %s, world, default flags", tier);
+            expect_fail(&c, MPI_ERR_UNSUPPORTED_OPERATION, what);
+            for (ip = 0; ip < 2; ip++) {
+                c = base(coll, en, fb);
+                snprintf(what, sizeof what, "tier %s, TLMPI_ENQUEUE_SYNC_FALLBACK", tier);
+                n0 = all_calls();
+                run_checked(c, ip, 1, 7u * (unsigned)coll + 3u * (unsigned)en + (unsigned)ip, what);
+                n1 = all_calls();
+                TST_CHECK(n1 == n0 + 1, "%s%s (%s): %llu calls counted, expected 1", coll_names[coll], entry_names[en],
+                          what, n1 - n0);
+            }
+        }
+    }
+    /* the fallback for every communicator through the setting */
+    if (tlmpi_config_set("ENQUEUE_FALLBACK", "sync") == TLMPI_OK) {
+        for (coll = 0; coll < C_N; coll++) {
+            char what[64];
+            snprintf(what, sizeof what, "tier %s, TLMPI_ENQUEUE_FALLBACK=sync", tier);
+            run_checked(base(coll, E_PLAIN, plain), coll == C_AG, 1, 11u + (unsigned)coll, what);
+        }
+        TST_CHECK(tlmpi_config_set("ENQUEUE_FALLBACK", "error") == TLMPI_OK, "tlmpi_config_set(ENQUEUE_FALLBACK, error)");
+    } else {
+        TST_FAIL("tlmpi_config_set(ENQUEUE_FALLBACK, sync) refused");
+    }
+    /* a later prepare replaces the flags */
+    rc = tlmpi_enqueue_prepare(fb, 0);
+    TST_CHECK(rc == MPI_SUCCESS, "tier %s: tlmpi_enqueue_prepare(fb, 0): rc %d", tier, rc);
+    {
+        call_t c = base(C_AR, E_PLAIN, fb);
+        expect_fail(&c, MPI_ERR_UNSUPPORTED_OPERATION, "fallback taken away by a later prepare");
+    }
+    rc = tlmpi_enqueue_prepare_f(MPI_Comm_c2f(fb), TLMPI_ENQUEUE_SYNC_FALLBACK);
+    TST_CHECK(rc == MPI_SUCCESS, "tier %s: tlmpi_enqueue_prepare_f(fb, SYNC_FALLBACK): rc %d", tier, rc);
+    run_checked(base(C_RSB, E_F, fb), 0, 1, 99u, "fallback set again by tlmpi_enqueue_prepare_f");
+    MPI_Comm_free(&fb);
+    MPI_Comm_free(&plain);
+    if (g_rank == 0) printf("mpi_enqueue: case b (tier %s: unsupported without the fallback, synchronous with it) done\n", tier);
+}
+
+/* ---------------------------------------------------------------- c: eager enqueues */
+
+static void case_eager(const char *tier, MPI_Comm comm, tlmpi_path_t path)
+{
+    int coll, en, ip, rc;
+    MPI_Comm d;
+
+    TST_CHECK(tlmpi_config_set("TIER", tier) == TLMPI_OK, "tlmpi_config_set(TIER, %s)", tier);
+    MPI_Comm_dup(comm, &d);
+    rc = tlmpi_enqueue_prepare(d, 0);
+    TST_CHECK(rc == MPI_SUCCESS, "tier %s: tlmpi_enqueue_prepare: rc %d (%s)", tier, rc, tlmpi_enqueue_error());
+    for (coll = 0; coll < C_N; coll++) {
+        for (en = 0; en < E_N; en++) {
+            for (ip = 0; ip < 2; ip++) {
+                unsigned long long f0 = form_calls(coll, path, TLMPI_FORM_ENQUEUE), f1;
+                char what[64];
+                snprintf(what, sizeof what, "tier %s, eager", tier);
+                run_checked(base(coll, en, ip & 1 ? d : comm), ip, 0, 5u * (unsigned)coll + (unsigned)en * 2u + (unsigned)ip,
+                            what);
+                f1 = form_calls(coll, path, TLMPI_FORM_ENQUEUE);
+                TST_CHECK(f1 == f0 + 1, "%s%s (%s): the enqueue form on path %s moved by %llu, expected 1",
+                          coll_names[coll], entry_names[en], what, tlmpi_path_name(path), f1 - f0);
+            }
+        }
+    }
+    MPI_Comm_free(&d);
+    if (g_rank == 0) printf("mpi_enqueue: case c (eager enqueues, tier %s) done\n", tier);
+}
+
+int main(int argc, char **argv)
+{
+    size_t bytes;
+    int rc;
+    const char *why;
+
+    tst_init("mpi_enqueue", &argc, &argv);
+    g_rank = tst_rank;
+    g_size = tst_size;
+    bytes = ((size_t)N * (size_t)g_size + 64) * sizeof(int);
+    TST_CUDA(cudaMalloc((void **)&d_s, bytes));
+    TST_CUDA(cudaMalloc((void **)&d_r, bytes));
+    h_s = tst_malloc(bytes);
+    h_r = tst_malloc(bytes);
+    memset(h_s, 0, bytes);
+    TST_CUDA(cudaMemset(d_s, 0, bytes));
+    TST_CUDA(cudaStreamCreateWithFlags(&g_st, cudaStreamNonBlocking));
+
+    tst_expect("argument errors of the enqueue entry points");
+    case_args();
+    case_nostream("staging");
+    case_nostream("mpi");
+    if (g_size > 1) case_eager("nccl", MPI_COMM_WORLD, TLMPI_PATH_NCCL);
+    case_eager("self", MPI_COMM_SELF, TLMPI_PATH_SELF);
+    /* d: after a failure and a success */
+    {
+        call_t c = base(C_AR, E_PLAIN, MPI_COMM_NULL);
+        (void)call(&c);
+        TST_CHECK(tlmpi_config_set("TIER", "self") == TLMPI_OK, "tlmpi_config_set(TIER, self)");
+        c = base(C_AR, E_PLAIN, MPI_COMM_SELF);
+        rc = call(&c);
+        TST_CHECK(rc == MPI_SUCCESS, "self allreduce after a failure: rc %d", rc);
+        TST_CUDA(cudaStreamSynchronize(g_st));
+        why = tlmpi_enqueue_error();
+        if (g_rank == 0) printf("mpi_enqueue: tlmpi_enqueue_error() after a failure and then a success: \"%s\"\n", why ? why : "(null)");
+    }
+    TST_CUDA(cudaStreamDestroy(g_st));
+    TST_CUDA(cudaFree(d_s));
+    TST_CUDA(cudaFree(d_r));
+    free(h_s);
+    free(h_r);
+    return tst_finish();
+}
