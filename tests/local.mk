@@ -193,6 +193,10 @@ EXTRA_DIST += tests/mpi/threads.sh tests/gpu/threads.sh
 # nbc.sh skips (77) where mpi_nbc is not built
 TESTS += tests/mpi/nbc.sh
 EXTRA_DIST += tests/mpi/nbc.sh
+# python.sh: python/tlmpi_enqueue.py under mpi4py against the fakes (skips without an mpi4py of this
+# build's MPI); tests/gpu/python.sh: its CUDA-graph example on a GPU host (device-run.sh part python)
+TESTS += tests/mpi/python.sh
+EXTRA_DIST += tests/mpi/python.sh tests/mpi/python_enqueue.py tests/gpu/python.sh
 # enqueue.sh skips (77) where mpi_enqueue is not built
 TESTS += tests/mpi/enqueue.sh
 EXTRA_DIST += tests/mpi/enqueue.sh

@@ -42,6 +42,10 @@
 #             -m auto (NBC_OSU_MODES), 4 B .. 64 MiB (NBC_OSU_SIZES), validated, NBC_OSU_NPS (2 4)
 #             ranks, each rank count only with NBC_OSU_MIN_S (80) s left
 #             -> nbc-summary.md, nbc-bench.csv, osu-nbc.csv, nbc-logs.tar.gz
+#   python    the Python example of the stream-ordered collectives (tests/gpu/python.sh: make install
+#             of the build, python/examples/graph_step.py with CuPy and PyTorch graphs, LD_PRELOAD)
+#             under MPS with PY_NPS (2 4) ranks; only when named (not part of all)
+#             -> python-summary.md, python-logs.tar.gz
 #   graph     the stream-ordered forms and CUDA graph capture (issue 21): 1. tests/gpu/graph.sh
 #             (gpu_graph: captured once, replayed GRAPH_REPLAYS (200) times with new inputs, checked)
 #             with GRAPH_NPS (2 4 8) ranks under MPS at GRAPH_LEVEL (full: + the 1 MiB-pool
@@ -362,6 +366,18 @@ if want graph; then
     cp "$sum" "$final/graph-summary.md"
     tar czf "$final/graph-logs.tar.gz" -C /tmp tlmpi-graph-out 2>/dev/null
     grep -E '^(graph|RESULT|\| (allreduce|allgather|reduce_scatter_block|floor))' "$sum" | head -60
+fi
+if case ",$what," in *,python,*) true ;; *) false ;; esac; then
+    b=$(build_dir)
+    pout=/tmp/tlmpi-python-out
+    rm -rf "$pout"
+    mkdir -p "$pout"
+    { echo "# tlmpi Python example on the GPU (tests/gpu/python.sh)"; echo; host_facts; echo; echo '```'; } >"$pout/summary.md"
+    OUT=$pout sh "$here/mps.sh" sh "$here/python.sh" "${PY_NPS:-2 4}" "$b" >>"$pout/summary.md" 2>&1 || rc=1
+    echo '```' >>"$pout/summary.md"
+    cp "$pout/summary.md" "$final/python-summary.md"
+    tar czf "$final/python-logs.tar.gz" -C /tmp --exclude=install tlmpi-python-out 2>/dev/null
+    cat "$final/python-summary.md"
 fi
 if want demo; then
     rm -rf /tmp/tlmpi-demo && mkdir -p /tmp/tlmpi-demo && tar xzf "$tarball" -C /tmp/tlmpi-demo
