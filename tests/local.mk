@@ -119,6 +119,14 @@ tests_gpu_gpu_threads_SOURCES = tests/mpi/mpi_threads.c tests/mpi/exact_values.h
 tests_gpu_gpu_threads_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_threads_LDADD = libtlmpi.la $(CUDA_LIBS) -lpthread -lm
 tests_gpu_gpu_threads_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# host and device memory classified right after each change of a range (tests/mpi/mpi_host_cache's
+# twin on a real GPU; exits 77 without one)
+check_PROGRAMS += tests/gpu/gpu_host_cache
+TESTS += tests/gpu/gpu_host_cache
+tests_gpu_gpu_host_cache_SOURCES = tests/gpu/gpu_host_cache.c tests/harness.h
+tests_gpu_gpu_host_cache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_host_cache_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
+tests_gpu_gpu_host_cache_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # host-buffer classification on "a GPU node" anywhere: the fake CUDA runtime of tests/fakes, linked
 # ahead of libtlmpi (and so of the real libcudart), reports one GPU and counts pointer queries
 check_LTLIBRARIES += tests/mpi/libfakecudart.la
@@ -131,6 +139,14 @@ tests_mpi_mpi_host_classify_SOURCES = tests/mpi/mpi_host_classify.c tests/harnes
 tests_mpi_mpi_host_classify_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_host_classify_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_host_classify_LDFLAGS = -no-install
+# the host-mapping cache after every change of one range (munmap, cudaMalloc at the same address,
+# mremap, cudaHostRegister, managed, VMM), with the fake CUDA runtime
+check_PROGRAMS += tests/mpi/mpi_host_cache
+TESTS += tests/mpi/mpi_host_cache
+tests_mpi_mpi_host_cache_SOURCES = tests/mpi/mpi_host_cache.c tests/harness.h
+tests_mpi_mpi_host_cache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_host_cache_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_host_cache_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
 # failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
 # communicates between the processes of one host, through shared memory)
@@ -186,6 +202,22 @@ tests_mpi_mpi_fault_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -ldl -lm
 tests_mpi_mpi_fault_LDFLAGS = -no-install
 endif
 endif
+# the loopback NCCL net + GIN plugin (a test fixture, never installed; NCCL_NET_PLUGIN on a GPU host:
+# tests/gpu/gin-loopback.sh) and its CPU test, two processes without NCCL or a GPU, with its two
+# mutants (tests/gin-loopback/gin-loopback.sh; skips (77) where the plugin is not built)
+if HAVE_CUDA
+if HAVE_NCCL
+check_LTLIBRARIES += tests/gin-loopback/libnccl-net-tlmpi-loopback.la
+tests_gin_loopback_libnccl_net_tlmpi_loopback_la_SOURCES = tests/gin-loopback/ginlb_plugin.c tests/gin-loopback/ginlb_abi.h
+tests_gin_loopback_libnccl_net_tlmpi_loopback_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_gin_loopback_libnccl_net_tlmpi_loopback_la_LIBADD = -ldl -lpthread
+check_PROGRAMS += tests/gin-loopback/ginlb_driver
+tests_gin_loopback_ginlb_driver_SOURCES = tests/gin-loopback/ginlb_driver.c tests/gin-loopback/ginlb_abi.h
+tests_gin_loopback_ginlb_driver_LDADD = -ldl -lrt
+endif
+endif
+TESTS += tests/gin-loopback/gin-loopback.sh
+EXTRA_DIST += tests/gin-loopback/gin-loopback.sh tests/gin-loopback/gin_probe.cu tests/gpu/gin-loopback.sh
 # threads.sh skips (77) where mpi_threads is not built (no CUDA headers or no NCCL headers);
 # THREADS_REPEAT=N repeats its whole matrix. tests/gpu/threads.sh: the same on a GPU host.
 TESTS += tests/mpi/threads.sh
