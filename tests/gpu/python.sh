@@ -10,10 +10,10 @@
 #   cupy-nomix  the same with prepare(no_mixing=True)
 #   torch       torch.cuda.CUDAGraph (capture_error_mode global); only where torch imports
 # PY_RUNS picks runs, PY_REPLAYS (50) checked replays, PY_BENCH (200) back-to-back replays, PY_ARGS
-# more arguments for graph_step.py, PYTHON the interpreter (python3: on the GPU host the one with
-# PyTorch, CuPy and mpi4py). Under MPS (CUDA_MPS_PIPE_DIRECTORY set, as tests/gpu/mps.sh does) tlmpi
-# picks the node tier and each rank's PASS line must show node captures ("node/capture"); without
-# MPS TLMPI_TIER=node is forced (correct, slow: time-sliced device waits). Every run has
+# more arguments for graph_step.py, PY_GUARD=0 leaves the PMPI guard out, PYTHON the interpreter
+# (python3: on the GPU host the one with PyTorch, CuPy and mpi4py). Under MPS (CUDA_MPS_PIPE_DIRECTORY
+# set, as tests/gpu/mps.sh does) tlmpi picks the node tier and each rank's PASS line must show node
+# captures ("node/capture"); without MPS TLMPI_TIER=node is forced (correct, slow: time-sliced device waits). Every run has
 # TLMPI_TIMEOUT=60, TLMPI_STATS=1 and runs under `timeout` (PY_TIMEOUT, 240 s; cut to what
 # DEADLINE_AT leaves). Prints one line per run and each rank's line, then "python: PASS k/k runs" or
 # "python: FAIL ..."; exit 0 only if every run passed. Logs: $OUT/python-npN-RUN.log (default OUT:
@@ -55,7 +55,7 @@ fi
 echo "python: installed $lib, $mod, $ex"
 preload=$lib
 guard=$build/tests/gpu/.libs/libtlmpi_guard.so
-[ -f "$guard" ] && preload=$guard:$lib
+[ -f "$guard" ] && [ "${PY_GUARD:-1}" != 0 ] && preload=$guard:$lib
 if ! "$py" -c 'import cupy, numpy, mpi4py' >"$out/imports.log" 2>&1; then
     echo "python: FAIL ($py cannot import cupy, numpy and mpi4py: $(tail -1 "$out/imports.log"))"
     exit 1
