@@ -77,8 +77,10 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
  *
  * Barriers. Per CTA index b, a flag per peer in each rank's header; barrier number k of a call
  * stores epoch+k into every peer's flag[b][rank] (release, system scope) and waits (acquire) until
- * its own flag[b][p] >= epoch+k for every p. The epoch is a per-communicator running total kept by
- * the caller in tlmpi_node_args_t.epoch; the launcher advances it by the barriers it launched.
+ * its own flag[b][p] >= epoch+k for every p. The epoch is a per-communicator running total: with
+ * dev_epoch in the descriptor, a word of each rank's own pool header that the kernels read and
+ * advance (nothing per call in the launch arguments: graph replays stay correct); without, kept by
+ * the caller in tlmpi_node_args_t.epoch and advanced by the launcher by the barriers it launched.
  * Every rank of the node must launch the same kinds, sizes and CTA counts in the same order.
  *
  * Bounded waits. Each device wait gives up after timeout_ns (%globaltimer): the first CTA to give
@@ -94,6 +96,7 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
 #define TLMPI_NODE_HDR_BYTES (TLMPI_NODE_LL_OFF + TLMPI_NODE_LL_BYTES) /* pool header (barrier flags, rail
                                            signals, LL region), ahead of the data area: 320 KiB */
 #define TLMPI_NODE_THREADS 512          /* threads per CTA of every node kernel */
+#define TLMPI_NODE_EPOCH_OFF 8200       /* the device-resident epoch (u64) in the pool header (node.cuh) */
 
 /* The per-communicator transport descriptor (plain data; copied into every launch). */
 typedef struct {
@@ -105,6 +108,11 @@ typedef struct {
     int stuck;                          /* fault injection: this rank never arrives at barriers */
     void *mc_base;                      /* multicast address of the pools (NVLS), NULL: none (the
                                            multicast operations are emulated over base[]) */
+    int dev_epoch;                      /* 1: the barrier epoch lives in the own pool header (a u64 at
+                                           TLMPI_NODE_EPOCH_OFF, zero with the header), read and advanced
+                                           by the kernels themselves: launches are replay-safe in CUDA
+                                           graphs and tlmpi_node_args_t.epoch is unused. 0: the caller
+                                           keeps it in tlmpi_node_args_t.epoch */
 } tlmpi_node_xport_t;
 
 /* What a timed-out device wait leaves for the host (first writer wins: set goes 0 -> 1 last). */
@@ -146,7 +154,8 @@ typedef struct {
     size_t count;                       /* elements of the message: allreduce: all of it; allgather /
                                            reduce_scatter_block: one rank's block. allgather: bytes */
     int ctas;                           /* CTAs, 1..TLMPI_NODE_MAX_CTAS, the same on every rank */
-    unsigned long long epoch;           /* in/out: barrier epoch (running total of this communicator) */
+    unsigned long long epoch;           /* in/out: barrier epoch (running total of this communicator);
+                                           unused where the descriptor has dev_epoch */
 } tlmpi_node_args_t;
 
 /* 1 if the node kernels reduce (dtype, op) (same set as tlmpi_cuda_reduce). */

@@ -7,8 +7,11 @@
 // the same on every rank. Steps: a message larger than one data half of the pool runs as several
 // steps inside the same kernel; the per-step chunk is a data half (pull allgather, both allreduces)
 // or a data half divided by the number of ranks (push allgather, reduce-scatter: n slots per step).
-// Sync protocol: see node.cuh (barriers per CTA index, epochs advanced here by the barriers launched;
-// an LL call counts as one, and the LL region is cleared here once per 2^32 epochs: node_ll.cu).
+// Sync protocol: see node.cuh (barriers per CTA index). Epochs: where the transport has dev_epoch
+// (tlmpi's tiers) each kernel reads and advances the epoch word in its own pool header (node.cuh:
+// node_enter), so launches are replay-safe in CUDA graphs; otherwise (the kernel tests) they are
+// advanced here in the caller's args. An LL call counts as one, and the LL region is cleared once per
+// 2^32 epochs (node_ll.cu).
 #include "node_kernels.cuh"
 #include "transport_ipc.cuh"
 
@@ -21,7 +24,8 @@ namespace {
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) barrier_ipc(const __grid_constant__ Params p)
 {
-    IpcTransport t{ p.x, p.epoch, p.kind };
+    TLMPI_NODE_ENTER(p, ep);
+    IpcTransport t{ p.x, ep, p.kind };
     (void)t.barrier(1);
 }
 
@@ -69,6 +73,7 @@ int clear_ll(const tlmpi_node_xport_t *x, unsigned long long epoch, cudaStream_t
     b.x = *x;
     b.nsteps = 1;
     b.epoch = epoch;
+    b.barriers = 1;
     b.kind = TLMPI_NODE_BARRIER;
     void *args[1] = { &b };
     return (int)cudaLaunchKernel(barrier_fn(), dim3(1), dim3(kNodeThreads), args, 0, stream);
@@ -125,13 +130,15 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
         }
         barriers = p.nsteps * (a->kind == TLMPI_NODE_AR_TWOSHOT ? 2u : 1u);
     }
+    p.barriers = barriers;
     // LL lines carry the epoch's low 32 bits (node_ll.cu): before this call's epochs reach the next
     // multiple of 2^32, clear the own LL region, then one barrier (no peer writes into it before
     // this rank cleared it; this rank read everything written into it before, in its earlier
     // kernels), then jump the epoch to that multiple, so that every line is at most 2^32 - 1
     // epochs old or zero, and no flag of the new era is zero. Once per 2^32 barriers, on every
-    // rank alike (the epochs are the same everywhere).
-    if (((a->epoch + barriers) >> 32) != (a->epoch >> 32)) {
+    // rank alike (the epochs are the same everywhere). With the device-resident epoch the kernel
+    // does it itself (node.cuh: node_enter) and a->epoch is not used.
+    if (!x->dev_epoch && ((a->epoch + barriers) >> 32) != (a->epoch >> 32)) {
         const int e = clear_ll(x, a->epoch, static_cast<cudaStream_t>(stream));
         if (e != 0) return e;
         a->epoch = ((a->epoch >> 32) + 1ull) << 32;
@@ -143,7 +150,7 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
     const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
                                            static_cast<cudaStream_t>(stream));
     if (e != cudaSuccess) return (int)e;
-    a->epoch += barriers;
+    if (!x->dev_epoch) a->epoch += barriers;
     return 0;
 }
 

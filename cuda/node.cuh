@@ -37,10 +37,14 @@ namespace node {
 constexpr int kNodeThreads = TLMPI_NODE_THREADS;
 constexpr int kMaxRanks = TLMPI_NODE_MAX_RANKS;
 constexpr int kMaxCtas = TLMPI_NODE_MAX_CTAS;
-// pool header: flags[kMaxCtas][kMaxRanks] (u64), then the timed-out claim word
+// pool header: flags[kMaxCtas][kMaxRanks] (u64), then the timed-out claim word, the device-resident
+// epoch and its arrival counter (node_enter)
 constexpr size_t kFlagsBytes = sizeof(unsigned long long) * kMaxCtas * kMaxRanks;
 constexpr size_t kClaimOff = kFlagsBytes;
+constexpr size_t kEpochOff = kClaimOff + 8;
+constexpr size_t kArriveOff = kClaimOff + 16;
 static_assert(kClaimOff + 64 <= TLMPI_NODE_HDR_BYTES, "pool header");
+static_assert(kEpochOff == TLMPI_NODE_EPOCH_OFF, "kernels.h names the epoch word's offset");
 
 // Launch parameters (one struct, passed by value).
 struct Params {
@@ -50,7 +54,8 @@ struct Params {
     size_t bytes;          // message bytes: allreduce all of it; allgather / RSB one block
     size_t chunk;          // bytes of the message per step (a multiple of 16)
     unsigned nsteps;
-    unsigned long long epoch;  // barrier epoch before the call
+    unsigned long long epoch;  // barrier epoch before the call (x.dev_epoch: unused, node_enter reads it)
+    unsigned barriers;         // epoch steps the call takes (x.dev_epoch: node_enter advances by them)
     int kind;
 };
 
@@ -151,6 +156,66 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
     }
     return __syncthreads_and(ok) != 0;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Device-resident epoch (x.dev_epoch; kernels.h). Replay-safe: nothing a kernel depends on from one
+// call to the next is in its arguments, so the same launch captured in a CUDA graph performs a fresh
+// collective every replay. Every CTA's thread 0 reads the epoch word of the own pool header, then
+// bumps the arrival counter beside it; the CTA whose bump completes the grid (it knows every CTA has
+// read the old value: each read it before its bump, and the fences order the two) resets the counter
+// and stores the epoch after the call. The rank's next kernel of the comm starts after this one
+// completed (call order on the communicator: src/gpu/stream.c), so it reads the new value. No CTA
+// waits for another here, and a CTA that returns early (a wait timed out) has already arrived.
+//
+// Wrap (the LL lines carry the epoch's low 32 bits, node_ll.cu): when the call's epochs would cross
+// a multiple M of 2^32, every CTA first clears its share of the own LL region, then one barrier
+// (target e + 1), and the call runs from epoch M: no line older than 2^32 epochs survives, no flag of
+// the new era is zero. The share is the LL kernel's own mapping of line index w to CTAs (thread
+// w % (grid * block)), so an LL call that wraps writes a peer's lines only after that peer's CTA of the
+// same index cleared them (its barrier); later calls of any CTA count run after this kernel.
+// Every rank decides alike (the same epochs everywhere). Returns the call's epoch; false in *ok when
+// the wrap barrier timed out (the CTA must return).
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned long long node_enter(const Params &p, bool *ok)
+{
+    *ok = true;
+    if (!p.x.dev_epoch) return p.epoch;
+    __shared__ unsigned long long s_e;
+    char *own = static_cast<char *>(p.x.base[p.x.rank]);
+    unsigned long long *ew = reinterpret_cast<unsigned long long *>(own + kEpochOff);
+    if (threadIdx.x == 0) {
+        const unsigned long long e = *reinterpret_cast<volatile unsigned long long *>(ew);
+        const bool wrap = ((e + p.barriers) >> 32) != (e >> 32);
+        const unsigned long long next = wrap ? (((e >> 32) + 1ull) << 32) + p.barriers : e + p.barriers;
+        unsigned *arrive = reinterpret_cast<unsigned *>(own + kArriveOff);
+        __threadfence();
+        if (atomicAdd(arrive, 1u) == gridDim.x - 1) {
+            __threadfence();
+            *reinterpret_cast<volatile unsigned *>(arrive) = 0u;
+            *reinterpret_cast<volatile unsigned long long *>(ew) = next;
+        }
+        s_e = e;
+    }
+    __syncthreads();
+    const unsigned long long e = s_e;
+    if (((e + p.barriers) >> 32) != (e >> 32)) {
+        constexpr size_t kLines = TLMPI_NODE_LL_SLOT / 16;  // lines per (half, sender)
+        uint4 *ll = reinterpret_cast<uint4 *>(own + TLMPI_NODE_LL_OFF);
+        const size_t stride = (size_t)gridDim.x * blockDim.x;
+        for (size_t w = (size_t)blockIdx.x * blockDim.x + threadIdx.x; w < kLines; w += stride)
+            for (int hs = 0; hs < 2 * kMaxRanks; hs++) ll[(size_t)hs * kLines + w] = make_uint4(0u, 0u, 0u, 0u);
+        if (!flag_barrier(p.x, e + 1, p.kind, 0)) *ok = false;
+        return ((e >> 32) + 1ull) << 32;
+    }
+    return e;
+}
+
+// The first statement of every node kernel: the call's epoch into `e` (returns from the kernel when the
+// wrap's barrier timed out).
+#define TLMPI_NODE_ENTER(p, e)                                                                   \
+    bool e##_ok;                                                                                 \
+    const unsigned long long e = ::tlmpi::node::node_enter(p, &e##_ok);                          \
+    if (!e##_ok) return
 
 // ---------------------------------------------------------------------------------------------
 // Partition: the step's range of a slot (`full` bytes, the same in every step of the call) split

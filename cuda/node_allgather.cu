@@ -38,7 +38,7 @@ template <class X> __device__ __forceinline__ void ag_push(const Params &p, cons
     const bool in_place = p.in == p.out + (size_t)r * B;
     for (unsigned s = 0; s < p.nsteps; s++) {
         const int k = (int)s + 1;
-        const size_t h = half_off(p.x, p.epoch + k);
+        const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
         cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
@@ -77,7 +77,7 @@ template <class X> __device__ __forceinline__ void ag_pull(const Params &p, cons
     const bool in_place = p.in == p.out + (size_t)r * B;
     for (unsigned s = 0; s < p.nsteps; s++) {
         const int k = (int)s + 1;
-        const size_t h = half_off(p.x, p.epoch + k);
+        const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
         cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
@@ -111,19 +111,22 @@ template <class X> __device__ __forceinline__ void ag_pull(const Params &p, cons
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_ipc(const __grid_constant__ Params p)
 {
-    IpcTransport t{ p.x, p.epoch, p.kind };
+    TLMPI_NODE_ENTER(p, ep);
+    IpcTransport t{ p.x, ep, p.kind };
     ag_push(p, t);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_nvls(const __grid_constant__ Params p)
 {
-    NvlsTransport<TLMPI_DT_U8, Sum> t{ { p.x, p.epoch, p.kind } };
+    TLMPI_NODE_ENTER(p, ep);
+    NvlsTransport<TLMPI_DT_U8, Sum> t{ { p.x, ep, p.kind } };
     ag_push(p, t);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __grid_constant__ Params p)
 {
-    IpcTransport t{ p.x, p.epoch, p.kind };
+    TLMPI_NODE_ENTER(p, ep);
+    IpcTransport t{ p.x, ep, p.kind };
     ag_pull(p, t);
 }
 

@@ -30,7 +30,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar1(cons
     const size_t M = p.bytes, S = p.chunk;
     for (unsigned s = 0; s < p.nsteps; s++) {
         const int k = (int)s + 1;
-        const size_t h = half_off(p.x, p.epoch + k);
+        const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = M - off < S ? M - off : S;
         size_t lo, hi;
         cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
@@ -44,14 +44,16 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar1(cons
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_ipc(const __grid_constant__ Params p)
 {
-    IpcTransport t{ p.x, p.epoch, p.kind };
+    TLMPI_NODE_ENTER(p, ep);
+    IpcTransport t{ p.x, ep, p.kind };
     ar1<DT, Op>(p, t);
 }
 
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_nvls(const __grid_constant__ Params p)
 {
-    NvlsTransport<DT, Op> t{ { p.x, p.epoch, p.kind } };
+    TLMPI_NODE_ENTER(p, ep);
+    NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
     ar1<DT, Op>(p, t);
 }
 

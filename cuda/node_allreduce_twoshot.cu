@@ -43,7 +43,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
     const size_t M = p.bytes, S = p.chunk;
     for (unsigned s = 0; s < p.nsteps; s++) {
         const int k1 = 2 * (int)s + 1, k2 = k1 + 1;
-        const size_t ha = half_off(p.x, p.epoch + k1), hb = half_off(p.x, p.epoch + k2);
+        const size_t ha = half_off(p.x, t.epoch + k1), hb = half_off(p.x, t.epoch + k2);
         const size_t off = (size_t)s * S, L = M - off < S ? M - off : S;
         // slices from the chunk size, the same in every step (the last step's short piece leaves
         // the last slices short or empty); a one-step call splits its own length
@@ -89,14 +89,16 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_ipc(const __grid_constant__ Params p)
 {
-    IpcTransport t{ p.x, p.epoch, p.kind };
+    TLMPI_NODE_ENTER(p, ep);
+    IpcTransport t{ p.x, ep, p.kind };
     ar2<DT, Op>(p, t);
 }
 
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_nvls(const __grid_constant__ Params p)
 {
-    NvlsTransport<DT, Op> t{ { p.x, p.epoch, p.kind } };
+    TLMPI_NODE_ENTER(p, ep);
+    NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
     ar2<DT, Op>(p, t);
 }
 

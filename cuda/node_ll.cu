@@ -28,8 +28,9 @@
 // the earliest, after it completed e + 1; every epoch step involves every rank (an LL call or a
 // barrier), and this rank takes part in e + 1 only after its reads of e are done (its next kernel
 // starts after this one), so no line is overwritten before it was read. Flags are 32-bit: a line
-// written 2^32 epochs ago could carry the current flag, so the launcher clears the region with an
-// extra barrier whenever the epoch crosses a multiple of 2^32 (cuda/node.cu); no line is older.
+// written 2^32 epochs ago could carry the current flag, so the region is cleared with an extra
+// barrier whenever the epoch crosses a multiple of 2^32 (on the device: node.cuh's node_enter, with
+// the device-resident epoch; by the launcher otherwise: cuda/node.cu); no line is older.
 // Every poll is bounded (TLMPI_TIMEOUT): the error record names the peer, expected and seen flag.
 #include "node_kernels.cuh"
 
@@ -85,11 +86,11 @@ __device__ __forceinline__ void st_word(char *p, uint2 v, size_t avail, int ua)
     for (size_t i = 0; i < 8 && i < avail; i++) reinterpret_cast<unsigned char *>(p)[i] = s[i];
 }
 
-template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(const Params &p)
+template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(const Params &p, unsigned long long epoch)
 {
     const tlmpi_node_xport_t &x = p.x;
     const int n = x.nranks, r = x.rank;
-    const unsigned long long e = p.epoch + 1;
+    const unsigned long long e = epoch + 1;
     const unsigned f = (unsigned)e;
     const size_t P = p.bytes, words = (P + 7) / 8;
     const size_t half = TLMPI_NODE_LL_OFF + (size_t)(e & 1ull) * kLlHalf;
@@ -179,7 +180,8 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
 template <int COLL, int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ll_ipc(const __grid_constant__ Params p)
 {
-    ll<COLL, DT, Op>(p);
+    TLMPI_NODE_ENTER(p, ep);
+    ll<COLL, DT, Op>(p, ep);
 }
 
 template <int DT, typename Op> struct RsbLlK {

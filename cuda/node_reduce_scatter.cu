@@ -31,7 +31,7 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void rsb(cons
     const size_t B = p.bytes, S = p.chunk;
     for (unsigned s = 0; s < p.nsteps; s++) {
         const int k = (int)s + 1;
-        const size_t h = half_off(p.x, p.epoch + k);
+        const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
         cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
@@ -49,14 +49,16 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void rsb(cons
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_ipc(const __grid_constant__ Params p)
 {
-    IpcTransport t{ p.x, p.epoch, p.kind };
+    TLMPI_NODE_ENTER(p, ep);
+    IpcTransport t{ p.x, ep, p.kind };
     rsb<DT, Op>(p, t);
 }
 
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_nvls(const __grid_constant__ Params p)
 {
-    NvlsTransport<DT, Op> t{ { p.x, p.epoch, p.kind } };
+    TLMPI_NODE_ENTER(p, ep);
+    NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
     rsb<DT, Op>(p, t);
 }
 

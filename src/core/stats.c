@@ -118,7 +118,7 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_algo_stats(tlmpi_coll_t coll, tlmpi_path_t
 
 TLMPI_EXPORT const char *tlmpi_form_name(tlmpi_form_t form)
 {
-    static const char *const names[TLMPI_FORM_COUNT] = { "blocking", "nonblocking", "persistent" };
+    static const char *const names[TLMPI_FORM_COUNT] = { "blocking", "nonblocking", "persistent", "enqueue", "capture" };
 
     return (unsigned)form < TLMPI_FORM_COUNT ? names[form] : NULL;
 }

@@ -179,7 +179,7 @@ int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, con
     return tlmpi_gpu_stream_wait_grace(ctx, who, what, 0);
 }
 
-int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what, long grace_s)
+static int stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what, long grace_s)
 {
     cudaStream_t s = (cudaStream_t)ctx->stream;
     unsigned target;
@@ -194,6 +194,16 @@ int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *wh
     }
     ctx->done_seq = target;
     return wait_loop(ctx->done_word, target, query_stream, s, who, what, grace_s);
+}
+
+int tlmpi_gpu_stream_wait_grace(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what, long grace_s)
+{
+    int e = stream_wait(ctx, who, what, grace_s);
+
+    if (TLMPI_UNLIKELY(ctx->order_on) && e == 0 && ctx->order_stream == ctx->stream) {
+        ctx->order_stream = NULL; /* what was pending on the comm's stream has completed */
+    }
+    return e;
 }
 
 /* The marks' events: a stack of idle ones per device (events belong to the device they were made
@@ -273,6 +283,10 @@ int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
         return (int)cudaErrorMemoryAllocation;
     }
     e = cudaEventRecord((cudaEvent_t)m->event, (cudaStream_t)ctx->stream);
+    if (e == cudaSuccess && TLMPI_UNLIKELY(ctx->order_on)) {
+        /* the started call's work is pending on the comm's stream: later calls on other streams wait */
+        e = (cudaError_t)tlmpi_gpu_order_after(ctx, ctx->stream, NULL);
+    }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         mark_event_put(ctx->dev, (cudaEvent_t)m->event);
@@ -311,14 +325,16 @@ void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m)
 
 int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
 {
-    cudaError_t e;
+    cudaError_t e = cudaSuccess;
 
-    if (!ctx->nonblocking) {
-        return 0;
+    if (ctx->nonblocking) {
+        e = cudaEventRecord((cudaEvent_t)ctx->legacy_ev, cudaStreamLegacy);
+        if (e == cudaSuccess) {
+            e = cudaStreamWaitEvent((cudaStream_t)ctx->stream, (cudaEvent_t)ctx->legacy_ev, 0);
+        }
     }
-    e = cudaEventRecord((cudaEvent_t)ctx->legacy_ev, cudaStreamLegacy);
-    if (e == cudaSuccess) {
-        e = cudaStreamWaitEvent((cudaStream_t)ctx->stream, (cudaEvent_t)ctx->legacy_ev, 0);
+    if (TLMPI_UNLIKELY(ctx->order_on) && e == cudaSuccess) {
+        e = (cudaError_t)tlmpi_gpu_order_before(ctx, ctx->stream, NULL);
     }
     return (int)e;
 }
@@ -399,6 +415,7 @@ static void ctx_free(tlmpi_gpu_ctx_t *ctx)
     if (ctx->done_word) {
         cudaFreeHost((void *)ctx->done_word);
     }
+    tlmpi_gpu_order_release(ctx);
     (void)cudaGetLastError();
     free(ctx);
 }
@@ -436,6 +453,11 @@ tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_
                              why, len, err);
     }
     ctx_setup_spin(ctx, gpu_sharers);
+    /* the order event of stream-ordered calls (order.c), made now so that a comm prepared by any call
+     * outside capture needs nothing created during one; without it such calls are refused */
+    if (tlmpi_gpu_order_create(ctx) != 0) {
+        (void)cudaGetLastError();
+    }
     tlmpi_gpu_restore_device(saved);
     return ctx;
 err:

@@ -32,6 +32,13 @@ typedef struct tlmpi_gpu_ctx {
     void *done_word_dev;            /* its device address */
     unsigned done_seq;              /* last value enqueued for done_word */
     int spin;                       /* tlmpi_gpu_stream_wait polls done_word */
+    /* call order across streams (order.c), once the comm has had a stream-ordered call */
+    int order_on;                   /* order_ev exists and orders every device call of the comm */
+    struct tlmpi_gpu_order *order;  /* its event (shared with the graphs that wait on it) */
+    void *order_stream;             /* where the order event was last recorded and may still be
+                                       pending (NULL: nothing pending: the host waited since) */
+    int order_graphs;               /* mixing graphs record the event: every eager call waits on it */
+    unsigned long long order_capture; /* the capture (id) whose first call waited on the event */
 } tlmpi_gpu_ctx_t;
 
 /* Create a context on dev (the caller's current device is restored). NULL on failure, with the
@@ -40,9 +47,47 @@ typedef struct tlmpi_gpu_ctx {
 tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_t len);
 /* Wait for the context's work and destroy it. */
 void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx);
-/* Order ctx->stream after the caller's legacy-stream work (a no-op for blocking streams).
+/* Order ctx->stream after the caller's legacy-stream work (a no-op for blocking streams) and, once
+ * the comm has had stream-ordered calls, after its device work on other streams (order.c).
  * Returns a cudaError_t. */
 int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx);
+/* Whether tlmpi_gpu_ctx_begin has anything to do (tiers may skip the call when it has not). */
+static inline int tlmpi_gpu_ctx_needs_begin(const tlmpi_gpu_ctx_t *ctx)
+{
+    return ctx->nonblocking || ctx->order_on;
+}
+
+/* ---- call order across streams (order.c) ----
+ * All device work of one communicator runs in the order of the calls, whatever stream it is on:
+ * tlmpi's kernels assume it (the pools' halves, the LL regions and the device-resident epochs: one
+ * kernel of a comm at a time per rank, in call order). Blocking and non-blocking calls run on the
+ * comm's own stream, stream-ordered ones on the caller's; each comm has one order event, recorded
+ * after every call whose work may still be pending, and waited for (cudaStreamWaitEvent) by the
+ * next call on another stream. Graph capture (mixing mode): the first captured call of a capture
+ * waits on the event through an external event node and every captured call records it through one
+ * (a replay orders against eager work both ways); once a comm has such graphs, every eager call waits
+ * on the event (a replay is not seen by the host). No-mixing mode: captured calls carry no event
+ * node. Zero cost for comms that never had a stream-ordered call (order_on = 0). */
+typedef struct {
+    int active;                 /* the stream is being captured */
+    unsigned long long id;      /* the capture's id */
+    void *graph;                /* cudaGraph_t being built */
+    int mixing;                 /* the comm's usage mode (TLMPI_GRAPH_MIXING / NO_MIXING flag) */
+} tlmpi_gpu_capture_t;
+/* The capture status of stream (NULL: the legacy stream): 0 or a cudaError_t (e.g. the legacy stream
+ * while another stream captures in global mode). */
+int tlmpi_gpu_capture_status(void *stream, tlmpi_gpu_capture_t *cap);
+/* Create the comm's order event (with the context, outside any capture; ordering stays off), and turn
+ * ordering on (the comm's first stream-ordered call; creates nothing). 0 or a cudaError_t. */
+int tlmpi_gpu_order_create(tlmpi_gpu_ctx_t *ctx);
+int tlmpi_gpu_order_enable(tlmpi_gpu_ctx_t *ctx);
+/* Before / after the comm's device work on stream (cap: its capture status). cudaError_t. */
+int tlmpi_gpu_order_before(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_capture_t *cap);
+int tlmpi_gpu_order_after(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_capture_t *cap);
+/* Release the comm's reference to its order event (ctx teardown; graphs may hold theirs). */
+void tlmpi_gpu_order_release(tlmpi_gpu_ctx_t *ctx);
+/* Destroy order events whose last graph was destroyed (any tlmpi thread, outside capture). */
+void tlmpi_gpu_order_reap(void);
 
 /* Who waits: for the timeout diagnostic. */
 typedef struct {

@@ -246,6 +246,58 @@ out:
     return st;
 }
 
+/* The call's NCCL collective on stream s, with the in-place reduce-scatter's fix-up copy. In place,
+ * NCCL's layouts: allreduce in == out; allgather the own block at rbuf + own_off (which is c->in);
+ * reduce-scatter the result at rbuf + own_off, moved to the front afterwards (disjoint for rank > 0).
+ * Only that copy switches the device, since it is a plain CUDA call: NCCL makes the communicator's
+ * device current around its own calls (and restores it). */
+static tlmpi_status_t nccl_issue(struct tlmpi_nccl_comm *nc, const tlmpi_call_t *c, ncclDataType_t t, ncclRedOp_t o,
+                                 size_t n, cudaStream_t s)
+{
+    tlmpi_status_t st = TLMPI_OK;
+    char *rb = c->rbuf;
+    int saved = -1;
+
+    if (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) {
+        TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, rb, rb + c->own_off, n, t, o, s), st, out);
+        if (nc->rank > 0) {
+            if (tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
+                return TLMPI_ERR_CUDA;
+            }
+            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(rb, rb + c->own_off, c->out_bytes, cudaMemcpyDeviceToDevice, s),
+                                  st, out);
+        }
+    } else {
+        TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, c->in, rb, n, t, o, s), st, out);
+    }
+out:
+    tlmpi_gpu_restore_device(saved);
+    return st;
+}
+
+/* The stream-ordered form: the collective on the caller's stream (NCCL records it into a graph when
+ * the stream is being captured). Buffers on another device than the tier's: not stream-ordered. */
+static tlmpi_status_t nccl_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, void *stream)
+{
+    struct tlmpi_nccl_comm *nc = tc->state[TLMPI_TIER_NCCL];
+    ncclDataType_t t = ncclInt8;
+    ncclRedOp_t o = ncclSum;
+    size_t n;
+
+    (void)algo;
+    if (!nc || c->rdev != nc->dev || (!c->in_place && c->sdev != nc->dev)) {
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    if (c->coll == TLMPI_COLL_ALLGATHER) {
+        n = c->msg_bytes;
+    } else {
+        nccl_dtype(c->dt, &t);
+        nccl_op(c->opc, &o);
+        n = (size_t)c->count;
+    }
+    return nccl_issue(nc, c, t, o, n, (cudaStream_t)stream);
+}
+
 static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     struct tlmpi_nccl_comm *nc = tc->state[TLMPI_TIER_NCCL];
@@ -254,8 +306,6 @@ static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     ncclDataType_t t = ncclInt8;
     ncclRedOp_t o = ncclSum;
     size_t n;
-    int saved = -1;
-    char *rb = c->rbuf;
 
     (void)algo, (void)mpi_rc_p;
     if (!nc) {
@@ -274,26 +324,13 @@ static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         return nccl_run_other_device(nc, tc, c, t, o, n);
     }
     s = (cudaStream_t)tc->ctx->stream;
-    if (TLMPI_UNLIKELY(tc->ctx->nonblocking)) {
+    if (TLMPI_UNLIKELY(tlmpi_gpu_ctx_needs_begin(tc->ctx))) {
         TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_ctx_begin(tc->ctx), st, out);
     }
-    /* No device switch: NCCL makes the communicator's device current around its own calls (and
-     * restores it), and the wait needs no current device. Only the in-place reduce-scatter fix-up
-     * copy below switches, since it is a plain CUDA call. In place, NCCL's layouts: allreduce
-     * in == out; allgather the own block at rbuf + own_off (which is c->in); reduce-scatter the
-     * result at rbuf + own_off, moved to the front afterwards (disjoint for rank > 0). */
-    if (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) {
-        TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, rb, rb + c->own_off, n, t, o, s), st, out);
-        if (nc->rank > 0) {
-            if (tlmpi_gpu_enter_device(nc->dev, &saved) != 0) {
-                st = TLMPI_ERR_CUDA;
-                goto out;
-            }
-            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(rb, rb + c->own_off, c->out_bytes, cudaMemcpyDeviceToDevice, s),
-                                  st, out);
-        }
-    } else {
-        TLMPI_NCCL_CHECK_GOTO(nccl_coll(nc, c->coll, c->in, rb, n, t, o, s), st, out);
+    /* no device switch (nccl_issue), and the wait needs no current device */
+    st = nccl_issue(nc, c, t, o, n, s);
+    if (st != TLMPI_OK) {
+        goto out;
     }
     tc->enqueued = tc->calls;
 out:
@@ -302,7 +339,6 @@ out:
 
         st = st != TLMPI_OK ? st : ws;
     }
-    tlmpi_gpu_restore_device(saved);
     return st;
 }
 
@@ -318,6 +354,7 @@ const tlmpi_tier_t tlmpi_tier_nccl = {
     .setup = nccl_setup,
     .supports = nccl_supports,
     .run = nccl_run,
+    .enqueue = nccl_enqueue,
     .cleanup = nccl_cleanup,
 };
 

@@ -20,7 +20,8 @@
  * setup everywhere) and the MPS detection: a median above TLMPI_NODE_SLOW_US on any rank means a
  * time-sliced GPU, and TLMPI_CAP_NODE_SLOW (agreed) takes the tier out of the auto order.
  *
- * run: one kernel launch on the comm's stream (the per-comm barrier epoch advanced by the launcher),
+ * run: one kernel launch on the comm's stream (the per-comm barrier epoch lives in each rank's pool
+ * header, read and advanced by the kernels: launches are replay-safe, kernels.h's dev_epoch),
  * a bounded wait (TLMPI_TIMEOUT + 10 s: the kernels' own device waits give up after TLMPI_TIMEOUT
  * and report first through the host-mapped error record, which run turns into one diagnostic line
  * and MPI_Abort). A launch error happens before any data moved: TLMPI_ERR_UNSUPPORTED (staging then
@@ -139,7 +140,7 @@ struct tlmpi_node_comm {
     tlmpi_xport_t *xp;          /* the transport's shared state: &ipc->t or &dc->t */
     tlmpi_ipc_t *ipc;           /* one of these two */
     tlmpi_devcomm_t *dc;
-    unsigned long long epoch;   /* barriers launched on this comm so far (the same on every rank) */
+    /* (the barrier epoch lives in each pool's header, read and advanced by the kernels: dev_epoch) */
     double barrier_us;          /* agreed median of the timed barriers (< 0: not timed) */
     int slow;                   /* the timed barriers say: time-sliced GPU */
     char mc_why[96];            /* why multicast is emulated */
@@ -230,14 +231,15 @@ static int node_barrier(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const
     memset(&a, 0, sizeof(a));
     a.kind = TLMPI_NODE_BARRIER;
     a.ctas = 1;
-    a.epoch = nc->epoch;
-    e = tlmpi_cuda_node_run(x, &a, tc->ctx->stream);
+    e = tlmpi_gpu_ctx_begin(tc->ctx); /* after the comm's stream-ordered work (teardown) */
+    if (e == 0) {
+        e = tlmpi_cuda_node_run(x, &a, tc->ctx->stream);
+    }
     if (e != 0) {
         snprintf(why, len, "%s: the node barrier kernel cannot be launched: %s", what, cudaGetErrorString((cudaError_t)e));
         (void)cudaGetLastError();
         return -1;
     }
-    nc->epoch = a.epoch;
     e = tlmpi_gpu_stream_wait_grace(tc->ctx, &who, what, NODE_GRACE_S);
     if (e != 0) {
         snprintf(why, len, "%s: the node barrier kernel failed: %s", what, cudaGetErrorString((cudaError_t)e));
@@ -328,6 +330,31 @@ static int node_transport(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, siz
     return 0;
 }
 
+/* The kernels' device-resident epoch (kernels.h: dev_epoch): zero with the pool header, or
+ * TLMPI_NODE_EPOCH0 (tests of the LL wrap), the same on every rank. 0, or -1 with the reason. */
+static int node_epoch_init(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, char *why, size_t len)
+{
+    unsigned long long e0 = (unsigned long long)TLMPI_ENV_I(NODE_EPOCH0);
+    int saved = -1, rc = 0;
+
+    nc->xp->x.dev_epoch = 1;
+    if (e0 == 0) {
+        return 0;
+    }
+    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+        snprintf(why, len, "cannot make device %d current", tc->dev);
+        return -1;
+    }
+    if (cudaMemcpy((char *)nc->xp->x.base[nc->xp->x.rank] + TLMPI_NODE_EPOCH_OFF, &e0, sizeof(e0),
+                   cudaMemcpyHostToDevice) != cudaSuccess) {
+        snprintf(why, len, "cannot set the node tier's epoch (TLMPI_NODE_EPOCH0)");
+        (void)cudaGetLastError();
+        rc = -1;
+    }
+    tlmpi_gpu_restore_device(saved);
+    return rc;
+}
+
 /* Tier setup (collective over tc->comm): the transport, then where ranks share a GPU the smoke test
  * and the MPS detection. Every rank reaches the same outcome. */
 static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
@@ -346,6 +373,11 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
             free(nc);
         }
         return TLMPI_ERR_CUDA; /* on every rank alike */
+    }
+    if (node_epoch_init(tc, nc, why, len) != 0) {
+        /* nothing ran on the pools: free them; agreed by the plan like any setup failure */
+        node_free(nc, tc->dev, have_nc);
+        return TLMPI_ERR_CUDA;
     }
     nc->barrier_us = -1;
     if (nc->xp->shared) {
@@ -455,6 +487,21 @@ static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_
     tlmpi_gpu_abort(tc->comm);
 }
 
+/* A device wait of an earlier call gave up: a stream-ordered call's (nobody waited for it on the host)
+ * or a graph replay's. Reported on the comm's next call (c) or at teardown (c NULL), then MPI_Abort. */
+static __attribute__((noreturn, noinline)) void node_earlier_timed_out(const tlmpi_tier_comm_t *tc,
+                                                                       const tlmpi_call_t *c,
+                                                                       volatile tlmpi_node_err_t *r)
+{
+    tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u (%d ranks): a device wait of an "
+                "earlier stream-ordered or graph-replayed node kernel (kind %d) gave up after %ld s (TLMPI_TIMEOUT) "
+                "at barrier %d, CTA slot %d, waiting for node rank %d: expected %llu, seen %llu; reported %s; "
+                "calling MPI_Abort", tc->rank, tlmpi_g.world_rank, tc->id, tc->size, r->kind,
+                (long)TLMPI_ENV_I(TIMEOUT), r->barrier, r->cta, r->peer, (unsigned long long)r->expected,
+                (unsigned long long)r->seen, c ? "at the next call on the communicator" : "at its teardown");
+    tlmpi_gpu_abort(tc->comm);
+}
+
 /* node_run's launch (tlmpi_tier_kernel_t): one node kernel, the comm's barrier epoch advanced */
 struct node_launch {
     struct tlmpi_node_comm *nc;
@@ -469,10 +516,31 @@ static int node_launch(void *arg, const void *in, void *out, void *stream)
     l->args->out = out;
     e = tlmpi_cuda_node_run(&l->nc->xp->x, l->args, stream);
     if (e == 0) {
-        l->nc->epoch = l->args->epoch;
         l->nc->ran = 1;
     }
     return e;
+}
+
+/* The launch arguments of call c (algorithm word algo); the algorithm it runs in *a_p. CTAs: the plan
+ * entry's knob (tables, tuning file), else TLMPI_NODE_CTAS, else by size; at most the agreed limit
+ * that keeps every rank's CTAs resident. */
+static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
+                      tlmpi_node_args_t *args, int *a_p)
+{
+    long forced = TLMPI_ALGO_CTAS(algo) ? TLMPI_ALGO_CTAS(algo) : (long)TLMPI_ENV_I(NODE_CTAS);
+    int a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes), ctas;
+
+    args->kind = (int)node_kind(c->coll, a);
+    args->dtype = (int)c->dt;
+    args->op = (int)c->opc;
+    args->count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
+    ctas = forced > 0 ? (int)(forced < nc->xp->max_ctas ? forced : nc->xp->max_ctas)
+                      : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, nc->xp->max_ctas);
+    args->ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
+    args->epoch = 0; /* dev_epoch: the kernels keep it */
+    args->in = c->in;
+    args->out = c->rbuf;
+    *a_p = a;
 }
 
 static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
@@ -481,24 +549,16 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     tlmpi_status_t st;
     tlmpi_node_args_t args;
-    int a, ctas;
-    /* CTAs: the plan entry's knob (tables, tuning file), else TLMPI_NODE_CTAS, else by size; at
-     * most the agreed limit that keeps every rank's CTAs resident */
-    long forced = TLMPI_ALGO_CTAS(algo) ? TLMPI_ALGO_CTAS(algo) : (long)TLMPI_ENV_I(NODE_CTAS);
+    int a;
 
     (void)mpi_rc_p;
     if (!nc) {
         return TLMPI_ERR_UNSUPPORTED; /* not set up (cannot happen when supports() said yes) */
     }
-    a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes);
-    args.kind = (int)node_kind(c->coll, a);
-    args.dtype = (int)c->dt;
-    args.op = (int)c->opc;
-    args.count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
-    ctas = forced > 0 ? (int)(forced < nc->xp->max_ctas ? forced : nc->xp->max_ctas)
-                      : tlmpi_cuda_node_ctas_for(args.kind, c->msg_bytes, tc->size, nc->xp->max_ctas);
-    args.ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
-    args.epoch = nc->epoch;
+    if (TLMPI_UNLIKELY(nc->xp->err->set)) {
+        node_earlier_timed_out(tc, c, nc->xp->err); /* a stream-ordered call's, not yet reported */
+    }
+    node_args(tc, nc, c, algo, &args, &a);
     {
         struct node_launch l = { nc, &args };
         const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
@@ -513,6 +573,40 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         tlmpi_stat_algo_add(c->coll, TLMPI_PATH_NODE, a, c->msg_bytes);
     }
     return st;
+}
+
+/* The stream-ordered form: one kernel launch on the caller's stream and nothing else (the epoch is
+ * the kernels' own, so the launch is replay-safe in a graph). Buffers on another device than the
+ * comm's are not stream-ordered (UNSUPPORTED). A device wait of an earlier call that gave up is
+ * reported first. */
+static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, void *stream)
+{
+    struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
+    tlmpi_node_args_t args;
+    int a, e, saved = -1;
+
+    if (!nc || (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
+        (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev)) {
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    if (TLMPI_UNLIKELY(nc->xp->err->set)) {
+        node_earlier_timed_out(tc, c, nc->xp->err);
+    }
+    node_args(tc, nc, c, algo, &args, &a);
+    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    e = tlmpi_cuda_node_run(&nc->xp->x, &args, stream);
+    tlmpi_gpu_restore_device(saved);
+    if (e != 0) {
+        (void)cudaGetLastError();
+        tlmpi_warn_once(COLL, "%s on tier node (algorithm %s): the stream-ordered kernel launch failed (%s)",
+                        tlmpi_coll_name(c->coll), node_algos[a], cudaGetErrorString((cudaError_t)e));
+        return TLMPI_ERR_CUDA;
+    }
+    nc->ran = 1;
+    tlmpi_stat_algo_add(c->coll, TLMPI_PATH_NODE, a, c->msg_bytes);
+    return TLMPI_OK;
 }
 
 /* A started call's kernel completed: its device waits may have given up meanwhile (run's check
@@ -535,6 +629,9 @@ static void node_cleanup(tlmpi_tier_comm_t *tc)
         return;
     }
     tc->state[TLMPI_TIER_NODE] = NULL;
+    if (TLMPI_UNLIKELY(nc->xp->err->set)) {
+        node_earlier_timed_out(tc, NULL, nc->xp->err); /* never silently dropped */
+    }
     /* Every rank of the comm is here (MPI_Comm_free or MPI_Finalize): once collective kernels ran,
      * one last barrier, after this rank's earlier kernels in stream order, so that no peer still
      * reads or writes this rank's pool when it is freed. Not for the fault site, and bounded like
@@ -554,6 +651,8 @@ static void node_cleanup(tlmpi_tier_comm_t *tc)
 }
 
 #else /* !HAVE_CUDA: the tier does not exist */
+
+#define node_enqueue NULL
 
 static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
@@ -606,6 +705,7 @@ const tlmpi_tier_t tlmpi_tier_node = {
     .setup = node_setup,
     .supports = node_supports,
     .run = node_run,
+    .enqueue = node_enqueue,
     .complete = node_complete,
     .cleanup = node_cleanup,
     .describe_algo = node_describe_algo,

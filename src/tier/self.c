@@ -46,12 +46,33 @@ out:
     tlmpi_gpu_restore_device(saved);
     return st;
 }
+
+/* The stream-ordered form: the copy on the caller's stream (a memcpy node under capture). */
+static tlmpi_status_t self_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, void *stream)
+{
+    tlmpi_status_t st = TLMPI_OK;
+    int saved = -1;
+
+    (void)algo;
+    if (c->in_place || c->sbuf == c->rbuf) {
+        return TLMPI_OK;
+    }
+    if (tlmpi_gpu_enter_device(tc->ctx ? tc->ctx->dev : tc->dev, &saved) != 0) {
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, c->sbuf, c->out_bytes, cudaMemcpyDeviceToDevice,
+                                          (cudaStream_t)stream), st, out);
+out:
+    tlmpi_gpu_restore_device(saved);
+    return st;
+}
 #else
 static tlmpi_status_t self_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     (void)tc, (void)c, (void)algo, (void)mpi_rc_p;
     return TLMPI_ERR_UNSUPPORTED;
 }
+#define self_enqueue NULL
 #endif
 
 const tlmpi_tier_t tlmpi_tier_self = {
@@ -63,4 +84,5 @@ const tlmpi_tier_t tlmpi_tier_self = {
     .local_caps = self_local_caps,
     .supports = self_supports,
     .run = self_run,
+    .enqueue = self_enqueue,
 };

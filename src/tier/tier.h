@@ -18,6 +18,11 @@
  *               mark instead of waiting (tlmpi_pending_t)
  *   complete    after a started call's device work completed: the checks its run makes after its
  *               wait (the kernels' error record); NULL: none
+ *   enqueue     the stream-ordered form (entry/enqueue.c): enqueue the call on the caller's stream and
+ *               return, no host wait, no allocation, nothing on the legacy stream or the comm's own
+ *               streams, and nothing per call baked into a launch that replays depend on (the stream
+ *               may be capturing into a CUDA graph); the caller orders it (gpu/order.c). NULL: the
+ *               tier cannot run stream-ordered. UNSUPPORTED: not this call (nothing enqueued)
  *   cleanup     per-comm teardown (MPI_Comm_free, finalize); finalize: process teardown
  * The plan (comm/plan.c) chooses a tier per call; nothing outside a tier's file switches on tiers.
  */
@@ -92,6 +97,8 @@ typedef struct tlmpi_tier_comm {
                                    TLMPI_TIER and the tables: hier chose its tiers) */
     unsigned caps;              /* TLMPI_CAP_*, agreed */
     tlmpi_gpu_ctx_t *ctx;       /* the comm's own streams/events (NULL: none; then legacy stream) */
+    int enq_flags;              /* stream-ordered calls: TLMPI_ENQUEUE_* of tlmpi_enqueue_prepare */
+    int enq_ready;              /* prepared: plan, pools and order event exist (capture may use it) */
     void *state[TLMPI_TIER_COUNT]; /* each tier's per-comm state */
     /* diagnostics (written by the calling thread, read only when tlmpi aborts the job): device-buffer
      * calls started, the one in progress (busy: 1 + tlmpi_coll_t, 0: none) and the last call whose
@@ -137,6 +144,7 @@ typedef struct tlmpi_tier {
     tlmpi_status_t (*start)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, tlmpi_pending_t *p,
                             int *mpi_rc_p);                                   /* NULL: run, deferred */
     void (*complete)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo); /* NULL: none */
+    tlmpi_status_t (*enqueue)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, void *stream); /* NULL: none */
     void (*cleanup)(tlmpi_tier_comm_t *tc);                                /* NULL: none */
     void (*finalize)(void);                                                /* NULL: none */
     /* pure: what algorithm `algo` is for coll in words, e.g. "auto(oneshot<=262144,twoshot)" for a

@@ -367,3 +367,111 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigne
                            !strcmp(sym, "cuDeviceGetAttribute") ? (void *)fk_dev_attr : NULL;
     if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess; }
+
+/* ---- stream capture and graphs (the stream-ordered entry points, src/gpu/order.c) ----
+ * A capture is a flag per stream (up to 16 streams capture at once) and a fake graph that holds the
+ * user objects retained on it; instantiating and launching a fake graph runs nothing (no kernels on
+ * the CPU), destroying it runs the user objects' destructors, as CUDA does. Enough for the entry
+ * points' capture checks and the order event's lifetime. */
+typedef struct fk_graph {
+    int nobj;
+    struct { void *ptr; cudaHostFn_t fn; } obj[64];
+} fk_graph_t;
+typedef struct { void *ptr; cudaHostFn_t fn; int refs; } fk_uobj_t;
+static struct { cudaStream_t s; fk_graph_t *g; unsigned long long id; } fk_cap[16];
+static unsigned long long fk_cap_ids;
+static int fk_cap_find(cudaStream_t s)
+{
+    int i;
+    for (i = 0; i < 16; i++) if (fk_cap[i].g && fk_cap[i].s == s) return i;
+    return -1;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m)
+{
+    int i;
+    (void)m;
+    if (fk_cap_find(s) >= 0) return last_err = cudaErrorIllegalState;
+    for (i = 0; i < 16; i++) {
+        if (!fk_cap[i].g) {
+            fk_cap[i].g = calloc(1, sizeof(fk_graph_t));
+            fk_cap[i].s = s;
+            fk_cap[i].id = ++fk_cap_ids;
+            return fk_cap[i].g ? cudaSuccess : (last_err = cudaErrorMemoryAllocation);
+        }
+    }
+    return last_err = cudaErrorMemoryAllocation;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+    int i = fk_cap_find(s);
+    if (i < 0) return last_err = cudaErrorIllegalState;
+    *g = (cudaGraph_t)fk_cap[i].g;
+    fk_cap[i].g = NULL;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *st)
+{
+    *st = fk_cap_find(s) >= 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *st, unsigned long long *id,
+                                     cudaGraph_t *g, const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                     size_t *ndeps)
+{
+    int i = fk_cap_find(s);
+    *st = i >= 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    if (id) *id = i >= 0 ? fk_cap[i].id : 0;
+    if (g) *g = i >= 0 ? (cudaGraph_t)fk_cap[i].g : NULL;
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *m) { (void)m; return cudaSuccess; }
+cudaError_t cudaUserObjectCreate(cudaUserObject_t *o, void *ptr, cudaHostFn_t fn, unsigned refs, unsigned flags)
+{
+    fk_uobj_t *u = calloc(1, sizeof(*u));
+    (void)flags;
+    if (!u) return last_err = cudaErrorMemoryAllocation;
+    u->ptr = ptr;
+    u->fn = fn;
+    u->refs = (int)refs;
+    *o = (cudaUserObject_t)u;
+    return cudaSuccess;
+}
+cudaError_t cudaUserObjectRelease(cudaUserObject_t o, unsigned n)
+{
+    fk_uobj_t *u = (fk_uobj_t *)o;
+    if ((u->refs -= (int)n) <= 0) {
+        u->fn(u->ptr);
+        free(u);
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaGraphRetainUserObject(cudaGraph_t g, cudaUserObject_t o, unsigned n, unsigned flags)
+{
+    fk_graph_t *fg = (fk_graph_t *)g;
+    fk_uobj_t *u = (fk_uobj_t *)o;
+    if (!fg || fg->nobj >= 64) return last_err = cudaErrorInvalidValue;
+    fg->obj[fg->nobj].ptr = u;
+    fg->obj[fg->nobj++].fn = NULL;
+    if (!(flags & cudaGraphUserObjectMove)) u->refs += (int)n;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g)
+{
+    fk_graph_t *fg = (fk_graph_t *)g;
+    int i;
+    if (!fg) return cudaSuccess;
+    for (i = 0; i < fg->nobj; i++) cudaUserObjectRelease((cudaUserObject_t)fg->obj[i].ptr, 1);
+    free(fg);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags)
+{
+    (void)flags;
+    *e = (cudaGraphExec_t)g;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) { (void)e; (void)s; return cudaSuccess; }
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) { (void)e; return cudaSuccess; }

@@ -1,0 +1,399 @@
+/*
+ * enqueue: the stream-ordered entry points (include/tlmpi.h: tlmpi_*_enqueue, _c, _f;
+ * tlmpi_enqueue_prepare; tlmpi_enqueue_error). One body for every collective and form:
+ *
+ *   argument checks (the MPI's error classes, before anything is enqueued)
+ *     -> both buffers device (or managed) memory, else MPI_ERR_BUFFER
+ *     -> the capture status of the stream; the comm's state (built here outside capture: the
+ *        comm's first call prepares it; during capture an unprepared comm is refused)
+ *     -> the plan's agreed tier, as for the blocking form
+ *     -> a tier with an enqueue form: order after the comm's earlier device work (gpu/order.c),
+ *        the tier's enqueue on the caller's stream, the order event recorded; counted under
+ *        TLMPI_FORM_ENQUEUE or TLMPI_FORM_CAPTURE
+ *     -> otherwise (staging, the MPI, hier; the GPU turn of MPI_THREAD_MULTIPLE): the synchronous
+ *        fallback where allowed (wait for the stream, run the blocking form), else
+ *        MPI_ERR_UNSUPPORTED_OPERATION.
+ *
+ * Return values are MPI error classes; the comm's error handler is not called (the calls are tlmpi's,
+ * not the MPI's); the reason of a failure is kept per thread for tlmpi_enqueue_error(). During
+ * capture nothing here allocates, synchronises or touches the legacy stream or the comm's own
+ * streams; the CUDA calls that remain (pointer attributes, the current device) are not capture
+ * operations, and the thread runs them in relaxed capture mode, as NCCL does around its own.
+ */
+#include "config.h"
+#include "global.h"
+#include "stats.h"
+#include "comm.h"
+#include "env.h"
+#include "classify.h"
+#include "log.h"
+#include "call.h"
+#include "plan.h"
+#include "tier.h"
+#include "request.h"
+#include "stream.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static __thread char enq_err[256];
+
+TLMPI_EXPORT const char *tlmpi_enqueue_error(void)
+{
+    return enq_err;
+}
+
+/* Keep the reason of a failure (one debug line) and return its error class. */
+static __attribute__((format(printf, 3, 4), noinline, cold)) int enq_fail(const tlmpi_call_t *c, int rc,
+                                                                          const char *fmt, ...)
+{
+    va_list ap;
+    int o = c ? snprintf(enq_err, sizeof(enq_err), "%s_enqueue: ", tlmpi_coll_name(c->coll)) : 0;
+
+    if (o < 0 || (size_t)o >= sizeof(enq_err)) {
+        o = 0;
+    }
+    va_start(ap, fmt);
+    vsnprintf(enq_err + o, sizeof(enq_err) - (size_t)o, fmt, ap);
+    va_end(ap);
+    tlmpi_debug(COLL, "%s", enq_err);
+    return rc;
+}
+
+#ifdef HAVE_CUDA
+/* Relaxed capture mode for this thread while tlmpi's entry runs (restored on the way out). */
+typedef struct {
+    enum cudaStreamCaptureMode saved;
+    int on;
+} capture_mode_t;
+
+static void relax_enter(capture_mode_t *m)
+{
+    m->saved = cudaStreamCaptureModeRelaxed;
+    m->on = cudaThreadExchangeStreamCaptureMode(&m->saved) == cudaSuccess;
+    if (!m->on) {
+        (void)cudaGetLastError();
+    }
+}
+
+static void relax_leave(capture_mode_t *m)
+{
+    if (m->on) {
+        (void)cudaThreadExchangeStreamCaptureMode(&m->saved);
+    }
+}
+#endif
+
+/* The tier of the plan cannot run the call stream-ordered: the synchronous fallback (outside
+ * capture, where allowed: the caller's stream waited for, then the blocking form), else the error. */
+static int enq_sync_fallback(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo, void *stream, int capturing,
+                             const char *why)
+{
+    tlmpi_wait_who_t who = { c->comm, tc->tier.id, c->coll, tlmpi_tiers[t]->name };
+    const tlmpi_tier_t *tier;
+    tlmpi_status_t st;
+    int mpi_rc = MPI_SUCCESS;
+    int allowed = TLMPI_ENV_I(ENQUEUE_FALLBACK) == 1 || (tc->tier.enq_flags & TLMPI_ENQUEUE_SYNC_FALLBACK);
+
+    if (!allowed || capturing) {
+        return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "tier %s cannot run stream-ordered (%s)%s",
+                        tlmpi_tiers[t]->name, why,
+                        capturing ? "; no synchronous fallback during graph capture"
+                                  : "; TLMPI_ENQUEUE_SYNC_FALLBACK or TLMPI_ENQUEUE_FALLBACK=sync allows a "
+                                    "synchronous call");
+    }
+    if (tlmpi_gpu_sync(stream, &who, "the caller's stream before a synchronous fallback") != 0) {
+        return enq_fail(c, MPI_ERR_OTHER, "waiting for the caller's stream failed");
+    }
+    tlmpi_req_order(tc);
+    st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);
+    if (st != TLMPI_OK) {
+        return enq_fail(c, st == TLMPI_ERR_MPI && mpi_rc != MPI_SUCCESS ? mpi_rc : MPI_ERR_OTHER,
+                        "the synchronous fallback on tier %s failed: %s", tier->name, tlmpi_status_string(st));
+    }
+    tlmpi_stat_form_add(c->coll, tier->label, TLMPI_FORM_ENQUEUE, c->msg_bytes);
+    return MPI_SUCCESS;
+}
+
+/* Everything after the argument checks (device buffers known). */
+static int enq_run(tlmpi_call_t *c, void *stream)
+{
+#ifdef HAVE_CUDA
+    tlmpi_gpu_capture_t cap = { 0, 0, NULL, 0 };
+    capture_mode_t mode = { cudaStreamCaptureModeRelaxed, 0 };
+    const tlmpi_tier_t *tier;
+    tlmpi_comm_t *tc;
+    tlmpi_status_t st;
+    int rc = MPI_SUCCESS, t, algo = 0, e;
+
+    if (stream == NULL) {
+        stream = (void *)cudaStreamLegacy;
+    }
+    if ((e = tlmpi_gpu_capture_status(stream, &cap)) != 0) {
+        return enq_fail(c, MPI_ERR_OTHER, "the stream's capture status: %s", cudaGetErrorString((cudaError_t)e));
+    }
+    if (cap.active) {
+        relax_enter(&mode);
+        /* an unprepared comm would build its plan now: collective MPI calls, allocations */
+        tc = NULL;
+        {
+            void *attr = NULL;
+            int flag = 0;
+
+            if (PMPI_Comm_get_attr(c->comm, tlmpi_g.comm_keyval, &attr, &flag) == MPI_SUCCESS && flag) {
+                tc = attr;
+            }
+        }
+        if (!tc || !tc->eligible || !tc->tier.ctx || !tc->tier.ctx->order) {
+            rc = enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "communicator not prepared for graph capture: call "
+                          "tlmpi_enqueue_prepare, or make one device-buffer call on it, before the capture");
+            goto out;
+        }
+        if (!tc->tier.ctx->order_on && tlmpi_req_any()) {
+            rc = enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "the communicator's first stream-ordered call is "
+                          "captured while non-blocking requests are outstanding: complete them, or make a "
+                          "stream-ordered call or tlmpi_enqueue_prepare before the capture");
+            goto out;
+        }
+    } else {
+        tc = tlmpi_comm_get(c->comm); /* builds it on first use (collective, as the blocking form) */
+        if (!tc) {
+            return enq_fail(c, MPI_ERR_OTHER, "the communicator's state could not be built");
+        }
+    }
+    cap.mixing = TLMPI_ENV_I(GRAPH_MIXING) && !(tc->tier.enq_flags & TLMPI_ENQUEUE_NO_MIXING);
+    if (!cap.active && TLMPI_UNLIKELY(tc->plan.gen != __atomic_load_n(&tlmpi_g.config_gen, __ATOMIC_RELAXED)) &&
+        tc->eligible) {
+        tlmpi_comm_refresh(tc); /* collective: settings change identically on every rank */
+    }
+    tlmpi_call_layout(c, tc->tier.rank, tc->tier.size);
+    c->local_size = tc->tier.local_size;
+    t = tlmpi_plan_select(&tc->plan, c, &algo);
+    tier = tlmpi_tiers[t];
+    if (!tier->enqueue || !tc->tier.ctx || (tc->tier.caps & TLMPI_CAP_TURNS)) {
+        rc = enq_sync_fallback(tc, c, t, algo, stream, cap.active,
+                               !tc->tier.ctx                       ? "the communicator has no device streams"
+                               : (tc->tier.caps & TLMPI_CAP_TURNS) ? "the GPU turn of MPI_THREAD_MULTIPLE"
+                                                                   : "it has no stream-ordered form");
+        goto out;
+    }
+    if (!tc->tier.ctx->order_on && (e = tlmpi_gpu_order_enable(tc->tier.ctx)) != 0) {
+        rc = enq_fail(c, MPI_ERR_OTHER, "the communicator's order event is missing: %s",
+                      cudaGetErrorString((cudaError_t)e));
+        goto out;
+    }
+    if (!cap.active) {
+        tlmpi_req_order(tc); /* requests freed while active complete first (host progress) */
+    }
+    tc->tier.calls++;
+    if ((e = tlmpi_gpu_order_before(tc->tier.ctx, stream, &cap)) != 0) {
+        (void)cudaGetLastError();
+        rc = enq_fail(c, MPI_ERR_OTHER, "ordering after the communicator's earlier work: %s",
+                      cudaGetErrorString((cudaError_t)e));
+        goto out;
+    }
+    st = tier->enqueue(&tc->tier, c, algo, stream);
+    if (st == TLMPI_ERR_UNSUPPORTED) {
+        rc = enq_sync_fallback(tc, c, t, algo, stream, cap.active, "not for these buffers (another device?)");
+        goto out;
+    }
+    if (st != TLMPI_OK) {
+        rc = enq_fail(c, MPI_ERR_OTHER, "tier %s: %s", tier->name, tlmpi_status_string(st));
+        goto out;
+    }
+    if ((e = tlmpi_gpu_order_after(tc->tier.ctx, stream, &cap)) != 0) {
+        (void)cudaGetLastError();
+        rc = enq_fail(c, MPI_ERR_OTHER, "recording the communicator's order event: %s",
+                      cudaGetErrorString((cudaError_t)e));
+        goto out;
+    }
+    tc->tier.enqueued = tc->tier.calls;
+    tlmpi_stat_form_add(c->coll, tier->label, cap.active ? TLMPI_FORM_CAPTURE : TLMPI_FORM_ENQUEUE, c->msg_bytes);
+out:
+    if (cap.active) {
+        relax_leave(&mode);
+    }
+    return rc;
+#else
+    (void)stream;
+    return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "tlmpi was built without CUDA");
+#endif
+}
+
+/* The argument checks, in the order the MPIs check them, then enq_run. */
+static int enq_entry(tlmpi_call_t *c, void *stream)
+{
+    tlmpi_mem_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
+
+    enq_err[0] = '\0';
+    if (!tlmpi_core_ready()) {
+        return enq_fail(c, MPI_ERR_OTHER, "tlmpi is not initialised (call MPI_Init first)");
+    }
+    if (c->comm == MPI_COMM_NULL) {
+        return enq_fail(c, MPI_ERR_COMM, "MPI_COMM_NULL");
+    }
+    if (c->count < 0 || c->rcount < 0) {
+        return enq_fail(c, MPI_ERR_COUNT, "negative count");
+    }
+    if (c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL) {
+        return enq_fail(c, MPI_ERR_TYPE, "MPI_DATATYPE_NULL");
+    }
+    if (c->coll != TLMPI_COLL_ALLGATHER && c->op == MPI_OP_NULL) {
+        return enq_fail(c, MPI_ERR_OP, "MPI_OP_NULL");
+    }
+    if (!tlmpi_g.enabled || !(tlmpi_g.coll_mask & (1u << c->coll))) {
+        return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "tlmpi does not take this collective over (TLMPI_ENABLE, "
+                        "TLMPI_COLLS)");
+    }
+    if (tlmpi_g.gpu_count <= 0) {
+        return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "no CUDA device in this process");
+    }
+    if (!c->rbuf || (c->sbuf != MPI_IN_PLACE && !c->sbuf)) {
+        if (c->count == 0) {
+            return MPI_SUCCESS; /* nothing is dereferenced */
+        }
+        return enq_fail(c, MPI_ERR_BUFFER, "NULL buffer");
+    }
+    c->rmem = tlmpi_mem_type_in_call(c->rbuf, &c->rdev, &seen);
+    c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_mem_type_in_call(c->sbuf, &c->sdev, &seen);
+    if (!tlmpi_mem_is_device(c->rmem) || (c->sbuf != MPI_IN_PLACE && !tlmpi_mem_is_device(c->smem))) {
+        return enq_fail(c, MPI_ERR_BUFFER, "%s buffer is host memory (stream-ordered calls take device or managed "
+                        "memory)", !tlmpi_mem_is_device(c->rmem) ? "the receive" : "the send");
+    }
+    tlmpi_call_classify(c);
+    if (c->count == 0 || c->dt_size == 0) {
+        return MPI_SUCCESS;
+    }
+    return enq_run(c, stream);
+}
+
+static int enq_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op,
+                     MPI_Comm comm, int large, MPI_Datatype rtype, MPI_Count rcount, void *stream)
+{
+    tlmpi_call_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.form = TLMPI_FORM_ENQUEUE;
+    c.info = MPI_INFO_NULL;
+    c.coll = coll;
+    c.sbuf = sbuf;
+    c.rbuf = rbuf;
+    c.count = count;
+    c.dtype = dtype;
+    c.op = op;
+    c.comm = comm;
+    c.large = large;
+    c.sdev = c.rdev = -1;
+    c.rtype = rtype;
+    c.rcount = rcount;
+    return enq_entry(&c, stream);
+}
+
+TLMPI_EXPORT int tlmpi_enqueue_prepare(MPI_Comm comm, int flags)
+{
+    tlmpi_comm_t *tc;
+
+    enq_err[0] = '\0';
+    if (!tlmpi_core_ready()) {
+        return enq_fail(NULL, MPI_ERR_OTHER, "tlmpi_enqueue_prepare: tlmpi is not initialised (call MPI_Init first)");
+    }
+    if (comm == MPI_COMM_NULL) {
+        return enq_fail(NULL, MPI_ERR_COMM, "tlmpi_enqueue_prepare: MPI_COMM_NULL");
+    }
+    if (flags & ~(TLMPI_ENQUEUE_SYNC_FALLBACK | TLMPI_ENQUEUE_NO_MIXING)) {
+        return enq_fail(NULL, MPI_ERR_ARG, "tlmpi_enqueue_prepare: unknown flags 0x%x", (unsigned)flags);
+    }
+    if (!(tc = tlmpi_comm_get(comm))) { /* collective on first use */
+        return enq_fail(NULL, MPI_ERR_OTHER, "tlmpi_enqueue_prepare: the communicator's state could not be built");
+    }
+    tc->tier.enq_flags = flags;
+    tlmpi_gpu_order_reap();
+    if (tc->tier.ctx && tlmpi_gpu_order_enable(tc->tier.ctx) != 0) {
+        return enq_fail(NULL, MPI_ERR_OTHER, "tlmpi_enqueue_prepare: the communicator's order event is missing");
+    }
+    tc->tier.enq_ready = 1;
+    return MPI_SUCCESS;
+}
+
+TLMPI_EXPORT int tlmpi_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
+                                         MPI_Comm comm, void *stream)
+{
+    return enq_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, stream);
+}
+
+TLMPI_EXPORT int tlmpi_reduce_scatter_block_enqueue(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dtype,
+                                                    MPI_Op op, MPI_Comm comm, void *stream)
+{
+    return enq_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op, comm, 0, dtype, rcount, stream);
+}
+
+/* As MPI_Allgather: with MPI_IN_PLACE the receive side describes the call. */
+TLMPI_EXPORT int tlmpi_allgather_enqueue(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                         MPI_Datatype rtype, MPI_Comm comm, void *stream)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    return enq_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                     MPI_OP_NULL, comm, 0, rtype, rcount, stream);
+}
+
+TLMPI_EXPORT int tlmpi_allreduce_enqueue_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
+                                           MPI_Op op, MPI_Comm comm, void *stream)
+{
+    return enq_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, stream);
+}
+
+TLMPI_EXPORT int tlmpi_reduce_scatter_block_enqueue_c(const void *sbuf, void *rbuf, MPI_Count rcount,
+                                                      MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, void *stream)
+{
+    return enq_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op, comm, 1, dtype, rcount, stream);
+}
+
+TLMPI_EXPORT int tlmpi_allgather_enqueue_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                           MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, void *stream)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    return enq_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                     MPI_OP_NULL, comm, 1, rtype, rcount, stream);
+}
+
+/* ---- Fortran handles (ctypes callers: python/tlmpi_enqueue.py); NULL sendbuf means MPI_IN_PLACE ---- */
+
+TLMPI_EXPORT int tlmpi_enqueue_prepare_f(MPI_Fint comm, int flags)
+{
+    return tlmpi_enqueue_prepare(PMPI_Comm_f2c(comm), flags);
+}
+
+TLMPI_EXPORT int tlmpi_allreduce_enqueue_f(const void *sbuf, void *rbuf, int64_t count, MPI_Fint dtype, MPI_Fint op,
+                                           MPI_Fint comm, void *stream)
+{
+    MPI_Datatype t = PMPI_Type_f2c(dtype);
+
+    return enq_enter(TLMPI_COLL_ALLREDUCE, sbuf ? sbuf : MPI_IN_PLACE, rbuf, (MPI_Count)count, t, PMPI_Op_f2c(op),
+                     PMPI_Comm_f2c(comm), count > INT_MAX, t, (MPI_Count)count, stream);
+}
+
+TLMPI_EXPORT int tlmpi_allgather_enqueue_f(const void *sbuf, void *rbuf, int64_t count, MPI_Fint dtype, MPI_Fint comm,
+                                           void *stream)
+{
+    MPI_Datatype t = PMPI_Type_f2c(dtype);
+
+    return enq_enter(TLMPI_COLL_ALLGATHER, sbuf ? sbuf : MPI_IN_PLACE, rbuf, (MPI_Count)count, t, MPI_OP_NULL,
+                     PMPI_Comm_f2c(comm), count > INT_MAX, t, (MPI_Count)count, stream);
+}
+
+TLMPI_EXPORT int tlmpi_reduce_scatter_block_enqueue_f(const void *sbuf, void *rbuf, int64_t rcount, MPI_Fint dtype,
+                                                      MPI_Fint op, MPI_Fint comm, void *stream)
+{
+    MPI_Datatype t = PMPI_Type_f2c(dtype);
+
+    return enq_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf ? sbuf : MPI_IN_PLACE, rbuf, (MPI_Count)rcount, t,
+                     PMPI_Op_f2c(op), PMPI_Comm_f2c(comm), rcount > INT_MAX, t, (MPI_Count)rcount, stream);
+}
