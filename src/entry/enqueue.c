@@ -121,25 +121,17 @@ static int enq_sync_fallback(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo,
     return MPI_SUCCESS;
 }
 
-/* Everything after the argument checks (device buffers known). */
-static int enq_run(tlmpi_call_t *c, void *stream)
+/* Everything after the argument checks (device buffers known; cap: the stream's capture status). */
+static int enq_run(tlmpi_call_t *c, void *stream, tlmpi_gpu_capture_t *cap_p)
 {
 #ifdef HAVE_CUDA
-    tlmpi_gpu_capture_t cap = { 0, 0, NULL, 0 };
-    capture_mode_t mode = { cudaStreamCaptureModeRelaxed, 0 };
+    tlmpi_gpu_capture_t cap = *cap_p;
     const tlmpi_tier_t *tier;
     tlmpi_comm_t *tc;
     tlmpi_status_t st;
     int rc = MPI_SUCCESS, t, algo = 0, e;
 
-    if (stream == NULL) {
-        stream = (void *)cudaStreamLegacy;
-    }
-    if ((e = tlmpi_gpu_capture_status(stream, &cap)) != 0) {
-        return enq_fail(c, MPI_ERR_OTHER, "the stream's capture status: %s", cudaGetErrorString((cudaError_t)e));
-    }
     if (cap.active) {
-        relax_enter(&mode);
         /* an unprepared comm would build its plan now: collective MPI calls, allocations */
         tc = NULL;
         {
@@ -151,15 +143,13 @@ static int enq_run(tlmpi_call_t *c, void *stream)
             }
         }
         if (!tc || !tc->eligible || !tc->tier.ctx || !tc->tier.ctx->order) {
-            rc = enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "communicator not prepared for graph capture: call "
-                          "tlmpi_enqueue_prepare, or make one device-buffer call on it, before the capture");
-            goto out;
+            return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "communicator not prepared for graph capture: call "
+                            "tlmpi_enqueue_prepare, or make one device-buffer call on it, before the capture");
         }
         if (!tc->tier.ctx->order_on && tlmpi_req_any()) {
-            rc = enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "the communicator's first stream-ordered call is "
-                          "captured while non-blocking requests are outstanding: complete them, or make a "
-                          "stream-ordered call or tlmpi_enqueue_prepare before the capture");
-            goto out;
+            return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "the communicator's first stream-ordered call is "
+                            "captured while non-blocking requests are outstanding: complete them, or make a "
+                            "stream-ordered call or tlmpi_enqueue_prepare before the capture");
         }
     } else {
         tc = tlmpi_comm_get(c->comm); /* builds it on first use (collective, as the blocking form) */
@@ -216,12 +206,9 @@ static int enq_run(tlmpi_call_t *c, void *stream)
     tc->tier.enqueued = tc->tier.calls;
     tlmpi_stat_form_add(c->coll, tier->label, cap.active ? TLMPI_FORM_CAPTURE : TLMPI_FORM_ENQUEUE, c->msg_bytes);
 out:
-    if (cap.active) {
-        relax_leave(&mode);
-    }
     return rc;
 #else
-    (void)stream;
+    (void)stream, (void)cap_p;
     return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "tlmpi was built without CUDA");
 #endif
 }
@@ -230,6 +217,12 @@ out:
 static int enq_entry(tlmpi_call_t *c, void *stream)
 {
     tlmpi_mem_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
+    tlmpi_gpu_capture_t cap = { 0, 0, NULL, 0 };
+    int rc;
+#ifdef HAVE_CUDA
+    capture_mode_t mode = { cudaStreamCaptureModeRelaxed, 0 };
+    int e;
+#endif
 
     enq_err[0] = '\0';
     if (!tlmpi_core_ready()) {
@@ -260,17 +253,32 @@ static int enq_entry(tlmpi_call_t *c, void *stream)
         }
         return enq_fail(c, MPI_ERR_BUFFER, "NULL buffer");
     }
+#ifdef HAVE_CUDA
+    if (stream == NULL) {
+        stream = (void *)cudaStreamLegacy;
+    }
+    if ((e = tlmpi_gpu_capture_status(stream, &cap)) != 0) {
+        return enq_fail(c, MPI_ERR_OTHER, "the stream's capture status: %s", cudaGetErrorString((cudaError_t)e));
+    }
+    if (cap.active) {
+        relax_enter(&mode);
+    }
+#endif
     c->rmem = tlmpi_mem_type_in_call(c->rbuf, &c->rdev, &seen);
     c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_mem_type_in_call(c->sbuf, &c->sdev, &seen);
     if (!tlmpi_mem_is_device(c->rmem) || (c->sbuf != MPI_IN_PLACE && !tlmpi_mem_is_device(c->smem))) {
-        return enq_fail(c, MPI_ERR_BUFFER, "%s buffer is host memory (stream-ordered calls take device or managed "
-                        "memory)", !tlmpi_mem_is_device(c->rmem) ? "the receive" : "the send");
+        rc = enq_fail(c, MPI_ERR_BUFFER, "%s buffer is host memory (stream-ordered calls take device or managed "
+                      "memory)", !tlmpi_mem_is_device(c->rmem) ? "the receive" : "the send");
+    } else {
+        tlmpi_call_classify(c);
+        rc = c->count == 0 || c->dt_size == 0 ? MPI_SUCCESS : enq_run(c, stream, &cap);
     }
-    tlmpi_call_classify(c);
-    if (c->count == 0 || c->dt_size == 0) {
-        return MPI_SUCCESS;
+#ifdef HAVE_CUDA
+    if (cap.active) {
+        relax_leave(&mode);
     }
-    return enq_run(c, stream);
+#endif
+    return rc;
 }
 
 static int enq_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op,
