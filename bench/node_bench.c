@@ -43,12 +43,15 @@
  *     with rank 0 copying alone and with every rank copying at once; the ratio uses the higher.
  *  4. Forms (section "form", only when -S names it): the non-blocking and persistent forms against
  *     the blocking call and the floors (see bench_form below for every definition).
+ *  5. Stream-ordered calls and CUDA graphs (section "graph", only when -S names it): K enqueued
+ *     calls on one stream and the same K calls captured into a graph and replayed, against the
+ *     eager and graph floors of the same run and the blocking call (see bench_graph below).
  * Rank 0 prints Markdown tables; -o FILE appends CSV rows (header when the file is empty):
  *   section,nranks,coll,mode,algo,path,bytes,iters,reps,median_us,slowest_us,paired_us,paired_lo_us,
  *   paired_hi_us,hbm_bytes,gbps,ratio,valid,generation
  * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>, the form being
  * blocking, nonblocking, persistent, or for the floors sync (a kernel + wait each) and eager (K
- * kernels back to back, one wait).
+ * kernels back to back, one wait); section graph: <form>.<usage mode>.<what ran> (bench_graph).
  * Bookkeeping collectives use PMPI_*, so they neither go through tlmpi nor count in its counters.
  * Exit 77 (--as-test) or 0 without a GPU.
  */
@@ -93,7 +96,7 @@ static size_t g_maxb;
 
 static struct {
     size_t sizes[MAX_SIZES], eff[MAX_SIZES];
-    int nsizes, neff, lat_reps, lat_iters, stg_iters, reps, eff_reps, as_test, do_lat, do_sweep, do_eff, do_form;
+    int nsizes, neff, lat_reps, lat_iters, stg_iters, reps, eff_reps, as_test, do_lat, do_sweep, do_eff, do_form, do_graph;
     double target_s;
     size_t validate_max, large;
     const char *csv;
@@ -1230,6 +1233,340 @@ static void bench_form(void)
     form_persistent();
 }
 
+/* ---------------------------------------------------------------- 5. stream-ordered calls and graphs */
+
+/*
+ * Section "graph" (-S graph): tlmpi's stream-ordered calls (tlmpi_*_enqueue) and CUDA graphs of
+ * them against the floors of the same run, on the node tier (TLMPI_TIER=node). For every
+ * collective and every size of -G (default 8 B, 64 KiB, 16, 64, 256 MiB; per-rank message bytes as
+ * everywhere here), round robin per repetition (order reversed on odd ones), after a barrier each:
+ *   floor-eager  K (-K, default 100) one-barrier node kernels (TLMPI_NODE_BARRIER, 1 CTA) launched
+ *                back to back on the floor's transport (floor_setup), one wait at the end (sizes up
+ *                to 64 KiB only);
+ *   floor-graph  the same K kernels captured once into a CUDA graph, replayed, one wait. Where the
+ *                kernels keep the epoch in device memory (cuda/kernels.h's dev_epoch) the floor's
+ *                transport uses it (replays run real barriers); without it the flags of the own
+ *                pool header are zeroed and every rank waits for every other (PMPI_Barrier) before
+ *                each replay, outside the timing, so that the baked epochs wait again;
+ *   enqueue      K tlmpi_<coll>_enqueue calls on one non-blocking stream (g_stream), one wait
+ *                (stream polled as tlmpi would), on a communicator in the default usage mode;
+ *   graph        the K calls captured once (cudaStreamBeginCapture, cudaStreamCaptureModeGlobal)
+ *                into one graph, replayed, one wait; once on a communicator in the default mode
+ *                (mixing: event nodes around each captured collective) and once on a dup prepared
+ *                with TLMPI_ENQUEUE_NO_MIXING;
+ *   blocking     K MPI_<coll> calls (the blocking path's time per call: the bandwidth baseline).
+ * K is -k (default 4) from -L (16 MiB) on, where the repetitions are -E (5) instead of -r.
+ * Per call = the item's time / K: median over the repetitions of the mean over ranks (and of the
+ * slowest rank); paired: the median difference (95% CI) to the floor of the same repetition
+ * (enqueue to floor-eager, graph to floor-graph). One validated call per form and size up to -V
+ * (fresh data written before the launch: for the graphs a replay after the first, proving the
+ * replay a fresh collective). Targets (issue 21): graph - floor-graph <= 1.5 us and enqueue -
+ * floor-eager <= 2 us at 8 bytes; blocking / graph and blocking / enqueue >= 1 at 16 MiB and up.
+ * Whether a graph ran is decided from what ran: every captured call returned MPI_SUCCESS,
+ * cudaStreamEndCapture and cudaGraphInstantiate succeeded, tlmpi counted the K calls in
+ * TLMPI_FORM_CAPTURE (on every rank) and the replays' cudaGraphLaunch succeeded (a failing launch
+ * aborts); the eager rows need the K calls counted in TLMPI_FORM_ENQUEUE.
+ * CSV rows: section "graph", mode = floor-eager, floor-graph, enqueue, graph-mixing,
+ * graph-nomixing, blocking; algo b2bK; paired_* against the floor named above; ratio = blocking /
+ * the row (>= 1: at least the blocking path's bandwidth); the generation's form field is
+ * <form>.<usage mode>.<what ran>: enqueue.mixing.stream, graph.mixing.replayed,
+ * graph.nomixing.replayed (.none where no graph ran: those rows are not timed), floor-eager.-.kernels,
+ * floor-graph.-.replayed (floor-graph.-.replayed-zeroed without device epochs), blocking.-.call.
+ * Without the enqueue API in the loaded libtlmpi (weak symbols) the section says so and is skipped.
+ */
+#pragma weak tlmpi_enqueue_prepare
+#pragma weak tlmpi_allreduce_enqueue
+#pragma weak tlmpi_allgather_enqueue
+#pragma weak tlmpi_reduce_scatter_block_enqueue
+#pragma weak tlmpi_enqueue_error
+#define MiB_ ((size_t)1 << 20)
+static size_t g_graph_sizes[MAX_SIZES] = { 8, 65536, 16 * MiB_, 64 * MiB_, 256 * MiB_ };
+static int g_graph_nsizes = 5, g_graph_klarge = 4;
+static MPI_Comm g_comm_nm; /* a dup of g_comm prepared with TLMPI_ENQUEUE_NO_MIXING */
+static int g_floor_dev_epoch;
+
+static int enq_call(int coll, size_t bytes, MPI_Comm comm)
+{
+    int n = (int)(bytes / 4);
+    switch (coll) {
+    case C_AR: return tlmpi_allreduce_enqueue(g_s, g_r, n, MPI_FLOAT, MPI_SUM, comm, (void *)g_stream);
+    case C_AG: return tlmpi_allgather_enqueue(g_s, n, MPI_FLOAT, g_r, n, MPI_FLOAT, comm, (void *)g_stream);
+    default: return tlmpi_reduce_scatter_block_enqueue(g_s, g_r, n, MPI_FLOAT, MPI_SUM, comm, (void *)g_stream);
+    }
+}
+
+static void enq_k(int coll, size_t bytes, int k, MPI_Comm comm)
+{
+    int i, rc;
+    for (i = 0; i < k; i++) {
+        rc = enq_call(coll, bytes, comm);
+        if (rc != MPI_SUCCESS) {
+            fprintf(stderr, "node_bench[%d]: tlmpi_%s_enqueue of %zu bytes: rc %d (%s)\n", g_rank, coll_names[coll], bytes,
+                    rc, tlmpi_enqueue_error());
+            PMPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    spin_wait();
+}
+
+/* calls of coll counted in form f over every path */
+static unsigned long long form_count(int coll, tlmpi_form_t f)
+{
+    unsigned long long n = 0;
+    int k;
+    for (k = 0; g_form_stats && k < g_npaths; k++) {
+        tlmpi_stat_t s;
+        if (g_form_stats(coll_ids[coll], (tlmpi_path_t)k, f, &s) == TLMPI_OK) n += s.calls;
+    }
+    return n;
+}
+
+/* capture k calls (coll >= 0) or k floor barrier kernels (coll < 0) on g_stream; 1 (on every rank) when the
+ * graph is there and, for calls, tlmpi counted them as captured */
+static int graph_make(int coll, size_t bytes, int k, MPI_Comm comm, cudaGraphExec_t *ge)
+{
+    cudaGraph_t g = NULL;
+    cudaError_t e;
+    unsigned long long c0 = coll >= 0 ? form_count(coll, TLMPI_FORM_CAPTURE) : 0;
+    int i, ok = 1, rc;
+    *ge = NULL;
+    CK(cudaStreamBeginCapture(g_stream, coll >= 0 ? cudaStreamCaptureModeGlobal : cudaStreamCaptureModeThreadLocal));
+    for (i = 0; i < k && ok; i++) {
+        if (coll >= 0) {
+            rc = enq_call(coll, bytes, comm);
+            if (rc != MPI_SUCCESS) {
+                if (ok) fprintf(stderr, "node_bench[%d]: captured tlmpi_%s_enqueue of %zu bytes: rc %d (%s)\n", g_rank,
+                                coll_names[coll], bytes, rc, tlmpi_enqueue_error());
+                ok = 0;
+            }
+        } else if ((rc = tlmpi_cuda_node_run(&g_x, &g_a, g_stream)) != 0) {
+            fprintf(stderr, "node_bench[%d]: captured barrier kernel: %s\n", g_rank, cudaGetErrorString((cudaError_t)rc));
+            ok = 0;
+        }
+    }
+    e = cudaStreamEndCapture(g_stream, &g);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "node_bench[%d]: cudaStreamEndCapture: %s\n", g_rank, cudaGetErrorString(e));
+        cudaGetLastError();
+        ok = 0;
+    } else if (ok && (e = cudaGraphInstantiate(ge, g, 0)) != cudaSuccess) {
+        fprintf(stderr, "node_bench[%d]: cudaGraphInstantiate: %s\n", g_rank, cudaGetErrorString(e));
+        cudaGetLastError();
+        *ge = NULL;
+        ok = 0;
+    }
+    if (g) cudaGraphDestroy(g);
+    if (coll >= 0 && form_count(coll, TLMPI_FORM_CAPTURE) - c0 != (unsigned long long)k) ok = 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g_comm);
+    if (!ok && *ge) {
+        cudaGraphExecDestroy(*ge);
+        *ge = NULL;
+    }
+    return ok;
+}
+
+/* the floor graph's replays need re-armed flags where the epochs are baked into it */
+static void floor_graph_prepare(void)
+{
+    if (g_floor_dev_epoch) return;
+    CK(cudaMemset(g_pool, 0, TLMPI_NODE_HDR_BYTES));
+    CK(cudaDeviceSynchronize());
+    PMPI_Barrier(g_comm);
+}
+
+static void graph_run(cudaGraphExec_t ge)
+{
+    CK(cudaGraphLaunch(ge, g_stream));
+    spin_wait();
+}
+
+/* fresh data, one enqueued call (how 0) or one replay of ge (K calls on the same buffers), checked */
+static int graph_validate(int coll, size_t bytes, uint64_t seed, cudaGraphExec_t ge, MPI_Comm comm)
+{
+    size_t n = bytes / 4, in_n = coll == C_RSB ? n * (size_t)g_size : n, out_n = coll == C_AG ? n * (size_t)g_size : n, i;
+    long long bad = 0, all = 0;
+    int r;
+    if (bytes > o.validate_max) return -1;
+    for (i = 0; i < in_n; i++) g_h[i] = (float)gen_val(seed, g_rank, i);
+    CK(cudaMemcpy(g_s, g_h, in_n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(g_r, 0x7f, out_n * 4));
+    CK(cudaDeviceSynchronize());
+    if (ge) graph_run(ge);
+    else enq_k(coll, bytes, 1, comm);
+    CK(cudaMemcpy(g_h, g_r, out_n * 4, cudaMemcpyDeviceToHost));
+    for (i = 0; i < out_n; i++) {
+        float e = 0;
+        if (coll == C_AG) e = (float)gen_val(seed, (int)(i / n), i % n);
+        else for (r = 0; r < g_size; r++) e += (float)gen_val(seed, r, coll == C_RSB ? (size_t)g_rank * n + i : i);
+        if (g_h[i] != e) bad++;
+    }
+    PMPI_Allreduce(&bad, &all, 1, MPI_LONG_LONG, MPI_SUM, g_comm);
+    return all == 0;
+}
+
+static const char *vname(int v) { return v < 0 ? "-" : v ? "pass" : "FAIL"; }
+
+static void bench_graph(void)
+{
+    enum { G_FE, G_FG, G_ENQ, G_GM, G_GN, G_BLK, G_N };
+    static const char *const mode_names[G_N] = { "floor-eager", "floor-graph", "enqueue", "graph-mixing", "graph-nomixing", "blocking" };
+    static double avg[G_N][MAX_REPS], slow[G_N][MAX_REPS];
+    int c, si, rep, kk, k, i, rc;
+    *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
+    if (!tlmpi_allreduce_enqueue || !tlmpi_allgather_enqueue || !tlmpi_reduce_scatter_block_enqueue ||
+        !tlmpi_enqueue_prepare || !tlmpi_enqueue_error || !g_form_stats) {
+        if (g_rank == 0) printf("\nnode_bench: this libtlmpi has no stream-ordered entry points (tlmpi_*_enqueue): section graph skipped\n");
+        return;
+    }
+    if (!set_cfg("node", -1, NULL)) return;
+    PMPI_Comm_dup(g_comm, &g_comm_nm);
+    rc = tlmpi_enqueue_prepare(g_comm, 0);
+    if (rc == MPI_SUCCESS) rc = tlmpi_enqueue_prepare(g_comm_nm, TLMPI_ENQUEUE_NO_MIXING);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "node_bench[%d]: tlmpi_enqueue_prepare: rc %d (%s)\n", g_rank, rc, tlmpi_enqueue_error());
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    floor_setup();
+#ifdef TLMPI_NODE_EPOCH_OFF
+    g_x.dev_epoch = 1; /* a fresh pool: its header (and the epoch word) zeroed */
+    g_floor_dev_epoch = 1;
+#endif
+    if (g_rank == 0) {
+        printf("\n## Stream-ordered calls and CUDA graphs, %d ranks, TLMPI_TIER=node (us per call: median of the repetitions "
+               "of the mean over ranks; K calls per item)\n\n", g_size);
+        printf("- floors: K one-barrier node kernels (1 CTA) back to back, one wait (floor-eager), and captured once in "
+               "a graph, replayed (floor-graph; epoch %s)\n", g_floor_dev_epoch ? "in device memory" : "baked, flags re-armed before each replay");
+        printf("- targets (issue 21): graph - floor-graph <= 1.5 us, enqueue - floor-eager <= 2 us (8 B); blocking / "
+               "row >= 1 (16 MiB and up)\n\n");
+        printf("| collective | bytes | K | form (mode) | path (forms) | per call | slowest rank | - floor (paired) [95%% CI] | "
+               "blocking / row | valid | graph ran | target |\n| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |\n");
+    }
+    for (si = 0; si < g_graph_nsizes; si++) {
+        size_t b = g_graph_sizes[si];
+        int large = b >= o.large, K = large ? g_graph_klarge : g_form_k, reps = large ? o.eff_reps : o.lat_reps;
+        int floors = b <= 65536;
+        if (b < 4 || b > g_maxb) continue;
+        for (c = 0; c < C_N; c++) {
+            cudaGraphExec_t gf = NULL, gm = NULL, gn = NULL;
+            int okf = 0, okm, okn, val[G_N], have[G_N];
+            char path[G_N][128];
+            unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS], e0, e1;
+            for (k = 0; k < G_N; k++) { val[k] = -1; have[k] = 0; path[k][0] = 0; }
+            /* warm-up, paths and forms of the eager calls */
+            for (i = 0; i < 2; i++) mpi_call(c, b);
+            snap(c, pb); snap_algos(c, ab);
+            e0 = form_count(c, TLMPI_FORM_ENQUEUE);
+            enq_k(c, b, K, g_comm);
+            e1 = form_count(c, TLMPI_FORM_ENQUEUE);
+            snap(c, pa); snap_algos(c, aa);
+            served(pb, pa, ab, aa, path[G_ENQ], sizeof path[G_ENQ]);
+            {
+                int cnt = e1 - e0 == (unsigned long long)K, all = 0;
+                PMPI_Allreduce(&cnt, &all, 1, MPI_INT, MPI_MIN, g_comm);
+                snprintf(path[G_ENQ] + strlen(path[G_ENQ]), sizeof path[G_ENQ] - strlen(path[G_ENQ]), " %s",
+                         all ? "enqueue" : "enqueue-not-counted");
+            }
+            have[G_ENQ] = have[G_BLK] = 1;
+            snprintf(path[G_BLK], sizeof path[G_BLK], "node blocking");
+            /* the graphs (capture counted, warm replay) */
+            okm = graph_make(c, b, K, g_comm, &gm);
+            okn = graph_make(c, b, K, g_comm_nm, &gn);
+            if (okm) graph_run(gm);
+            if (okn) graph_run(gn);
+            have[G_GM] = okm;
+            have[G_GN] = okn;
+            snprintf(path[G_GM], sizeof path[G_GM], "%s", okm ? "node capture" : "no graph");
+            snprintf(path[G_GN], sizeof path[G_GN], "%s", okn ? "node capture" : "no graph");
+            if (floors) {
+                eager_floor(K);
+                okf = graph_make(-1, 8, K, g_comm, &gf);
+                if (okf) { floor_graph_prepare(); graph_run(gf); }
+                have[G_FE] = 1;
+                have[G_FG] = okf;
+                snprintf(path[G_FE], sizeof path[G_FE], "kernel");
+                snprintf(path[G_FG], sizeof path[G_FG], "%s", okf ? "kernel graph" : "no graph");
+            }
+            /* validation: fresh data before a launch (graphs: a replay after the first) */
+            val[G_ENQ] = graph_validate(c, b, (uint64_t)time(NULL) ^ ((uint64_t)si << 24) ^ (uint64_t)c, NULL, g_comm);
+            if (okm) val[G_GM] = graph_validate(c, b, (uint64_t)time(NULL) ^ ((uint64_t)si << 24) ^ ((uint64_t)c << 4) ^ 1, gm, g_comm);
+            if (okn) val[G_GN] = graph_validate(c, b, (uint64_t)time(NULL) ^ ((uint64_t)si << 24) ^ ((uint64_t)c << 4) ^ 2, gn, g_comm);
+            for (rep = 0; rep < reps; rep++) {
+                for (kk = 0; kk < G_N; kk++) {
+                    double t0;
+                    k = rep & 1 ? G_N - 1 - kk : kk;
+                    if (!have[k]) continue;
+                    if (k == G_FG) floor_graph_prepare();
+                    PMPI_Barrier(g_comm);
+                    t0 = now();
+                    switch (k) {
+                    case G_FE: eager_floor(K); break;
+                    case G_FG: graph_run(gf); break;
+                    case G_ENQ: enq_k(c, b, K, g_comm); break;
+                    case G_GM: graph_run(gm); break;
+                    case G_GN: graph_run(gn); break;
+                    default: for (i = 0; i < K; i++) mpi_call(c, b); break;
+                    }
+                    form_reduce((now() - t0) / K, avg[k], slow[k], rep);
+                }
+            }
+            {
+                double blk = median(avg[G_BLK], reps);
+                for (k = 0; k < G_N; k++) {
+                    double med, pd = 0, plo = 0, phi = 0, d[MAX_REPS], ratio;
+                    int base = k == G_ENQ ? G_FE : (k == G_GM || k == G_GN) ? G_FG : -1, hp = 0;
+                    const char *tgt = "-";
+                    char form[64], alg[16];
+                    if (k <= G_FG && !floors) continue;
+                    snprintf(alg, sizeof alg, "b2b%d", K);
+                    switch (k) {
+                    case G_FE: snprintf(form, sizeof form, "floor-eager.-.kernels"); break;
+                    case G_FG: snprintf(form, sizeof form, "floor-graph.-.%s", !okf ? "none" : g_floor_dev_epoch ? "replayed" : "replayed-zeroed"); break;
+                    case G_ENQ: snprintf(form, sizeof form, "enqueue.mixing.stream"); break;
+                    case G_GM: snprintf(form, sizeof form, "graph.mixing.%s", okm ? "replayed" : "none"); break;
+                    case G_GN: snprintf(form, sizeof form, "graph.nomixing.%s", okn ? "replayed" : "none"); break;
+                    default: snprintf(form, sizeof form, "blocking.-.call"); break;
+                    }
+                    g_row_form = form;
+                    if (!have[k]) {
+                        if (g_rank == 0)
+                            printf("| %s | %zu | %d | %s | %s | - | - | - | - | - | no | - |\n", coll_names[c], b, K,
+                                   mode_names[k], path[k]);
+                        csv_row("graph", coll_names[c], mode_names[k], alg, path[k], b, K, 0, NAN, NAN, 0, 0, 0, 0, 0, 0, 0,
+                                "FAIL");
+                        continue;
+                    }
+                    med = median(avg[k], reps);
+                    ratio = blk / med;
+                    if (base >= 0 && have[base] && floors) {
+                        for (rep = 0; rep < reps; rep++) d[rep] = avg[k][rep] - avg[base][rep];
+                        median_ci(d, reps, &pd, &plo, &phi);
+                        hp = 1;
+                    }
+                    if (b == 8 && hp) tgt = pd <= (k == G_ENQ ? 2.0 : 1.5) ? "met" : "missed";
+                    if (large && k >= G_ENQ && k != G_BLK) tgt = ratio >= 1.0 ? "met" : "missed";
+                    if (g_rank == 0) {
+                        printf("| %s | %zu | %d | %s | %s | %.2f | %.2f | ", coll_names[c], b, K, mode_names[k], path[k], med,
+                               median(slow[k], reps));
+                        if (hp) printf("%.2f [%.2f, %.2f] | ", pd, plo, phi);
+                        else printf("- | ");
+                        printf("%.3f | %s | %s | %s |\n", ratio, vname(val[k]),
+                               k == G_GM || k == G_GN || k == G_FG ? "yes" : k == G_FE ? "-" : "no (eager)", tgt);
+                        fflush(stdout);
+                    }
+                    csv_row("graph", coll_names[c], mode_names[k], alg, path[k], b, K, reps, med, median(slow[k], reps), hp, pd,
+                            plo, phi, 0, 0, ratio, vname(val[k]));
+                }
+            }
+            if (gm) cudaGraphExecDestroy(gm);
+            if (gn) cudaGraphExecDestroy(gn);
+            if (gf) cudaGraphExecDestroy(gf);
+        }
+    }
+    floor_teardown();
+    PMPI_Comm_free(&g_comm_nm);
+    g_row_form = "blocking";
+}
+
 /* ---------------------------------------------------------------- main */
 
 static int parse_size(const char *s, size_t *out)
@@ -1268,10 +1605,13 @@ static void usage(void)
     printf("usage: node_bench [options]\n"
            "  -s LIST   sweep sizes, per-rank message bytes (default 8,64,512,4k,32k,256k,2m,16m,64m,256m)\n"
            "  -e LIST   efficiency sizes (default 64m,256m)\n"
-           "  -S LIST   sections: lat,sweep,eff,form (default lat,sweep,eff; form: the non-blocking and\n"
-           "            persistent forms against blocking and the floors)\n"
-           "  -K N      form: back-to-back non-blocking calls (default 100)\n"
+           "  -S LIST   sections: lat,sweep,eff,form,graph (default lat,sweep,eff; form: the non-blocking and\n"
+           "            persistent forms against blocking and the floors; graph: tlmpi_*_enqueue on a stream\n"
+           "            and replayed CUDA graphs against the eager and graph floors)\n"
+           "  -K N      form, graph: back-to-back calls (default 100)\n"
            "  -F LIST   form: persistent / non-blocking / blocking sizes (default 8,1m,16m,64m)\n"
+           "  -G LIST   graph (-S graph: enqueued calls and CUDA graphs against the floors): sizes\n"
+           "            (default 8,64k,16m,64m,256m); K of -K below -L, -k N from -L on (default 4)\n"
            "  -r N      latency repetitions (default 21)   -i N  latency calls per repetition (default 200)\n"
            "  -j N      staging latency calls (default 40)  -R N  sweep repetitions (default 3; 1 from -L)\n"
            "  -E N      efficiency repetitions (default 5)  -L SIZE  'large' from this size (default 16m)\n"
@@ -1323,9 +1663,12 @@ int main(int argc, char **argv)
                 o.do_sweep = strstr(v, "sweep") != NULL;
                 o.do_eff = strstr(v, "eff") != NULL;
                 o.do_form = strstr(v, "form") != NULL;
+                o.do_graph = strstr(v, "graph") != NULL;
                 break;
             case 'K': g_form_k = atoi(v); bad = g_form_k < 1 || g_form_k > FORM_MAXK; break;
             case 'F': bad = parse_sizes(v, g_form_sizes, &g_form_nsizes); break;
+            case 'G': bad = parse_sizes(v, g_graph_sizes, &g_graph_nsizes); break;
+            case 'k': g_graph_klarge = atoi(v); bad = g_graph_klarge < 1 || g_graph_klarge > FORM_MAXK; break;
             case 'r': o.lat_reps = atoi(v); break;
             case 'i': o.lat_iters = atoi(v); break;
             case 'j': o.stg_iters = atoi(v); break;
@@ -1393,6 +1736,7 @@ int main(int argc, char **argv)
         if (maxs < ((size_t)16 << 20)) maxs = (size_t)16 << 20; /* (a): 16 MiB */
         if (maxs * (size_t)g_size < (size_t)g_form_k * 256) maxs = (size_t)g_form_k * 256; /* (b): K slots */
     }
+    if (o.do_graph) for (i = 0; i < g_graph_nsizes; i++) maxs = g_graph_sizes[i] > maxs ? g_graph_sizes[i] : maxs;
     if (maxs < 64) maxs = 64;
     g_maxb = maxs;
     CK(cudaMalloc((void **)&g_s, maxs * (size_t)g_size + 256));
@@ -1423,6 +1767,7 @@ int main(int argc, char **argv)
     if (o.do_sweep) bench_sweep();
     if (o.do_eff) bench_eff();
     if (o.do_form) bench_form();
+    if (o.do_graph) bench_graph();
     set_cfg("auto", -1, NULL);
     if (g_csv) fclose(g_csv);
     CK(cudaStreamDestroy(g_stream));
