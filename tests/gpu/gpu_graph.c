@@ -45,7 +45,7 @@
  * sequence moves each node algorithm's counter (tlmpi_get_algo_stats) by the calls expected on it.
  *
  * Sections: main sequence, graph + eager + blocking + non-blocking (and a thread-local capture of
- * it); a sequence on a communicator prepared with TLMPI_ENQUEUE_NO_MIXING (uncaptured calls only
+ * it); a capture made while non-blocking calls on the same communicators are in flight; a sequence on a communicator prepared with TLMPI_ENQUEUE_NO_MIXING (uncaptured calls only
  * between replays, after a stream synchronisation); graph and communicator destroyed in either
  * order (graph first; MPI_Comm_free first, the graph destroyed after, never replayed); a call on
  * an unprepared communicator (a fresh MPI_Comm_dup) during capture: MPI_ERR_UNSUPPORTED_OPERATION,
@@ -877,6 +877,22 @@ int main(int argc, char **argv)
     if (seq_capture(&qm, cudaStreamCaptureModeThreadLocal, &g, &x)) replay_loop(&qm, x, g_quick ? 5 : 20, &qs, 3, 1);
     graph_destroy(&g, &x);
     if (g_rank == 0) printf("main sequence: %d calls, %zu arena bytes per rank\n", qm.n, qm.bytes);
+
+    /* 1b. a capture while non-blocking calls on the same communicators are in flight (mixing) */
+    {
+        seq_t qi;
+        MPI_Request reqs[32];
+        int nreq = 0;
+        build_small(&qi, "inflight", dup, MPI_COMM_WORLD);
+        seq_layout(&qi);
+        seq_fill(&qi);
+        seq_start(&qs, R_NONBLOCKING, NULL, reqs, &nreq);
+        a = seq_capture(&qi, cudaStreamCaptureModeGlobal, &g, &x);
+        seq_finish(&qs, R_NONBLOCKING, reqs, nreq);
+        if (a) replay_loop(&qi, x, g_quick ? 5 : 20, &qs, 2, 1);
+        graph_destroy(&g, &x);
+        seq_free(&qi);
+    }
 
     /* 2. no mixing: a communicator of its own, uncaptured calls only after the replay's sync */
     MPI_Comm_dup(MPI_COMM_WORLD, &nomix);

@@ -8,6 +8,10 @@
 #             sequence again with a 1 MiB pool (the larger calls take several pool chunks) plus 3 and
 #             5 MiB calls (full level, or GRAPH_OVERFLOW=1; only for the rank counts in
 #             GRAPH_OVERFLOW_NPS where that is set)
+#   wrap      TLMPI_TIER=node TLMPI_NODE_EPOCH0=4294967000 gpu_graph --quick --replays 30: every
+#             communicator's barrier epoch starts 296 below 2^32, so the LL region's wrap (cleared
+#             once per 2^32 barriers) happens during the first replays (full level, or GRAPH_WRAP=1;
+#             rank counts GRAPH_WRAP_NPS, default 2 8)
 # Every run has TLMPI_TIMEOUT=60 and runs under `timeout` (GRAPH_TIMEOUT seconds, default 200 full /
 # 90 quick, 300 for 8 ranks full; cut to what DEADLINE_AT, seconds since the epoch, leaves; none is
 # started within 20 s of it), so a hang is a failure; TLMPI_STATS=1 (the counters at MPI_Finalize,
@@ -30,7 +34,7 @@ export NCCL_NVLS_ENABLE=0 NCCL_MNNVL_ENABLE=0 NCCL_SOCKET_IFNAME=${NCCL_SOCKET_I
 export TLMPI_TIMEOUT=60 TLMPI_STATS=1
 unset TLMPI_TIER TLMPI_ALLREDUCE_TIERS TLMPI_ALLGATHER_TIERS TLMPI_REDUCE_SCATTER_BLOCK_TIERS TLMPI_NODE_POOL \
     TLMPI_NODE_CTAS TLMPI_NODE_TRANSPORT TLMPI_NODE_LL_MAX TLMPI_NODE_ONESHOT_MAX TLMPI_NODE_AG_PUSH_MAX \
-    TLMPI_ENQUEUE_FALLBACK TLMPI_GRAPH_MIXING
+    TLMPI_ENQUEUE_FALLBACK TLMPI_GRAPH_MIXING TLMPI_NODE_EPOCH0
 if [ -f "$build/tests/gpu/.libs/libtlmpi_guard.so" ]; then
     GPU_TEST_GUARD_LIB=$build/tests/gpu/.libs/libtlmpi_guard.so
     export GPU_TEST_GUARD_LIB
@@ -94,6 +98,10 @@ for np in $nps; do
        case " ${GRAPH_OVERFLOW_NPS:-$nps} " in *" $np "*) true ;; *) false ;; esac; then
         one overflow "$np" TLMPI_TIER=node TLMPI_NODE_POOL=1m TLMPI_NODE_CTAS=3 -- --overflow --replays \
             "${GRAPH_REPLAYS:-200}" $qflag
+    fi
+    if { [ "$level" = full ] || [ "${GRAPH_WRAP:-0}" = 1 ]; } &&
+       case " ${GRAPH_WRAP_NPS:-2 8} " in *" $np "*) true ;; *) false ;; esac; then
+        one wrap "$np" TLMPI_TIER=node TLMPI_NODE_EPOCH0=4294967000 -- --quick --replays 30
     fi
 done
 if [ "$runs" -gt 0 ] && [ "$skipped" = "$runs" ]; then
