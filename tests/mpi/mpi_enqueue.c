@@ -24,7 +24,14 @@
  *     between the ranks) and, on MPI_COMM_SELF, the self path (a device copy): results right after
  *     cudaStreamSynchronize, counted in TLMPI_FORM_ENQUEUE on the nccl / self path (the node tier's
  *     kernels do not run on the fakes: cudaLaunchKernel fails there);
- *  d  tlmpi_enqueue_error() after a success following a failure (informational only).
+ *  d  tlmpi_enqueue_error() after a success following a failure (informational only);
+ *  e  during capture (the fake runtime's capture flag and fake graphs, which run nothing): a call on
+ *     a fresh, unprepared dup -> MPI_ERR_UNSUPPORTED_OPERATION and the capture stays active and ends
+ *     with cudaSuccess; the same dup prepared afterwards: the calls captured, counted once in
+ *     TLMPI_FORM_CAPTURE (never in TLMPI_FORM_ENQUEUE), a launch counting nothing; the synchronous
+ *     fallback refused during capture (MPI_ERR_UNSUPPORTED_OPERATION) and working after it; graphs
+ *     holding calls of a mixing and a no-mixing dup destroyed before and after MPI_Comm_free of
+ *     their communicators (the order event's lifetime; no crash).
  * Prints "mpi_enqueue: PASS: ..." or "mpi_enqueue: FAIL: ..." on rank 0 (tests/harness.h).
  */
 #include "config.h"
@@ -363,6 +370,130 @@ static void case_eager(const char *tier, MPI_Comm comm, tlmpi_path_t path)
     if (g_rank == 0) printf("mpi_enqueue: case c (eager enqueues, tier %s) done\n", tier);
 }
 
+
+/* ---------------------------------------------------------------- e: during capture (fake graphs) */
+
+static void capture_status_ok(const char *what)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(g_st, &cs);
+    TST_CHECK(e == cudaSuccess && cs == cudaStreamCaptureStatusActive, "%s: the stream no longer captures", what);
+}
+
+static void end_capture(const char *what, cudaGraph_t *g)
+{
+    cudaError_t e = cudaStreamEndCapture(g_st, g);
+    TST_CHECK(e == cudaSuccess && *g, "%s: cudaStreamEndCapture: error %d", what, (int)e);
+}
+
+static void case_capture(void)
+{
+    MPI_Comm u, fb, d, dw;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    int coll, en, rc, order;
+    unsigned long long c0, c1, e0, e1, n0;
+
+    /* an unprepared communicator (a fresh dup, no call yet) during capture */
+    TST_CHECK(tlmpi_config_set("TIER", g_size > 1 ? "nccl" : "self") == TLMPI_OK, "tlmpi_config_set(TIER)");
+    MPI_Comm_dup(MPI_COMM_WORLD, &u);
+    TST_CUDA(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
+    for (coll = 0; coll < C_N; coll++) {
+        for (en = 0; en < E_N; en++) {
+            call_t c = base(coll, en, u);
+            expect_fail(&c, MPI_ERR_UNSUPPORTED_OPERATION, "unprepared communicator during capture");
+        }
+    }
+    capture_status_ok("unprepared communicator");
+    end_capture("unprepared communicator", &g);
+    if (g) TST_CUDA(cudaGraphDestroy(g));
+    g = NULL;
+    /* prepared afterwards: the same calls are captured, counted once as captured, never as enqueued */
+    rc = tlmpi_enqueue_prepare(u, 0);
+    TST_CHECK(rc == MPI_SUCCESS, "tlmpi_enqueue_prepare after the refused capture: rc %d (%s)", rc, tlmpi_enqueue_error());
+    for (coll = 0; coll < C_N; coll++) {
+        tlmpi_path_t path = g_size > 1 ? TLMPI_PATH_NCCL : TLMPI_PATH_SELF;
+        c0 = form_calls(coll, path, TLMPI_FORM_CAPTURE);
+        e0 = form_calls(coll, path, TLMPI_FORM_ENQUEUE);
+        TST_CUDA(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
+        for (en = 0; en < E_N; en++) {
+            call_t c = base(coll, en, u);
+            char e[MPI_MAX_ERROR_STRING + 32];
+            rc = call(&c);
+            TST_CHECK(rc == MPI_SUCCESS, "%s%s captured on a prepared dup: %s (%s)", coll_names[coll], entry_names[en],
+                      tst_err_string(rc, e), tlmpi_enqueue_error());
+        }
+        capture_status_ok("prepared communicator");
+        end_capture("prepared communicator", &g);
+        c1 = form_calls(coll, path, TLMPI_FORM_CAPTURE);
+        e1 = form_calls(coll, path, TLMPI_FORM_ENQUEUE);
+        TST_CHECK(c1 - c0 == E_N && e1 == e0, "%s: %d captured calls counted %llu captured and %llu enqueued on %s "
+                  "(expected %d, 0)", coll_names[coll], E_N, c1 - c0, e1 - e0, tlmpi_path_name(path), E_N);
+        if (g) {
+            n0 = all_calls();
+            TST_CUDA(cudaGraphInstantiate(&x, g, 0));
+            TST_CUDA(cudaGraphLaunch(x, g_st));
+            TST_CUDA(cudaStreamSynchronize(g_st));
+            TST_CHECK(all_calls() == n0, "%s: a graph launch moved tlmpi's counters", coll_names[coll]);
+            TST_CUDA(cudaGraphExecDestroy(x));
+            TST_CUDA(cudaGraphDestroy(g));
+        }
+        g = NULL;
+    }
+    MPI_Comm_free(&u);
+
+    /* the synchronous fallback never runs during capture */
+    TST_CHECK(tlmpi_config_set("TIER", "staging") == TLMPI_OK, "tlmpi_config_set(TIER, staging)");
+    MPI_Comm_dup(MPI_COMM_WORLD, &fb);
+    rc = tlmpi_enqueue_prepare(fb, TLMPI_ENQUEUE_SYNC_FALLBACK);
+    TST_CHECK(rc == MPI_SUCCESS, "staging: tlmpi_enqueue_prepare(SYNC_FALLBACK): rc %d", rc);
+    TST_CUDA(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
+    for (coll = 0; coll < C_N; coll++) {
+        for (en = 0; en < E_N; en++) {
+            call_t c = base(coll, en, fb);
+            expect_fail(&c, MPI_ERR_UNSUPPORTED_OPERATION, "staging with the fallback, during capture");
+        }
+    }
+    capture_status_ok("the fallback during capture");
+    end_capture("the fallback during capture", &g);
+    if (g) TST_CUDA(cudaGraphDestroy(g));
+    g = NULL;
+    run_checked(base(C_AR, E_PLAIN, fb), 0, 1, 123u, "the fallback after the capture");
+    MPI_Comm_free(&fb);
+
+    /* the graph destroyed before and after MPI_Comm_free of its communicator (the order event's
+     * lifetime: the graph's user object keeps it; no crash, nothing replayed after the free) */
+    TST_CHECK(tlmpi_config_set("TIER", g_size > 1 ? "nccl" : "self") == TLMPI_OK, "tlmpi_config_set(TIER)");
+    for (order = 0; order < 2; order++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        MPI_Comm_dup(MPI_COMM_WORLD, &dw);
+        TST_CHECK(tlmpi_enqueue_prepare(d, 0) == MPI_SUCCESS, "lifetime: prepare");
+        TST_CHECK(tlmpi_enqueue_prepare(dw, TLMPI_ENQUEUE_NO_MIXING) == MPI_SUCCESS, "lifetime: prepare (no mixing)");
+        TST_CUDA(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
+        for (coll = 0; coll < C_N; coll++) {
+            call_t c = base(coll, E_PLAIN, d);
+            TST_CHECK(call(&c) == MPI_SUCCESS, "lifetime %d: captured %s on d", order, coll_names[coll]);
+            c = base(coll, E_C, dw);
+            TST_CHECK(call(&c) == MPI_SUCCESS, "lifetime %d: captured %s on the no-mixing dup", order, coll_names[coll]);
+        }
+        end_capture("lifetime", &g);
+        if (g) TST_CUDA(cudaGraphInstantiate(&x, g, 0));
+        if (order == 0) {
+            if (g) { TST_CUDA(cudaGraphExecDestroy(x)); TST_CUDA(cudaGraphDestroy(g)); }
+            MPI_Comm_free(&d);
+            MPI_Comm_free(&dw);
+        } else {
+            MPI_Comm_free(&d);
+            MPI_Comm_free(&dw);
+            if (g) { TST_CUDA(cudaGraphExecDestroy(x)); TST_CUDA(cudaGraphDestroy(g)); }
+        }
+        g = NULL;
+        x = NULL;
+    }
+    if (g_rank == 0) printf("mpi_enqueue: case e (capture on the fake runtime: unprepared communicator, no fallback during "
+                            "capture, capture counters, graph and communicator destroyed in either order) done\n");
+}
+
 int main(int argc, char **argv)
 {
     size_t bytes;
@@ -389,6 +520,7 @@ int main(int argc, char **argv)
     case_nostream("mpi");
     if (g_size > 1) case_eager("nccl", MPI_COMM_WORLD, TLMPI_PATH_NCCL);
     case_eager("self", MPI_COMM_SELF, TLMPI_PATH_SELF);
+    case_capture();
     /* d: after a failure and a success */
     {
         call_t c = base(C_AR, E_PLAIN, MPI_COMM_NULL);
