@@ -13,9 +13,12 @@
  *    offset by 0..15 bytes (any alignment), 1..max CTAs;
  *  - a burst of 300 back-to-back calls of alternating kinds and sizes with no host
  *    synchronisation between them, then every result checked (cross-call slot races);
+ *  - the same sweep and burst at n = 4 with the device-resident epoch (dev_epoch: what tlmpi's
+ *    tiers use; the kernels read and advance it, the host passes none);
  *  - the LL flags' wrap: epochs from 2^32 - 2, LL regions pre-filled with lines that carry the
- *    first flags after the wrap (lines "left 2^32 epochs ago"): the launcher's clearing at the wrap
- *    must keep every LL call from taking them;
+ *    first flags after the wrap (lines "left 2^32 epochs ago"): the clearing at the wrap (the
+ *    launcher's with a host epoch, the kernels' own with the device-resident one) must keep every LL
+ *    call from taking them, and every rank must end at the same epoch past 2^32;
  *  - a stuck rank (descriptor stuck = 1): every rank's wait times out within the bound and its
  *    error record names the stuck rank and the expected epoch;
  *  - results bitwise against the host reference (elemref.h), outputs poisoned first, the poison
@@ -44,6 +47,7 @@ static tlmpi_node_err_t *err_h[MAXR];
 static cudaStream_t st[MAXR];
 static unsigned long long epoch[MAXR];
 static int max_ctas;
+static int dev_ep; /* setup: the descriptors' dev_epoch (the kernels keep the epoch in the pool header) */
 
 static const char *kind_names[TLMPI_NODE_KIND_COUNT] = {
     [TLMPI_NODE_AG_PUSH] = "ag_push", [TLMPI_NODE_AG_PULL] = "ag_pull",     [TLMPI_NODE_RSB_PULL] = "rsb",
@@ -70,6 +74,7 @@ static void setup(int n, size_t data_bytes, double timeout_s)
         xp[i].nranks = n;
         xp[i].data_bytes = data_bytes;
         xp[i].timeout_ns = (unsigned long long)(timeout_s * 1e9);
+        xp[i].dev_epoch = dev_ep;
         CK(cudaHostGetDevicePointer(&xp[i].err, err_h[i], 0));
     }
     max_ctas = tlmpi_cuda_node_max_ctas(0, n);
@@ -306,13 +311,22 @@ static void burst(int ncalls)
     failures += bad;
 }
 
-/* The LL flags' wrap (kernels.h): 4 ranks from epoch 2^32 - 2. Every line of every LL region is
+/* With dev_ep: every rank's epoch as its kernels left it in its pool header (after a sync). */
+static void read_dev_epochs(void)
+{
+    int r;
+    for (r = 0; r < nr; r++)
+        CK(cudaMemcpy(&epoch[r], (char *)pool[r] + TLMPI_NODE_EPOCH_OFF, sizeof(epoch[r]), cudaMemcpyDeviceToHost));
+}
+
+/* The LL flags' wrap (kernels.h): 4 ranks from epoch 2^32 - 2; dev: with the device-resident epoch
+ * (the kernels clear the LL region themselves, node.cuh's node_enter), else the launcher's. Every line of every LL region is
  * first filled with {junk, F, junk, F}, F = 1 in half 1 and 2 in half 0: what lines written 2^32
  * epochs ago would hold right after the wrap. A one-word LL call (e = 2^32 - 1: half 1, flag
  * 0xffffffff) goes before the wrap; after it the calls of 100 words and more find the junk lines
  * in both halves with their flags (2^32 + 1 -> 1, 2^32 + 2 -> 2) unless the launcher cleared the
  * region at the wrap. Then a burst of mixed kinds across it, every result checked. */
-static void ll_wrap(void)
+static void ll_wrap(int dev)
 {
     const unsigned long long start = (1ull << 32) - 2;
     const size_t half = (size_t)TLMPI_NODE_LL_BYTES / 2;
@@ -321,7 +335,9 @@ static void ll_wrap(void)
     int r, i, bad = 0;
     size_t w;
 
+    dev_ep = dev;
     setup(4, 65536, 10.0);
+    dev_ep = 0;
     for (w = 0; w < TLMPI_NODE_LL_BYTES / 4; w += 4) {
         unsigned f = w * 4 < half ? 2u : 1u;
         junk[w] = 0xdeadbeefu;
@@ -332,6 +348,7 @@ static void ll_wrap(void)
     for (r = 0; r < nr; r++) {
         CK(cudaMemcpy((char *)pool[r] + TLMPI_NODE_LL_OFF, junk, TLMPI_NODE_LL_BYTES, cudaMemcpyHostToDevice));
         epoch[r] = start;
+        if (dev) CK(cudaMemcpy((char *)pool[r] + TLMPI_NODE_EPOCH_OFF, &epoch[r], sizeof(epoch[r]), cudaMemcpyHostToDevice));
     }
     free(junk);
     memset(c, 0, sizeof(c));
@@ -350,6 +367,7 @@ static void ll_wrap(void)
     for (i = 0; i < 12; i++) call_launch(&c[i]);
     cases++;
     if (sync_all("LL wrap")) bad = 1;
+    if (dev) read_dev_epochs();
     for (i = 0; i < 12 && !bad; i++) {
         char what[64];
         snprintf(what, sizeof(what), "LL wrap call %d (%s, count %zu)", i, kind_names[c[i].kind], c[i].count);
@@ -361,7 +379,8 @@ static void ll_wrap(void)
             bad = 1;
         }
     }
-    printf("LL wrap: 12 calls from epoch 2^32 - 2 to %llu over junk-filled LL regions: %s\n", epoch[0], bad ? "FAIL" : "ok");
+    printf("LL wrap (%s epoch): 12 calls from epoch 2^32 - 2 to %llu over junk-filled LL regions: %s\n",
+           dev ? "device" : "host", epoch[0], bad ? "FAIL" : "ok");
     for (i = 0; i < 12; i++) call_free(&c[i]);
     failures += bad;
     teardown();
@@ -433,7 +452,17 @@ int main(int argc, char **argv)
         }
         printf("n=%d: %d cases so far, %d failures\n", n, cases, failures);
     }
-    ll_wrap();
+    if (!wrap_only) { /* the device-resident epoch (what tlmpi's tiers use), 4 ranks */
+        dev_ep = 1;
+        setup(4, 65536, 10.0);
+        sweep(65536);
+        burst(quick ? 100 : 300);
+        teardown();
+        dev_ep = 0;
+        printf("n=4 device epoch: %d cases so far, %d failures\n", cases, failures);
+    }
+    ll_wrap(0);
+    ll_wrap(1);
     if (!wrap_only) stuck_rank();
     printf("gpu_node_kernels: %s (%d cases, %d failures)\n", failures ? "FAIL" : "PASS", cases, failures);
     return failures ? 1 : 0;
