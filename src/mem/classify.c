@@ -7,6 +7,7 @@
 #endif
 #include "config.h"
 #include "classify.h"
+#include "hostmap.h"
 #include "cudawrap.h"
 #include "compiler.h"
 #include "env.h"
@@ -161,6 +162,7 @@ void tlmpi_mem_init(void)
 {
     brk_lo = heap_start();
     dl_iterate_phdr(exe_phdr_cb, NULL);
+    (void)tlmpi_hostmap_init();
     classify_on = 1;
 }
 
@@ -290,6 +292,7 @@ tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_see
     uintptr_t addr = (uintptr_t)p;
     tlmpi_mem_type_t t;
     range_t r;
+    unsigned long long ticket;
 
     if (p == NULL || !classify_on) {
         return TLMPI_MEM_HOST;
@@ -298,7 +301,7 @@ tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_see
         *dev_p = seen->dev;
         return seen->type;
     }
-    if ((addr >= brk_lo && addr < (uintptr_t)sbrk(0)) || host_certain(addr)) {
+    if (tlmpi_hostmap_hit(addr) || (addr >= brk_lo && addr < (uintptr_t)sbrk(0)) || host_certain(addr)) {
         return TLMPI_MEM_HOST;
     }
     if (tlmpi_cu.get_attr && range_lookup(addr, &r)) {
@@ -306,15 +309,18 @@ tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_see
         *dev_p = r.dev;
         return r.type;
     }
+    /* the record of a hooked mapping holding p, taken before CUDA answers: a host answer confirms
+     * only that record, not one of a mapping made at the same address after a munmap meanwhile */
+    ticket = tlmpi_hostmap_ticket(addr);
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError();
-        return TLMPI_MEM_HOST;
+        return TLMPI_MEM_HOST; /* not confirmed: an error is no proof of host memory */
     }
     switch (a.type) {
     case cudaMemoryTypeDevice:  t = TLMPI_MEM_DEVICE; break;
     case cudaMemoryTypeManaged: t = TLMPI_MEM_MANAGED; break;
-    case cudaMemoryTypeHost:    return TLMPI_MEM_PINNED;
-    default:                    return TLMPI_MEM_HOST;
+    case cudaMemoryTypeHost:    tlmpi_hostmap_confirm(addr, ticket); return TLMPI_MEM_PINNED;
+    default:                    tlmpi_hostmap_confirm(addr, ticket); return TLMPI_MEM_HOST;
     }
     *dev_p = a.device;
     if (tlmpi_cu.get_range && range_insert(addr, t, a.device, &r)) {

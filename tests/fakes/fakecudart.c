@@ -367,6 +367,69 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigne
                            !strcmp(sym, "cuDeviceGetAttribute") ? (void *)fk_dev_attr : NULL;
     if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess; }
+/* --- additions for tests/mpi/mpi_host_cache (host classification after each change of a range) ---
+ * fake_cuda_malloc_at: cudaMalloc at a chosen address (MAP_FIXED_NOREPLACE: fails if anything is
+ * mapped there), so that "device memory at an address a host mapping had" can be made at will.
+ * cudaMallocManaged: a device allocation (the registry has no kinds: managed memory reads as device,
+ * which tlmpi serves the same way); fake_cuda_next_addr != NULL places it there (then it is reset).
+ * fake_cuMem{AddressReserve,Map,Unmap,AddressFree}: VMM as the driver does it: the reservation is a
+ * PROT_NONE mapping, cuMemMap makes a part of it device memory with no new mapping (here: readable,
+ * registered), cuMemUnmap makes it inaccessible again, the address range stays reserved until freed. */
+#define FK_VMM 3
+void *fake_cuda_next_addr;
+cudaError_t fake_cuda_malloc_at(void **p, size_t n, void *want)
+{
+    size_t maplen = page_round(n ? n : 1);
+
+    *p = mmap(want, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (want ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+    if (*p == MAP_FAILED || (want && *p != want)) {
+        if (*p != MAP_FAILED) munmap(*p, maplen);
+        *p = NULL;
+        return last_err = cudaErrorMemoryAllocation;
+    }
+    reg_begin();
+    if (reg_add(*p, n, FK_ANON, -1, maplen) < 0) { reg_end(); munmap(*p, maplen); *p = NULL; return last_err = cudaErrorMemoryAllocation; }
+    reg_end();
+    return cudaSuccess;
+}
+cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
+{
+    void *want = fake_cuda_next_addr;
+
+    (void)flags;
+    fake_cuda_next_addr = NULL;
+    return fake_cuda_malloc_at(p, n, want);
+}
+int fake_cuMemAddressReserve(void **p, size_t size, void *hint)
+{
+    *p = mmap(hint, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hint ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+    if (*p == MAP_FAILED) { *p = NULL; return CUDA_ERROR_OUT_OF_MEMORY; }
+    return CUDA_SUCCESS;
+}
+int fake_cuMemMap(void *p, size_t size)
+{
+    int i;
+
+    if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) return CUDA_ERROR_INVALID_VALUE;
+    reg_begin();
+    i = reg_add(p, size, FK_VMM, -1, 0);
+    reg_end();
+    return i < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+int fake_cuMemUnmap(void *p, size_t size)
+{
+    fk_alloc_t a;
+    int i;
+
+    reg_begin();
+    i = scan((uintptr_t)p, &a);
+    if (i >= 0 && R[i].kind == FK_VMM) reg_clear(i);
+    reg_end();
+    if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+    madvise(p, size, MADV_DONTNEED);
+    return mprotect(p, size, PROT_NONE) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+int fake_cuMemAddressFree(void *p, size_t size) { return munmap(p, size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 
 /* ---- stream capture and graphs (the stream-ordered entry points, src/gpu/order.c) ----
  * A capture is a flag per stream (up to 16 streams capture at once) and a fake graph that holds the

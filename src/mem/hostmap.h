@@ -1,0 +1,72 @@
+/*
+ * hostmap: host memory classified without a CUDA call, beyond the brk heap, the program's segments
+ * and the caller's stack (classify.c): private anonymous readable mappings that were created through
+ * the public mmap symbol, which libtlmpi defines (with munmap, mremap, mprotect and shmat) so that it
+ * sees every such mapping made and every change that can end one. The rules and why they are safe:
+ * docs/DESIGN.md, "Host memory classification without a CUDA call".
+ *
+ *  - record: tlmpi's mmap notes each new MAP_PRIVATE|MAP_ANONYMOUS mapping with PROT_READ
+ *    ("recorded": not yet known to be host; ld.so's and glibc's internal mappings, and the driver's
+ *    PROT_NONE reservations, are never recorded);
+ *  - confirm: classify.c takes a ticket for the record holding an address before it asks CUDA;
+ *    when CUDA answers host (unregistered or pinned), the record becomes "host" if it is still the
+ *    same record (same ticket) and enters a small hot array that the per-call lookup scans;
+ *  - drop: munmap, mremap, mprotect and mmap(MAP_FIXED) over a range drop every record and hot
+ *    entry that overlaps it before the kernel changes the mapping; shmat(SHM_REMAP) drops all.
+ *  - UCX: where UCX's memory hooks (libucm) take these calls over (they rewrite the first function
+ *    found, tlmpi's), UCM's mapped/unmapped events record and drop instead; such a record's
+ *    mapping must also read private, anonymous and readable in /proc/self/maps when it is
+ *    confirmed (an event carries no protection or flags).
+ *
+ * The hot array is read without a lock under a sequence counter; records change under a mutex that
+ * the hooks only try (a hook that cannot take it, e.g. from a signal handler, turns the cache off for
+ * good instead of waiting).
+ */
+#ifndef TLMPI_HOSTMAP_H
+#define TLMPI_HOSTMAP_H
+
+#include <stdint.h>
+
+#define TLMPI_HOSTMAP_HOT 4
+
+typedef struct {
+    uintptr_t lo, hi;
+} tlmpi_hostmap_range_t;
+
+extern tlmpi_hostmap_range_t tlmpi_hostmap_hot[TLMPI_HOSTMAP_HOT];
+extern unsigned tlmpi_hostmap_seq; /* odd while the hot array changes */
+/* munmap hook's first code bytes as they were when the cache was turned on: a library that rewrites
+ * the hooks (a jump at their entry) makes every lookup miss from then on */
+extern const void *tlmpi_hostmap_code;
+extern uint64_t tlmpi_hostmap_code_sig;
+
+/* Turn the cache on (called by tlmpi_mem_init with a GPU present) when tlmpi's hooks are the
+ * mapping functions the process uses; 1 if on. */
+int tlmpi_hostmap_init(void);
+
+/* 1 if a lies in a confirmed host mapping now (no lock, no call). */
+static inline __attribute__((always_inline)) int tlmpi_hostmap_hit(uintptr_t a)
+{
+    unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
+    int i, hit = 0;
+
+    for (i = 0; i < TLMPI_HOSTMAP_HOT; i++) {
+        hit |= a >= __atomic_load_n(&tlmpi_hostmap_hot[i].lo, __ATOMIC_RELAXED) &&
+               a < __atomic_load_n(&tlmpi_hostmap_hot[i].hi, __ATOMIC_RELAXED);
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (!hit || (s & 1u) || __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_RELAXED) != s) {
+        return 0;
+    }
+    return *(const volatile uint64_t *)tlmpi_hostmap_code == tlmpi_hostmap_code_sig;
+}
+
+/* The ticket of the record holding a (0: none, or the cache is off); take it before asking CUDA. */
+unsigned long long tlmpi_hostmap_ticket(uintptr_t a);
+/* CUDA said a is host memory, asked after tlmpi_hostmap_ticket(a) gave ticket: confirm the record
+ * as host (if it is still the same record) and make it hot. */
+void tlmpi_hostmap_confirm(uintptr_t a, unsigned long long ticket);
+/* Forget every record (tests). */
+void tlmpi_hostmap_flush(void);
+
+#endif
