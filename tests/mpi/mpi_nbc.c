@@ -1404,9 +1404,9 @@ static void stats_snapshot(void)
 
 static void check_paths(const int *want_form)
 {
-    static const char *const fname[TLMPI_FORM_COUNT] = { "blocking", "non-blocking", "persistent" };
+    static const char *const fname[TLMPI_FORM_PERSISTENT + 1] = { "blocking", "non-blocking", "persistent" };
 
-    for (int f = 0; f < TLMPI_FORM_COUNT; f++) {
+    for (int f = 0; f <= TLMPI_FORM_PERSISTENT; f++) { /* the forms this test makes */
         for (int c = 0; c < NCOLL; c++) {
             long long d[TLMPI_PATH_COUNT], all = 0, accel;
             long dev = made[f][c][K_DEV], dev0 = made[f][c][K_DEV0], host = made[f][c][K_HOST];
