@@ -5,10 +5,14 @@
  * runs it with 2, 4 and 8 ranks on one GPU under MPS, and again with a 1 MiB node pool so that
  * the larger messages take several pool chunks). Exit 77 without a GPU.
  *
- *   gpu_graph [--replays N] [--overflow] [--quick] [--any-path] [--no-algo-check]
+ *   gpu_graph [--replays N] [--overflow] [--quick] [--any-path] [--no-algo-check] [--no-graph]
  *
  * (--any-path: no path / algorithm checks, for a run on another tier; --no-algo-check: no
- * algorithm counter checks; --overflow adds the 3 and 5 MiB sequence, for the small-pool run.)
+ * algorithm counter checks; --overflow adds the 3 and 5 MiB sequence, for the small-pool run;
+ * --no-graph: only the uncaptured runs of the sequences and the unprepared-communicator case, for a
+ * check of the test itself against the CPU fakes, whose graphs run nothing: LD_PRELOAD of
+ * tests/mpi/.libs/libfakecudart.so, TLMPI_NCCL_LIBRARY=tests/mpi/.libs/libfakenccl.so,
+ * TLMPI_TIER=nccl, --any-path --no-graph.)
  *
  * A sequence is a list of calls (collective, communicator, type, op, in place or not, count),
  * each with its own send and receive regions in one device arena (element-aligned, not 16-byte
@@ -101,7 +105,7 @@ static const char *const run_names[R_N] = { "graph", "eager", "eager (second str
 #define NF TLMPI_FORM_COUNT
 #define MAXP 32
 
-static int g_rank, g_size, g_quick, g_anypath, g_noalgo, g_overflow, g_replays = 200;
+static int g_rank, g_size, g_quick, g_anypath, g_noalgo, g_overflow, g_nograph, g_replays = 200;
 static long g_cases;
 static unsigned long long g_seed; /* the same on every rank */
 static cudaStream_t g_st, g_st2;  /* non-blocking streams */
@@ -693,6 +697,7 @@ static void unprepared(void)
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     char *d;
     const char *why;
+    char whybuf[256];
     int rc, cls = -1, rc2;
     snap_t s;
 
@@ -706,6 +711,8 @@ static void unprepared(void)
     TST_CUDA(cudaMemsetAsync(d, 1, 64, g_st));
     rc = tlmpi_allreduce_enqueue(d, d + 1024, 2, MPI_FLOAT, MPI_SUM, u, (void *)g_st);
     why = tlmpi_enqueue_error();
+    snprintf(whybuf, sizeof whybuf, "%s", why ? why : "");
+    why = whybuf;
     rc2 = tlmpi_allgather_enqueue(d, 1, MPI_INT, d + 2048, 1, MPI_INT, u, (void *)g_st);
     e = cudaStreamIsCapturing(g_st, &cs);
     TST_CHECK(e == cudaSuccess && cs == cudaStreamCaptureStatusActive,
@@ -738,7 +745,7 @@ static void unprepared(void)
     /* the same communicator prepared afterwards works, captured */
     rc = tlmpi_enqueue_prepare(u, 0);
     TST_CHECK(rc == MPI_SUCCESS, "unprepared: tlmpi_enqueue_prepare afterwards: rc %d", rc);
-    {
+    if (!g_nograph) {
         seq_t q;
         build_small(&q, "prepared-late", u, u);
         seq_layout(&q);
@@ -805,9 +812,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--overflow")) g_overflow = 1;
         else if (!strcmp(argv[a], "--any-path")) g_anypath = 1;
         else if (!strcmp(argv[a], "--no-algo-check")) g_noalgo = 1;
+        else if (!strcmp(argv[a], "--no-graph")) g_nograph = 1;
         else if (!strcmp(argv[a], "--replays") && a + 1 < argc) g_replays = atoi(argv[++a]);
         else {
-            fprintf(stderr, "usage: gpu_graph [--replays N] [--overflow] [--quick] [--any-path] [--no-algo-check]\n");
+            fprintf(stderr, "usage: gpu_graph [--replays N] [--overflow] [--quick] [--any-path] [--no-algo-check] [--no-graph]\n");
             return 2;
         }
     }
@@ -864,6 +872,25 @@ int main(int argc, char **argv)
     build_main(&qm, MPI_COMM_WORLD, dup);
     seq_layout(&qm);
     seq_fill(&qm);
+    if (g_nograph) {
+        for (a = R_EAGER; a < R_N; a++) {
+            char label[64];
+            snap_begin(&s);
+            seq_run(&qm, a, &s);
+            seq_run(&qs, (a + 1) % R_N ? (a + 1) % R_N : R_EAGER, &s);
+            snprintf(label, sizeof label, "main (no graph): %s", run_names[a]);
+            snap_check(&s, label);
+        }
+        if (g_overflow) {
+            build_overflow(&qo, MPI_COMM_WORLD, dup);
+            seq_layout(&qo);
+            seq_run(&qo, R_EAGER, NULL);
+            seq_run(&qo, R_NONBLOCKING, NULL);
+            seq_free(&qo);
+        }
+        unprepared();
+        goto done;
+    }
     if (seq_capture(&qm, cudaStreamCaptureModeGlobal, &g, &x)) replay_loop(&qm, x, g_replays, &qs, 5, 1);
     graph_destroy(&g, &x);
     eager_algos(&qm);
@@ -930,6 +957,7 @@ int main(int argc, char **argv)
     lifetimes();
     unprepared();
 
+done:
     seq_free(&qm);
     seq_free(&qs);
     MPI_Comm_free(&dup);

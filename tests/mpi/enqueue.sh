@@ -5,6 +5,11 @@
 #   np2   2 ranks: argument errors, staging and mpi tiers (unsupported / synchronous fallback),
 #         eager enqueues on the nccl tier (fake NCCL) and on the self path (MPI_COMM_SELF)
 #   np1   1 rank: the same without the nccl tier
+#   graph2  the GPU test tests/gpu/gpu_graph checked against the same fakes, 2 ranks (where it is
+#         built: a CUDA build): gpu_graph --no-graph --any-path --overflow with the fake CUDA runtime
+#         preloaded, TLMPI_TIER=nccl and TLMPI_ENQUEUE_FALLBACK=sync (the fakes' graphs run nothing,
+#         so only the uncaptured runs of its sequences, their host reference, poison and counter
+#         checks, and its unprepared-communicator case run here; tests/gpu/graph.sh runs it on a GPU)
 # each with TLMPI_TIMEOUT=60 and under `timeout` (ENQUEUE_TIMEOUT, default 120 s), so a hang is a
 # failure. One line per run, then "PASS n/n" or "FAIL k/n". Exit 77 where mpi_enqueue is not built
 # (no CUDA or no NCCL headers at configure time). ENQUEUE_RUNS="np1 ..." picks runs.
@@ -25,19 +30,38 @@ work=$builddir/tests/mpi/work-enqueue
 mkdir -p "$work"
 limit=${ENQUEUE_TIMEOUT:-120}
 pass=0 fail=0 skip=0 total=0
-for run in ${ENQUEUE_RUNS:-np2 np1}; do
+gprog=$builddir/tests/gpu/gpu_graph
+for run in ${ENQUEUE_RUNS:-np2 np1 graph2}; do
+    p=$prog
+    set --
     case $run in
         np2) np=2 ;;
         np1) np=1 ;;
+        graph2)
+            np=2
+            [ -x "$gprog" ] || { echo "$run: SKIP ($gprog not built)"; continue; }
+            p=$gprog
+            set -- --env "LD_PRELOAD=$builddir/tests/mpi/.libs/libfakecudart.so" \
+                --env "TLMPI_NCCL_LIBRARY=$builddir/tests/mpi/.libs/libfakenccl.so" --env FAKE_CUDA_DEVICES=8 \
+                --env TLMPI_TIER=nccl --env TLMPI_ENQUEUE_FALLBACK=sync ;;
         *) echo "enqueue.sh: unknown run $run"; exit 2 ;;
     esac
     log=$work/$run.log
     total=$((total + 1))
     s=$(date +%s)
-    timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" --env TLMPI_TIMEOUT=60 -- "$prog" >"$log" 2>&1
-    rc=$?
+    if [ "$p" = "$gprog" ]; then
+        timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" "$@" --env TLMPI_TIMEOUT=60 -- "$p" \
+            --no-graph --any-path --overflow >"$log" 2>&1
+        rc=$?
+        res=$(grep -m1 -oE 'RESULT gpu_graph .*' "$log")
+        echo "$res" | grep -q 'PASS$' && res="mpi_enqueue: PASS: $res"
+        [ $rc = 77 ] && res="mpi_enqueue: SKIP: $(grep -m1 SKIP "$log")"
+    else
+        timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" --env TLMPI_TIMEOUT=60 -- "$p" >"$log" 2>&1
+        rc=$?
+        res=$(grep -m1 -oE 'mpi_enqueue: (PASS|FAIL|SKIP).*' "$log")
+    fi
     t=$(( $(date +%s) - s ))
-    res=$(grep -m1 -oE 'mpi_enqueue: (PASS|FAIL|SKIP).*' "$log")
     if [ $rc = 77 ] || echo "$res" | grep -q SKIP; then
         echo "$run: SKIP ($res)"
         skip=$((skip + 1))
