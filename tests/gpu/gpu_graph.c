@@ -431,7 +431,9 @@ static int issue(seq_t *q, int j, int mode, cudaStream_t st, MPI_Request *req)
         switch (x->coll) {
         case C_AR: return tlmpi_allreduce_enqueue_c(s, r, c, dt, op, x->comm, (void *)st);
         case C_RSB: return tlmpi_reduce_scatter_block_enqueue_c(s, r, c, dt, op, x->comm, (void *)st);
-        default: return tlmpi_allgather_enqueue_c(s, c, dt, r, c, dt, x->comm, (void *)st);
+        default: /* in place the send count and type are ignored (as in MPI): junk there */
+            return tlmpi_allgather_enqueue_c(s, x->inplace ? -3 : c, x->inplace ? MPI_DATATYPE_NULL : dt, r, c, dt,
+                                             x->comm, (void *)st);
         }
     }
     if (x->entry == F_F) {
@@ -446,7 +448,8 @@ static int issue(seq_t *q, int j, int mode, cudaStream_t st, MPI_Request *req)
     switch (x->coll) {
     case C_AR: return tlmpi_allreduce_enqueue(s, r, n, dt, op, x->comm, (void *)st);
     case C_RSB: return tlmpi_reduce_scatter_block_enqueue(s, r, n, dt, op, x->comm, (void *)st);
-    default: return tlmpi_allgather_enqueue(s, n, dt, r, n, dt, x->comm, (void *)st);
+    default: return tlmpi_allgather_enqueue(s, x->inplace ? 0 : n, x->inplace ? MPI_DATATYPE_NULL : dt, r, n, dt, x->comm,
+                                            (void *)st);
     }
 }
 

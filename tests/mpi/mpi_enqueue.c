@@ -20,7 +20,8 @@
  *     (and with TLMPI_ENQUEUE_FALLBACK=sync through tlmpi_config_set) MPI_SUCCESS and results right
  *     when the call returns (in place and not, exact values); a later tlmpi_enqueue_prepare(comm, 0)
  *     takes the fallback away again;
- *  c  eager enqueues where the fakes run them: TLMPI_TIER=nccl (the fake NCCL really communicates
+ *  c  (in place, allgather's send count and type are junk: -3 and MPI_DATATYPE_NULL, ignored as in
+ *     MPI) eager enqueues where the fakes run them: TLMPI_TIER=nccl (the fake NCCL really communicates
  *     between the ranks) and, on MPI_COMM_SELF, the self path (a device copy): results right after
  *     cudaStreamSynchronize, counted in TLMPI_FORM_ENQUEUE on the nccl / self path (the node tier's
  *     kernels do not run on the fakes: cudaLaunchKernel fails there);
@@ -111,6 +112,11 @@ static int call(const call_t *c)
         case C_AG: return tlmpi_allgather_enqueue_f(s, c->r, (int64_t)c->count, tf, cf, stream);
         default: return tlmpi_reduce_scatter_block_enqueue_f(s, c->r, (int64_t)c->count, tf, of, cf, stream);
         }
+    }
+    /* in place, allgather's send count and type are ignored (as in MPI): junk there */
+    if (c->coll == C_AG && c->s == MPI_IN_PLACE) {
+        if (c->entry == E_C) return tlmpi_allgather_enqueue_c(c->s, -3, MPI_DATATYPE_NULL, c->r, c->count, c->rt, c->comm, stream);
+        if (c->entry == E_PLAIN) return tlmpi_allgather_enqueue(c->s, -3, MPI_DATATYPE_NULL, c->r, (int)c->count, c->rt, c->comm, stream);
     }
     if (c->entry == E_C) {
         switch (c->coll) {
