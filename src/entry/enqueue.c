@@ -10,7 +10,7 @@
  *     -> a tier with an enqueue form: order after the comm's earlier device work (gpu/order.c),
  *        the tier's enqueue on the caller's stream, the order event recorded; counted under
  *        TLMPI_FORM_ENQUEUE or TLMPI_FORM_CAPTURE
- *     -> otherwise (staging, the MPI, hier; the GPU turn of MPI_THREAD_MULTIPLE): the synchronous
+ *     -> otherwise (staging, the MPI, hier): the synchronous
  *        fallback where allowed (wait for the stream, run the blocking form), else
  *        MPI_ERR_UNSUPPORTED_OPERATION.
  *
@@ -166,11 +166,11 @@ static int enq_run(tlmpi_call_t *c, void *stream, tlmpi_gpu_capture_t *cap_p)
     c->local_size = tc->tier.local_size;
     t = tlmpi_plan_select(&tc->plan, c, &algo);
     tier = tlmpi_tiers[t];
-    if (!tier->enqueue || !tc->tier.ctx || (tc->tier.caps & TLMPI_CAP_TURNS)) {
+    /* (no GPU turn under MPI_THREAD_MULTIPLE: a stream-ordered call cannot hold a host-side turn; as
+     * with NCCL, threads that enqueue on different communicators order them themselves) */
+    if (!tier->enqueue || !tc->tier.ctx) {
         rc = enq_sync_fallback(tc, c, t, algo, stream, cap.active,
-                               !tc->tier.ctx                       ? "the communicator has no device streams"
-                               : (tc->tier.caps & TLMPI_CAP_TURNS) ? "the GPU turn of MPI_THREAD_MULTIPLE"
-                                                                   : "it has no stream-ordered form");
+                               !tc->tier.ctx ? "the communicator has no device streams" : "it has no stream-ordered form");
         goto out;
     }
     if (!tc->tier.ctx->order_on && (e = tlmpi_gpu_order_enable(tc->tier.ctx)) != 0) {
