@@ -3,6 +3,7 @@
 # counted with valgrind --tool=callgrind on 2 ranks.
 #
 # usage: bench/callgrind.sh [-n CALLS] [-b BUILDDIR] [-l LIB.so] [-m MPIEXEC] [-k] [-t TARGET] [-o OP]
+#                           [-B BUF] [-p PRE.so]
 #   -n CALLS    calls per phase (default 10000)
 #   -b BUILDDIR tlmpi build directory holding bench/passthrough and .libs/libtlmpi.so
 #               (default: the current directory if it has bench/passthrough, else <repo>/build)
@@ -12,6 +13,9 @@
 #   -t TARGET   target in instructions per call (default 60: the host pass-through target of issue 20 and 22); exit 2 when missed
 #   -o OP       the call counted (bench/passthrough --cg-op): allreduce (default), iallreduce
 #               (host buffers), wait / test (on requests that are not tlmpi's)
+#   -B BUF      where the host buffers live (bench/passthrough --buf): heap (default), preinit, mmap
+#   -p PRE.so   a library preloaded ahead of the interposer in both phases, e.g. the fake CUDA
+#               runtime (build/tests/mpi/.libs/libfakecudart.so): tlmpi then sees a GPU, as on a GPU node
 #
 # Method. bench/passthrough --callgrind=mpi makes N MPI_Allreduce calls inside cg_phase_mpi(),
 # after warm-up calls (tlmpi's lazy init and symbol binding happen there, not in the measured part);
@@ -33,8 +37,8 @@
 # which is exact (no timing noise): the polling instructions are all inside the MPI library.
 set -eu
 
-calls=10000 builddir= lib= mpiexec=mpiexec.mpich keep=0 target=60 op=allreduce
-while getopts n:b:l:m:kt:o:h opt; do
+calls=10000 builddir= lib= mpiexec=mpiexec.mpich keep=0 target=60 op=allreduce buf=heap pre=
+while getopts n:b:l:m:kt:o:B:p:h opt; do
     case $opt in
         n) calls=$OPTARG ;;
         b) builddir=$OPTARG ;;
@@ -43,7 +47,9 @@ while getopts n:b:l:m:kt:o:h opt; do
         k) keep=1 ;;
         t) target=$OPTARG ;;
         o) op=$OPTARG ;;
-        *) sed -n '2,16p' "$0"; exit 1 ;;
+        B) buf=$OPTARG ;;
+        p) pre=$(cd "$(dirname "$OPTARG")" && pwd)/$(basename "$OPTARG") ;;
+        *) sed -n '2,20p' "$0"; exit 1 ;;
     esac
 done
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,13 +74,16 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/tlmpi-callgrind.XXXXXX")
 [ "$keep" = 1 ] || trap 'rm -rf "$out"' EXIT
 
 # launcher flags: hydra -genv, Open MPI -x (and --oversubscribe, root permission)
+preload=$lib
+[ "$lib" != none ] || preload=
+[ -z "$pre" ] || preload=$pre${preload:+:$preload}
 if "$mpiexec" --version 2>&1 | grep -qiE 'open ?mpi|openrte'; then
     launch="$mpiexec --oversubscribe -n 2" rankvar=OMPI_COMM_WORLD_RANK
-    [ "$lib" = none ] || launch="$launch -x LD_PRELOAD=$lib"
+    [ -z "$preload" ] || launch="$launch -x LD_PRELOAD=$preload"
     if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 else
     launch="$mpiexec -n 2" rankvar=PMI_RANK
-    [ "$lib" = none ] || launch="$launch -genv LD_PRELOAD $lib"
+    [ -z "$preload" ] || launch="$launch -genv LD_PRELOAD $preload"
 fi
 
 for phase in mpi pmpi; do
@@ -82,7 +91,7 @@ for phase in mpi pmpi; do
     # shellcheck disable=SC2086
     (cd "$out/$phase" && MPIEXEC_TIMEOUT=600 $launch valgrind -q --tool=callgrind --collect-atstart=no \
         --toggle-collect=cg_phase_$phase --callgrind-out-file="$out/$phase/cg.%q{$rankvar}" \
-        "$prog" --callgrind=$phase --cg-op="$op" -n "$calls" -w 200 </dev/null >"$out/$phase/log" 2>&1) || {
+        "$prog" --callgrind=$phase --cg-op="$op" --buf="$buf" -n "$calls" -w 200 </dev/null >"$out/$phase/log" 2>&1) || {
         echo "callgrind.sh: the $phase run failed; its output:" >&2; cat "$out/$phase/log" >&2; exit 1; }
 done
 

@@ -23,6 +23,12 @@
  *   wait        PMPI_Iallreduce, then MPI_Wait on the MPI's own request
  *   test        PMPI_Iallreduce, PMPI_Wait, then MPI_Test on the (now null) handle: the interposer's
  *               cost on a request that is not its own (tlmpi's fast path never looks at the handle)
+ *
+ * --buf=KIND: where the host buffers live (on a GPU node each kind takes its own way through tlmpi's
+ * host classification, src/mem/classify.c):
+ *   heap     calloc after MPI_Init (default; the brk heap)
+ *   preinit  calloc before MPI_Init (the brk heap, allocated before tlmpi's lazy init)
+ *   mmap     one anonymous private mmap made before MPI_Init
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -31,6 +37,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +266,9 @@ static void usage(const char *argv0)
             "  -s, --strict        exit 2 when the target is missed\n"
             "      --callgrind=mpi|pmpi  no timing: warm up, then N (-n) Allreduce calls inside\n"
             "                      cg_phase_mpi() / cg_phase_pmpi() (see bench/callgrind.sh)\n"
-            "      --cg-op=OP      what the callgrind calls are: allreduce (default), iallreduce, wait, test\n",
+            "      --cg-op=OP      what the callgrind calls are: allreduce (default), iallreduce, wait, test\n"
+            "      --buf=KIND      host buffers: heap (calloc after MPI_Init, default), preinit (calloc\n"
+            "                      before MPI_Init), mmap (an anonymous mmap made before MPI_Init)\n",
             argv0);
 }
 
@@ -270,7 +279,7 @@ static int parse(int argc, char **argv, opts_t *o)
         { "warmup", required_argument, NULL, 'w' }, { "colls", required_argument, NULL, 'c' },
         { "target", required_argument, NULL, 't' }, { "strict", no_argument, NULL, 's' },
         { "callgrind", required_argument, NULL, 'G' }, { "help", no_argument, NULL, 'h' },
-        { "cg-op", required_argument, NULL, 'O' },
+        { "cg-op", required_argument, NULL, 'O' }, { "buf", required_argument, NULL, 'B' },
         { NULL, 0, NULL, 0 }
     };
     int ch;
@@ -290,6 +299,7 @@ static int parse(int argc, char **argv, opts_t *o)
         case 't': o->target_ns = atof(optarg); break;
         case 's': o->strict = 1; break;
         case 'G': o->callgrind = optarg; break;
+        case 'B': break; /* read before MPI_Init (buf_kind) */
         case 'O':
             if (!strcmp(optarg, "allreduce")) cg_op = CG_ALLREDUCE;
             else if (!strcmp(optarg, "iallreduce")) cg_op = CG_IALLREDUCE;
@@ -348,15 +358,49 @@ static void describe_interposer(void)
     }
 }
 
+/* --buf: allocated before MPI_Init for preinit and mmap (for up to BUF_MAX_RANKS ranks) */
+#define BUF_MAX_RANKS 4096
+static const char *buf_kind = "heap";
+static double *pre_buf;
+
+static void buf_early(int argc, char **argv)
+{
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "--buf=", 6)) {
+            buf_kind = argv[i] + 6;
+        }
+    }
+    if (!strcmp(buf_kind, "preinit")) {
+        pre_buf = calloc(2 * BUF_MAX_RANKS, sizeof(double));
+    } else if (!strcmp(buf_kind, "mmap")) {
+        pre_buf = mmap(NULL, 2 * BUF_MAX_RANKS * sizeof(double), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (pre_buf == MAP_FAILED) {
+            pre_buf = NULL;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     opts_t o;
     result_t res[COLL_N];
     int c, bad = 0, miss = 0;
 
+    buf_early(argc, argv);
     MPI_Init(&argc, &argv);
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (strcmp(buf_kind, "heap") && (!pre_buf || size > BUF_MAX_RANKS)) {
+        if (rank == 0) {
+            fprintf(stderr, "passthrough: --buf=%s: unknown kind, allocation failed or over %d ranks\n",
+                    buf_kind, BUF_MAX_RANKS);
+        }
+        MPI_Finalize();
+        return 1;
+    }
     if (parse(argc, argv, &o) != 0) {
         if (rank == 0) {
             usage(argv[0]);
@@ -364,8 +408,13 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 1;
     }
-    sbuf = calloc((size_t)size, sizeof(double));
-    rbuf = calloc((size_t)size, sizeof(double));
+    if (pre_buf) {
+        sbuf = pre_buf;
+        rbuf = pre_buf + BUF_MAX_RANKS;
+    } else {
+        sbuf = calloc((size_t)size, sizeof(double));
+        rbuf = calloc((size_t)size, sizeof(double));
+    }
 
     if (o.callgrind) {
         int use_pmpi = !strcmp(o.callgrind, "pmpi");
@@ -383,8 +432,8 @@ int main(int argc, char **argv)
             static const char *const what[] = { "MPI_Allreduce", "MPI_Iallreduce (+ PMPI_Wait)",
                                                 "MPI_Wait (after PMPI_Iallreduce)", "MPI_Test (null handle)" };
 
-            printf("callgrind phase %s: %d %s%s calls of 8 bytes on %d ranks\n", o.callgrind, o.calls,
-                   use_pmpi ? "P" : "", what[cg_op], size);
+            printf("callgrind phase %s: %d %s%s calls of 8 bytes on %d ranks, %s buffers\n", o.callgrind, o.calls,
+                   use_pmpi ? "P" : "", what[cg_op], size, buf_kind);
         }
         PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         MPI_Finalize();
@@ -394,8 +443,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         describe_interposer();
         printf("method           : %d reps x (block of %d MPI_X calls, block of %d PMPI_X calls), "
-               "order alternating, barrier before each block, 8 bytes per rank, host buffers\n\n",
-               o.reps, o.calls, o.calls);
+               "order alternating, barrier before each block, 8 bytes per rank, host buffers (%s)\n\n",
+               o.reps, o.calls, o.calls, buf_kind);
     }
     for (c = 0; c < COLL_N; c++) {
         if (o.colls & (1u << c)) {
@@ -435,8 +484,10 @@ int main(int argc, char **argv)
         printf("\n");
         fflush(stdout);
     }
-    free(sbuf);
-    free(rbuf);
+    if (!pre_buf) {
+        free(sbuf);
+        free(rbuf);
+    }
     MPI_Finalize();
     return bad ? 1 : (o.strict && miss ? 2 : 0);
 }

@@ -284,7 +284,7 @@ tlmpi_mem_type_t tlmpi_mem_type(const void *p, int *dev_p)
     return tlmpi_mem_type_in_call(p, dev_p, &seen);
 }
 
-tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_seen_t *seen)
+tlmpi_mem_type_t tlmpi_mem_type_classify(const void *p, int *dev_p, tlmpi_mem_seen_t *seen)
 {
     *dev_p = -1;
 #ifdef HAVE_CUDA
@@ -301,7 +301,7 @@ tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_see
         *dev_p = seen->dev;
         return seen->type;
     }
-    if (tlmpi_hostmap_hit(addr) || (addr >= brk_lo && addr < (uintptr_t)sbrk(0)) || host_certain(addr)) {
+    if ((addr >= brk_lo && addr < (uintptr_t)sbrk(0)) || host_certain(addr)) {
         return TLMPI_MEM_HOST;
     }
     if (tlmpi_cu.get_attr && range_lookup(addr, &r)) {

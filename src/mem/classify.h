@@ -17,6 +17,9 @@
  *    tlmpi's init included), the main program's
  *    loaded segments (globals), and the calling thread's live stack (from tlmpi's frame to the top
  *    of the thread's stack, when tlmpi runs on that stack and not on a coroutine's).
+ *  - Private anonymous mappings made through mmap, once CUDA said host for one address in them,
+ *    until they are unmapped, moved or re-protected (hostmap.h, docs/DESIGN.md "Host memory
+ *    classification without a CUDA call").
  *  - Everything else costs one cudaPointerGetAttributes, which neither changes the current device
  *    nor leaves a sticky error (any error is cleared).
  */
@@ -25,6 +28,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "hostmap.h"
 
 typedef enum {
     TLMPI_MEM_HOST = 0,     /* pageable host memory (or unknown to CUDA) */
@@ -50,7 +55,31 @@ typedef struct {
     tlmpi_mem_type_t type;
     int dev;
 } tlmpi_mem_seen_t;
-tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p, tlmpi_mem_seen_t *seen);
+tlmpi_mem_type_t tlmpi_mem_type_classify(const void *p, int *dev_p, tlmpi_mem_seen_t *seen);
+static inline __attribute__((always_inline)) tlmpi_mem_type_t tlmpi_mem_type_in_call(const void *p, int *dev_p,
+                                                                                    tlmpi_mem_seen_t *seen)
+{
+#ifdef HAVE_CUDA
+    if (tlmpi_hostmap_hit((uintptr_t)p)) { /* a confirmed host mapping (hostmap.h): no call at all */
+        *dev_p = -1;
+        return TLMPI_MEM_HOST;
+    }
+#endif
+    return tlmpi_mem_type_classify(p, dev_p, seen);
+}
+/* 1 if a and b are certainly host memory, decided inline without any call (both in confirmed host
+ * mappings, hostmap.h); 0 means "ask tlmpi_mem_type_in_call", not "device". For an entry point's
+ * pass-through test on a node with a GPU (tlmpi_mem_init must have run). */
+static inline __attribute__((always_inline)) int tlmpi_mem_host_fast2(const void *a, const void *b)
+{
+#ifdef HAVE_CUDA
+    return tlmpi_hostmap_hit2((uintptr_t)a, (uintptr_t)b);
+#else
+    (void)a;
+    (void)b;
+    return 1;
+#endif
+}
 /* Drop every cached device range (tests, finalize). */
 void tlmpi_mem_cache_flush(void);
 

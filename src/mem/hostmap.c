@@ -38,6 +38,7 @@ static struct {
     int check_maps; /* from a UCM event (no protection or flags known): /proc/self/maps decides */
 } hm[HM_SLOTS]; /* changed and read under hm_lock */
 static pthread_mutex_t hm_lock = PTHREAD_MUTEX_INITIALIZER;
+static int hm_used; /* slots [0, hm_used) may be in use: the scans stop there */
 static unsigned long long hm_next_ticket = 1;
 static unsigned hm_hot_next;
 static int hm_on;   /* tlmpi_hostmap_init found the mapping calls observed */
@@ -127,10 +128,13 @@ static void hm_drop(uintptr_t lo, uintptr_t hi)
         }
     }
     hot_write_end();
-    for (i = 0; i < HM_SLOTS; i++) {
+    for (i = 0; i < hm_used; i++) {
         if (hm[i].state != HM_FREE && (all || (hm[i].lo < hi && lo < hm[i].hi))) {
             hm[i].state = HM_FREE;
         }
+    }
+    while (hm_used > 0 && hm[hm_used - 1].state == HM_FREE) {
+        hm_used--;
     }
     hm_give();
 }
@@ -149,6 +153,9 @@ static void hm_record(uintptr_t lo, uintptr_t hi, int check_maps)
             hm[i].ticket = hm_next_ticket++;
             hm[i].state = HM_RECORDED;
             hm[i].check_maps = check_maps;
+            if (i >= hm_used) {
+                hm_used = i + 1;
+            }
             break;
         }
     }
@@ -417,7 +424,7 @@ unsigned long long tlmpi_hostmap_ticket(uintptr_t a)
     if (!hm_take()) {
         return 0;
     }
-    for (i = 0; i < HM_SLOTS; i++) {
+    for (i = 0; i < hm_used; i++) {
         if ((hm[i].state == HM_RECORDED || hm[i].state == HM_HOST) && a >= hm[i].lo && a < hm[i].hi) {
             t = hm[i].ticket;
             break;
@@ -435,7 +442,7 @@ void tlmpi_hostmap_confirm(uintptr_t a, unsigned long long ticket)
     if (!ticket || !hm_take()) {
         return;
     }
-    for (i = 0; i < HM_SLOTS; i++) {
+    for (i = 0; i < hm_used; i++) {
         if ((hm[i].state == HM_RECORDED || hm[i].state == HM_HOST) && hm[i].ticket == ticket) {
             lo = hm[i].lo;
             hi = hm[i].hi;
@@ -453,7 +460,7 @@ void tlmpi_hostmap_confirm(uintptr_t a, unsigned long long ticket)
     if (!hm_take()) {
         return;
     }
-    for (i = 0; i < HM_SLOTS; i++) {
+    for (i = 0; i < hm_used; i++) {
         if ((hm[i].state == HM_RECORDED || hm[i].state == HM_HOST) && hm[i].ticket == ticket && a >= hm[i].lo &&
             a < hm[i].hi) {
             unsigned h;

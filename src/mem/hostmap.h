@@ -44,21 +44,45 @@ extern uint64_t tlmpi_hostmap_code_sig;
  * mapping functions the process uses; 1 if on. */
 int tlmpi_hostmap_init(void);
 
-/* 1 if a lies in a confirmed host mapping now (no lock, no call). */
+/* 1 if a lies in a confirmed host mapping now (no lock, no call): a scan of the hot array (one
+ * unsigned comparison per entry; a cleared entry, lo == hi == 0, matches nothing) between two reads
+ * of the sequence counter, then the hooks' code check. */
 static inline __attribute__((always_inline)) int tlmpi_hostmap_hit(uintptr_t a)
 {
     unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
-    int i, hit = 0;
+    int i;
 
     for (i = 0; i < TLMPI_HOSTMAP_HOT; i++) {
-        hit |= a >= __atomic_load_n(&tlmpi_hostmap_hot[i].lo, __ATOMIC_RELAXED) &&
-               a < __atomic_load_n(&tlmpi_hostmap_hot[i].hi, __ATOMIC_RELAXED);
+        uintptr_t lo = __atomic_load_n(&tlmpi_hostmap_hot[i].lo, __ATOMIC_RELAXED);
+        uintptr_t hi = __atomic_load_n(&tlmpi_hostmap_hot[i].hi, __ATOMIC_RELAXED);
+
+        if (a - lo < hi - lo) {
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            return !(s & 1u) && __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_RELAXED) == s &&
+                   *(const volatile uint64_t *)tlmpi_hostmap_code == tlmpi_hostmap_code_sig;
+        }
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (!hit || (s & 1u) || __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_RELAXED) != s) {
-        return 0;
+    return 0;
+}
+
+/* 1 if a and b both lie in confirmed host mappings now: tlmpi_hostmap_hit for a pair, with one
+ * sequence and code check (a send and a receive buffer, for an entry's pass-through test). */
+static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2(uintptr_t a, uintptr_t b)
+{
+    unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
+    int i;
+
+    for (i = 0; i < TLMPI_HOSTMAP_HOT; i++) { /* both in one mapping: the common case */
+        uintptr_t lo = __atomic_load_n(&tlmpi_hostmap_hot[i].lo, __ATOMIC_RELAXED);
+        uintptr_t n = __atomic_load_n(&tlmpi_hostmap_hot[i].hi, __ATOMIC_RELAXED) - lo;
+
+        if ((a - lo < n) & (b - lo < n)) {
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            return !(s & 1u) && __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_RELAXED) == s &&
+                   *(const volatile uint64_t *)tlmpi_hostmap_code == tlmpi_hostmap_code_sig;
+        }
     }
-    return *(const volatile uint64_t *)tlmpi_hostmap_code == tlmpi_hostmap_code_sig;
+    return tlmpi_hostmap_hit(a) && tlmpi_hostmap_hit(b);
 }
 
 /* The ticket of the record holding a (0: none, or the cache is off); take it before asking CUDA. */
