@@ -4,7 +4,8 @@
 # stream extraction, argument checks, the exception), "staging" (TLMPI_TIER=staging: the enqueue
 # calls fail with MPI_ERR_UNSUPPORTED_OPERATION unless prepare(sync_fallback=True), then give exact
 # results), "nccl" (TLMPI_TIER=nccl with the fake NCCL: stream-ordered, exact results of the three
-# collectives, in place and not, several types). Every mode also runs the pure part. "Device" memory
+# collectives, in place and not, several types), "turn" (nccl at MPI_THREAD_MULTIPLE: refused, with
+# the module's hint about mpi4py's thread level; the other modes run at MPI_THREAD_FUNNELED). Every mode also runs the pure part. "Device" memory
 # is the fake runtime's cudaMalloc (host memory underneath, so results are read back with memmove).
 # Rank 0 prints "python_enqueue: PASS|FAIL|SKIP ..."; exit 0, 1, or 77 (the libtlmpi preloaded has no
 # stream-ordered entry points yet).
@@ -12,9 +13,13 @@ import ctypes
 import os
 import sys
 
-from mpi4py import MPI
+import mpi4py
 
-import tlmpi_enqueue as te
+# below MPI_THREAD_MULTIPLE (mpi4py's default), as python/tlmpi_enqueue.py asks; mode "turn" keeps it
+mpi4py.rc.thread_level = "multiple" if sys.argv[1:2] == ["turn"] else "funneled"
+from mpi4py import MPI  # noqa: E402
+
+import tlmpi_enqueue as te  # noqa: E402
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -238,6 +243,14 @@ def library_part():
     check(e is None or (e.code == MPI.ERR_COMM and e.reason), "COMM_NULL: %s" % e)
     e = raises(te.TlmpiError, te.allreduce, "allreduce with MPI_OP_NULL", None, d, MPI.OP_NULL, comm)
     check(e is None or (e.code == MPI.ERR_OP and e.reason), "OP_NULL: %s" % e)
+    if mode == "turn":
+        # MPI_THREAD_MULTIPLE (mpi4py's default): the GPU turn refuses stream-ordered calls; the
+        # module's message says how to avoid it
+        te.prepare(comm)
+        e = raises(te.TlmpiError, te.allreduce, "allreduce under MPI_THREAD_MULTIPLE", None, d, MPI.SUM, comm)
+        check(e is None or (e.code == MPI.ERR_UNSUPPORTED_OPERATION and "thread_level" in str(e)),
+              "THREAD_MULTIPLE: %s" % e)
+        return None
     if mode == "staging":
         # no stream-ordered tier: a clear error, then the synchronous fallback when allowed
         te.prepare(comm)
