@@ -18,10 +18,6 @@
 #
 # libtlmpi is found: already loaded in the process (LD_PRELOAD=libtlmpi.so, the supported way: it
 # then also intercepts mpi4py's own MPI calls), else $TLMPI_LIBRARY, else ctypes.util.find_library.
-# Initialise MPI below MPI_THREAD_MULTIPLE (mpi4py.rc.thread_level = "funneled" before importing
-# mpi4py.MPI; mpi4py's default is "multiple"): under MPI_THREAD_MULTIPLE tlmpi takes a GPU turn per
-# call on the node and nccl tiers, which then refuse stream-ordered calls (TLMPI_GPU_TURNS=0 lifts
-# that where no two threads run device collectives at once).
 # A nonzero return of the C call raises TlmpiError (its .code is the MPI error class, its text is
 # tlmpi_enqueue_error()). Installed by `make install` into $(datadir)/tlmpi/python (README.md).
 import ctypes
@@ -119,22 +115,10 @@ def version():
     return library().tlmpi_version().decode()
 
 
-_TURN_HINT = (" [mpi4py initialises MPI at MPI_THREAD_MULTIPLE by default, which turns on tlmpi's GPU turn: set "
-              "mpi4py.rc.thread_level = 'funneled' before 'from mpi4py import MPI', or TLMPI_GPU_TURNS=0 where no two "
-              "threads run device collectives at once]")
-
-
 def _check(rc, call):
     if rc != 0:
         reason = library().tlmpi_enqueue_error()
-        reason = reason.decode(errors="replace") if reason else ""
-        try:
-            MPI = _mpi()
-            if rc == MPI.ERR_UNSUPPORTED_OPERATION and MPI.Query_thread() == MPI.THREAD_MULTIPLE:
-                reason += _TURN_HINT
-        except Exception:  # MPI finalized: the reason alone
-            pass
-        raise TlmpiError(call, rc, reason)
+        raise TlmpiError(call, rc, reason.decode(errors="replace") if reason else "")
 
 
 # --- MPI handles -----------------------------------------------------------------------------------

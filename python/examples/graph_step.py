@@ -15,8 +15,6 @@
 # --bench times back to back. Prints one line per rank (PASS/FAIL, the median device time of a
 # checked replay, the back-to-back time per replay, the tlmpi paths and forms that ran), then
 # "graph_step: PASS|FAIL (N ranks)"; exit 0 only if every rank passed.
-# MPI is initialised at MPI_THREAD_FUNNELED (--thread-level): at mpi4py's default, MPI_THREAD_MULTIPLE,
-# tlmpi takes a GPU turn per call on the node and nccl tiers, and those then refuse stream-ordered calls.
 # Finds tlmpi_enqueue.py in the directory above this one (python/ in the source tree,
 # $(datadir)/tlmpi/python installed) or on PYTHONPATH.
 import argparse
@@ -38,14 +36,14 @@ ap.add_argument("--half", type=int, default=4099, help="elements of the float16 
 ap.add_argument("--shard", type=int, default=65541, help="parameter shard elements per rank (float32)")
 ap.add_argument("--capture-mode", choices=("global", "thread_local", "relaxed"), default="global")
 ap.add_argument("--no-mixing", action="store_true", help="prepare(no_mixing=True): no event nodes in the graph")
-ap.add_argument("--thread-level", default="funneled", choices=("single", "funneled", "serialized", "multiple"),
-                help="mpi4py.rc.thread_level (default funneled: mpi4py's own default, multiple, turns on tlmpi's "
-                     "GPU turn, under which the stream-ordered forms are refused)")
+ap.add_argument("--thread-level", choices=("single", "funneled", "serialized", "multiple"),
+                help="mpi4py.rc.thread_level (default: mpi4py's, multiple)")
 args = ap.parse_args()
 
 import mpi4py  # noqa: E402
 
-mpi4py.rc.thread_level = args.thread_level  # before MPI_Init, which "from mpi4py import MPI" calls
+if args.thread_level:
+    mpi4py.rc.thread_level = args.thread_level  # before MPI_Init, which "from mpi4py import MPI" calls
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 

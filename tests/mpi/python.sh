@@ -8,9 +8,8 @@
 #                MPI_OP_NULL give MPI_ERR_BUFFER / _COMM / _OP with tlmpi_enqueue_error()'s text
 #   np2-nccl     TLMPI_TIER=nccl with the fake NCCL (tests/fakes/fakenccl.c): the three collectives
 #                stream-ordered, exact, in place and not, counted as enqueue calls
-#   np2-turn     TLMPI_TIER=nccl at MPI_THREAD_MULTIPLE (mpi4py's default): the GPU turn refuses the
-#                enqueue calls (MPI_ERR_UNSUPPORTED_OPERATION) and the module's text says to initialise
-#                mpi4py at 'funneled' (every other run does)
+#   np2-multiple the nccl run at MPI_THREAD_MULTIPLE (mpi4py's default; tlmpi's GPU turn on, which
+#                enqueued calls do not take); every other run initialises at MPI_THREAD_FUNNELED
 #   np3-staging  the staging run with 3 ranks
 # Needs a python with mpi4py built against the MPI of this build (Debian: python3-mpi4py, built
 # against Open MPI, so under MPICH builds this skips); PYTHON names one, else python3, then
@@ -55,7 +54,7 @@ fi
 work=$builddir/tests/mpi/work-python
 mkdir -p "$work"
 limit=${PYTHON_TIMEOUT:-120}
-runs=${PYTHON_RUNS:-np2-pure np2-staging np2-nccl np2-turn np3-staging}
+runs=${PYTHON_RUNS:-np2-pure np2-staging np2-nccl np2-multiple np3-staging}
 preload=$lib
 [ -f "$fakert" ] && preload=$fakert:$lib
 
@@ -67,7 +66,7 @@ for run in $runs; do
         np2-staging) np=2; mode=staging; set -- --env TLMPI_TIER=staging ;;
         np3-staging) np=3; mode=staging; set -- --env TLMPI_TIER=staging ;;
         np2-nccl) np=2; mode=nccl; set -- --env TLMPI_TIER=nccl --env "TLMPI_NCCL_LIBRARY=$fakenccl" ;;
-        np2-turn) np=2; mode=turn; set -- --env TLMPI_TIER=nccl --env "TLMPI_NCCL_LIBRARY=$fakenccl" ;;
+        np2-multiple) np=2; mode=multiple; set -- --env TLMPI_TIER=nccl --env "TLMPI_NCCL_LIBRARY=$fakenccl" ;;
         *) echo "python.sh: unknown run $run"; exit 2 ;;
     esac
     if [ $mode != pure ] && [ ! -f "$fakert" ]; then
@@ -75,7 +74,7 @@ for run in $runs; do
         skip=$((skip + 1))
         continue
     fi
-    if { [ $mode = nccl ] || [ $mode = turn ]; } && [ ! -f "$fakenccl" ]; then
+    if { [ $mode = nccl ] || [ $mode = multiple ]; } && [ ! -f "$fakenccl" ]; then
         echo "$run: SKIP (no fake NCCL: a build without NCCL headers)"
         skip=$((skip + 1))
         continue

@@ -4,8 +4,8 @@
 # stream extraction, argument checks, the exception), "staging" (TLMPI_TIER=staging: the enqueue
 # calls fail with MPI_ERR_UNSUPPORTED_OPERATION unless prepare(sync_fallback=True), then give exact
 # results), "nccl" (TLMPI_TIER=nccl with the fake NCCL: stream-ordered, exact results of the three
-# collectives, in place and not, several types), "turn" (nccl at MPI_THREAD_MULTIPLE: refused, with
-# the module's hint about mpi4py's thread level; the other modes run at MPI_THREAD_FUNNELED). Every mode also runs the pure part. "Device" memory
+# collectives, in place and not, several types), "multiple" (the nccl mode at MPI_THREAD_MULTIPLE,
+# mpi4py's default; the other modes run at MPI_THREAD_FUNNELED). Every mode also runs the pure part. "Device" memory
 # is the fake runtime's cudaMalloc (host memory underneath, so results are read back with memmove).
 # Rank 0 prints "python_enqueue: PASS|FAIL|SKIP ..."; exit 0, 1, or 77 (the libtlmpi preloaded has no
 # stream-ordered entry points yet).
@@ -15,8 +15,9 @@ import sys
 
 import mpi4py
 
-# below MPI_THREAD_MULTIPLE (mpi4py's default), as python/tlmpi_enqueue.py asks; mode "turn" keeps it
-mpi4py.rc.thread_level = "multiple" if sys.argv[1:2] == ["turn"] else "funneled"
+# mode "multiple": mpi4py's default thread level (tlmpi's GPU turn on, which enqueues do not take);
+# the others at MPI_THREAD_FUNNELED
+mpi4py.rc.thread_level = "multiple" if sys.argv[1:2] == ["multiple"] else "funneled"
 from mpi4py import MPI  # noqa: E402
 
 import tlmpi_enqueue as te  # noqa: E402
@@ -243,26 +244,18 @@ def library_part():
     check(e is None or (e.code == MPI.ERR_COMM and e.reason), "COMM_NULL: %s" % e)
     e = raises(te.TlmpiError, te.allreduce, "allreduce with MPI_OP_NULL", None, d, MPI.OP_NULL, comm)
     check(e is None or (e.code == MPI.ERR_OP and e.reason), "OP_NULL: %s" % e)
-    if mode == "turn":
-        # MPI_THREAD_MULTIPLE (mpi4py's default): the GPU turn refuses stream-ordered calls; the
-        # module's message says how to avoid it
-        te.prepare(comm)
-        e = raises(te.TlmpiError, te.allreduce, "allreduce under MPI_THREAD_MULTIPLE", None, d, MPI.SUM, comm)
-        check(e is None or (e.code == MPI.ERR_UNSUPPORTED_OPERATION and "thread_level" in str(e)),
-              "THREAD_MULTIPLE: %s" % e)
-        return None
     if mode == "staging":
         # no stream-ordered tier: a clear error, then the synchronous fallback when allowed
         te.prepare(comm)
         e = raises(te.TlmpiError, te.allreduce, "staging without fallback", None, d, MPI.SUM, comm)
         check(e is None or (e.code == MPI.ERR_UNSUPPORTED_OPERATION and e.reason), "staging: %s" % e)
         te.prepare(comm, sync_fallback=True)
-    elif mode == "nccl":
+    elif mode in ("nccl", "multiple"):
         te.prepare(comm)
     for salt, (ts, n) in enumerate((("<f4", 1), ("<f4", 1000), ("<f8", 257), ("<i4", 64), ("<i8", 3))):
         for in_place in (False, True):
             coll_round(salt, ts, n, in_place)
-    if mode == "nccl":
+    if mode in ("nccl", "multiple"):
         st = te.form_stats()
         for coll in ("allreduce", "allgather", "reduce_scatter_block"):
             check(st.get((coll, "nccl", "enqueue"), (0, 0))[0] >= 10, "%s counted as nccl enqueue: %s" % (coll, st))
