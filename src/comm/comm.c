@@ -321,6 +321,21 @@ void tlmpi_comm_release_sub(MPI_Comm comm)
     }
 }
 
+tlmpi_comm_t *tlmpi_comm_find(MPI_Comm comm)
+{
+    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
+    void *attr = NULL;
+    int flag = 0;
+
+    if (TLMPI_LIKELY(tls_tc != NULL) && tls_comm == comm && tls_gen == gen) {
+        return tls_tc;
+    }
+    if (PMPI_Comm_get_attr(comm, tlmpi_g.comm_keyval, &attr, &flag) != MPI_SUCCESS || !flag) {
+        return NULL;
+    }
+    return attr;
+}
+
 tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm)
 {
     unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);

@@ -31,6 +31,8 @@ int tlmpi_comm_module_init(void);
 /* Look up or build the state of comm. Collective on the first call for a comm. Returns NULL only
  * if MPI itself failed; an ineligible comm returns a state with eligible = 0. */
 tlmpi_comm_t *tlmpi_comm_get(MPI_Comm comm);
+/* The state of comm if it was built, else NULL; never builds (not collective: graph capture). */
+tlmpi_comm_t *tlmpi_comm_find(MPI_Comm comm);
 /* The state of a hier comm's node or rail comm (topology-owned), built on first use with its plan
  * ignoring TLMPI_TIER and the tables: tier_env is the TLMPI_TIER value it uses instead (0 auto).
  * Collective over comm on the first call. */

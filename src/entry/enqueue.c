@@ -133,15 +133,7 @@ static int enq_run(tlmpi_call_t *c, void *stream, tlmpi_gpu_capture_t *cap_p)
 
     if (cap.active) {
         /* an unprepared comm would build its plan now: collective MPI calls, allocations */
-        tc = NULL;
-        {
-            void *attr = NULL;
-            int flag = 0;
-
-            if (PMPI_Comm_get_attr(c->comm, tlmpi_g.comm_keyval, &attr, &flag) == MPI_SUCCESS && flag) {
-                tc = attr;
-            }
-        }
+        tc = tlmpi_comm_find(c->comm);
         if (!tc || !tc->eligible || !tc->tier.ctx || !tc->tier.ctx->order) {
             return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "communicator not prepared for graph capture: call "
                             "tlmpi_enqueue_prepare, or make one device-buffer call on it, before the capture");

@@ -246,6 +246,20 @@ out:
     return st;
 }
 
+/* NCCL's type, op and element count for call c (allgather: bytes, any contiguous datatype). */
+static void nccl_args(const tlmpi_call_t *c, ncclDataType_t *t, ncclRedOp_t *o, size_t *n)
+{
+    *t = ncclInt8;
+    *o = ncclSum;
+    if (c->coll == TLMPI_COLL_ALLGATHER) {
+        *n = c->msg_bytes;
+    } else {
+        nccl_dtype(c->dt, t);
+        nccl_op(c->opc, o);
+        *n = (size_t)c->count;
+    }
+}
+
 /* The call's NCCL collective on stream s, with the in-place reduce-scatter's fix-up copy. In place,
  * NCCL's layouts: allreduce in == out; allgather the own block at rbuf + own_off (which is c->in);
  * reduce-scatter the result at rbuf + own_off, moved to the front afterwards (disjoint for rank > 0).
@@ -280,21 +294,15 @@ out:
 static tlmpi_status_t nccl_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, void *stream)
 {
     struct tlmpi_nccl_comm *nc = tc->state[TLMPI_TIER_NCCL];
-    ncclDataType_t t = ncclInt8;
-    ncclRedOp_t o = ncclSum;
+    ncclDataType_t t;
+    ncclRedOp_t o;
     size_t n;
 
     (void)algo;
     if (!nc || c->rdev != nc->dev || (!c->in_place && c->sdev != nc->dev)) {
         return TLMPI_ERR_UNSUPPORTED;
     }
-    if (c->coll == TLMPI_COLL_ALLGATHER) {
-        n = c->msg_bytes;
-    } else {
-        nccl_dtype(c->dt, &t);
-        nccl_op(c->opc, &o);
-        n = (size_t)c->count;
-    }
+    nccl_args(c, &t, &o, &n);
     return nccl_issue(nc, c, t, o, n, (cudaStream_t)stream);
 }
 
@@ -303,21 +311,15 @@ static tlmpi_status_t nccl_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     struct tlmpi_nccl_comm *nc = tc->state[TLMPI_TIER_NCCL];
     tlmpi_status_t st = TLMPI_OK;
     cudaStream_t s;
-    ncclDataType_t t = ncclInt8;
-    ncclRedOp_t o = ncclSum;
+    ncclDataType_t t;
+    ncclRedOp_t o;
     size_t n;
 
     (void)algo, (void)mpi_rc_p;
     if (!nc) {
         return TLMPI_ERR_UNSUPPORTED; /* not set up (cannot happen when supports() said yes) */
     }
-    if (c->coll == TLMPI_COLL_ALLGATHER) {
-        n = c->msg_bytes; /* any contiguous datatype moves as bytes */
-    } else {
-        nccl_dtype(c->dt, &t);
-        nccl_op(c->opc, &o);
-        n = (size_t)c->count;
-    }
+    nccl_args(c, &t, &o, &n);
     if (c->rdev != nc->dev || (!c->in_place && c->sdev != nc->dev)) {
         /* Not an error, and never a decline: the other ranks are already committed to NCCL, so
          * this rank must take part too. */
