@@ -15,6 +15,16 @@ int tlmpi_topo_fake_node_color(int rank, int rpn)
     return rpn > 0 ? rank / rpn : 0;
 }
 
+int tlmpi_topo_concurrent_colls(void)
+{
+    int c = TLMPI_ENV_I(CONCURRENT_COLLS);
+
+    if (c <= 0) {
+        c = tlmpi_g.thread_level == MPI_THREAD_MULTIPLE ? 4 : 2;
+    }
+    return c > 64 ? 64 : c;
+}
+
 int tlmpi_topo_gpu_kernel_sharers(int in_comm)
 {
     static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
@@ -30,11 +40,10 @@ int tlmpi_topo_gpu_kernel_sharers(int in_comm)
     per = local > 0 ? (local + gpus - 1) / gpus : 0;
     n = per > in_comm ? per : in_comm;
     n = n > 0 ? n : 1;
-    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE) {
-        int c = TLMPI_ENV_I(CONCURRENT_COLLS);
-
-        n *= c < 1 ? 1 : c > 64 ? 64 : c;
-    }
+    /* communicators with kernels in flight at once: threads, and at any thread level non-blocking,
+     * stream-ordered and graph-replayed calls of different communicators (their kernels run side by
+     * side on the communicators' streams) */
+    n *= tlmpi_topo_concurrent_colls();
     return n;
 }
 

@@ -40,10 +40,13 @@ int tlmpi_topo_fake_node_color(int rank, int rpn);
 /* How many waiting kernels of tlmpi may have to be resident on this rank's GPU at once: the ranks of
  * the comm that share it (in_comm) or, when larger, this node's MPI processes per visible GPU (from
  * the launcher's local-size variable: Open MPI, MPICH/Hydra, PMI, Slurm; disjoint
- * sub-communicators run at once), times TLMPI_CONCURRENT_COLLS under MPI_THREAD_MULTIPLE (threads
- * run collectives on several communicators at once). Not collective; the caller agrees on what it
- * derives. */
+ * sub-communicators run at once), times tlmpi_topo_concurrent_colls() (communicators whose kernels
+ * one process may have in flight at once: threads, and non-blocking, stream-ordered and replayed
+ * calls on different communicators at any thread level). Not collective; the caller agrees on what
+ * it derives. */
 int tlmpi_topo_gpu_kernel_sharers(int in_comm);
+/* TLMPI_CONCURRENT_COLLS, its 0 (auto) resolved: 4 under MPI_THREAD_MULTIPLE, else 2 (1..64). */
+int tlmpi_topo_concurrent_colls(void);
 
 /* Collective over comm. On success every field is set; irregular layouts succeed with regular=0. */
 tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t *topo);

@@ -12,9 +12,10 @@
  *
  * Capture. A captured call in mixing mode (the default, NCCL's graphUsageMode 2) gets an external
  * event wait node before it (only the first captured call of the comm in one capture: the graph's
- * own order follows) and an external event record node after it, so each replay waits for the comm's
- * eager work launched before it and the eager work launched after the replay waits for the replay:
- * a graph launch counts as the record for later host-side waits. The host does not see replays, so a
+ * own order follows), and the capture gets one event record node of the comm, a leaf with an edge
+ * from the comm's latest captured call (order_after), so each replay waits for the comm's eager work
+ * launched before it and the eager work launched after the replay waits for the replay's last call
+ * of the comm: a graph launch counts as the record for later host-side waits. The host does not see replays, so a
  * comm with such graphs makes every eager call wait on the event (order_graphs; a completed event
  * costs the wait little). No-mixing mode: nothing around captured calls (the application promises
  * that replays never overlap the comm's uncaptured work).
@@ -151,6 +152,10 @@ int tlmpi_gpu_order_enable(tlmpi_gpu_ctx_t *ctx)
         ctx->order_stream = NULL;
         ctx->order_graphs = 0;
         ctx->order_capture = 0;
+        ctx->order_rec_capture = 0;
+        ctx->order_rec = NULL;
+        ctx->order_rec_from = NULL;
+        ctx->order_rec_stream = NULL;
         ctx->order_on = 1;
     }
     return 0;
@@ -188,8 +193,45 @@ int tlmpi_gpu_order_before(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_c
     return 0;
 }
 
+/* The tail of the capture sequence on stream: the nodes the next captured work would depend on. */
+static cudaError_t capture_tail(void *stream, cudaGraph_t *g, const cudaGraphNode_t **deps, size_t *n)
+{
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+
+    *deps = NULL;
+    *n = 0;
+#if CUDART_VERSION >= 13000
+    return cudaStreamGetCaptureInfo((cudaStream_t)stream, &st, &id, g, deps, NULL, n);
+#else
+    return cudaStreamGetCaptureInfo_v2((cudaStream_t)stream, &st, &id, g, deps, n);
+#endif
+}
+
+static cudaError_t add_edge(cudaGraph_t g, const cudaGraphNode_t *from, cudaGraphNode_t to)
+{
+#if CUDART_VERSION >= 13000
+    return cudaGraphAddDependencies(g, from, &to, NULL, 1);
+#else
+    return cudaGraphAddDependencies(g, from, &to, 1);
+#endif
+}
+
+static cudaError_t remove_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to)
+{
+#if CUDART_VERSION >= 13000
+    return cudaGraphRemoveDependencies(g, &from, &to, NULL, 1);
+#else
+    return cudaGraphRemoveDependencies(g, &from, &to, 1);
+#endif
+}
+
 int tlmpi_gpu_order_after(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_capture_t *cap)
 {
+    const cudaGraphNode_t *deps;
+    cudaGraphNode_t rec;
+    cudaGraph_t g = NULL;
+    size_t n, i;
     cudaError_t e;
 
     if (!cap || !cap->active) {
@@ -202,11 +244,47 @@ int tlmpi_gpu_order_after(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_ca
     if (!cap->mixing) {
         return 0;
     }
-    e = cudaEventRecordWithFlags(ctx->order->ev, (cudaStream_t)stream, cudaEventRecordExternal);
-    if (e == cudaSuccess) {
-        ctx->order_graphs = 1;
+    /* One record node per capture, a leaf beside the captured stream (its successors do not wait for
+     * it), with an edge from the comm's latest captured call: a later host-side wait on the event
+     * waits for the comm's last captured call, and the stream carries no event node between the
+     * calls. Each captured call adds its edge; the previous call's edge goes when the new call was
+     * captured on the same stream (it follows the previous one there), so that only the last call
+     * has a second successor. (A record node after every call orders as well: CUDA's wait after the
+     * launch waits for the last of them, bench/probes/graph_record.cu on the H200; but each is a node
+     * on the stream's critical path, docs/PERFORMANCE.md.) Adding and removing edges of a graph being
+     * captured is allowed (destroying and removing nodes is not), and a node that is not joined to the
+     * stream does not make the capture unjoined (cudaStreamGetCaptureInfo). */
+    if ((e = capture_tail(stream, &g, &deps, &n)) != cudaSuccess) {
+        return (int)e;
     }
-    return (int)e;
+    if (ctx->order_rec_capture != cap->id || !ctx->order_rec) {
+        if ((e = cudaGraphAddEventRecordNode(&rec, g, deps, n, ctx->order->ev)) != cudaSuccess) {
+            return (int)e;
+        }
+        ctx->order_rec = rec;
+        ctx->order_rec_capture = cap->id;
+        ctx->order_rec_from = n == 1 ? (const void *)deps[0] : NULL;
+        ctx->order_rec_stream = stream;
+        ctx->order_graphs = 1;
+        return 0;
+    }
+    rec = (cudaGraphNode_t)ctx->order_rec;
+    if (n == 1 && (const void *)deps[0] == ctx->order_rec_from) {
+        return 0; /* nothing captured since the last edge (a call that launched nothing) */
+    }
+    for (i = 0; i < n; i++) {
+        if ((e = add_edge(g, &deps[i], rec)) != cudaSuccess) {
+            return (int)e;
+        }
+    }
+    if (ctx->order_rec_from && ctx->order_rec_stream == stream && n) {
+        if ((e = remove_edge(g, (cudaGraphNode_t)ctx->order_rec_from, rec)) != cudaSuccess) {
+            return (int)e;
+        }
+    }
+    ctx->order_rec_from = n == 1 ? (const void *)deps[0] : NULL;
+    ctx->order_rec_stream = stream;
+    return 0;
 }
 
 void tlmpi_gpu_order_release(tlmpi_gpu_ctx_t *ctx)

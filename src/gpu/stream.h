@@ -39,6 +39,10 @@ typedef struct tlmpi_gpu_ctx {
                                        pending (NULL: nothing pending: the host waited since) */
     int order_graphs;               /* mixing graphs record the event: every eager call waits on it */
     unsigned long long order_capture; /* the capture (id) whose first call waited on the event */
+    unsigned long long order_rec_capture; /* the capture (id) that has order_rec */
+    void *order_rec;                /* cudaGraphNode_t: that capture's one record node of the event */
+    const void *order_rec_from;     /* the one node with an edge into it (NULL: several) */
+    void *order_rec_stream;         /* the stream that node was captured on */
 } tlmpi_gpu_ctx_t;
 
 /* Create a context on dev (the caller's current device is restored). NULL on failure, with the
@@ -64,9 +68,10 @@ static inline int tlmpi_gpu_ctx_needs_begin(const tlmpi_gpu_ctx_t *ctx)
  * comm's own stream, stream-ordered ones on the caller's; each comm has one order event, recorded
  * after every call whose work may still be pending, and waited for (cudaStreamWaitEvent) by the
  * next call on another stream. Graph capture (mixing mode): the first captured call of a capture
- * waits on the event through an external event node and every captured call records it through one
- * (a replay orders against eager work both ways); once a comm has such graphs, every eager call waits
- * on the event (a replay is not seen by the host). No-mixing mode: captured calls carry no event
+ * waits on the event through an external event node, and one event record node per capture, a leaf
+ * off the captured stream, has an edge from the comm's latest captured call (a replay orders against
+ * eager work both ways, and the record is unambiguous: after the comm's last captured call); once a
+ * comm has such graphs, every eager call waits on the event (a replay is not seen by the host). No-mixing mode: captured calls carry no event
  * node. Zero cost for comms that never had a stream-ordered call (order_on = 0). */
 typedef struct {
     int active;                 /* the stream is being captured */

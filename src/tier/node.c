@@ -39,6 +39,7 @@
 #include "log.h"
 #include "checks.h"
 #include "ipc.h"
+#include "topo.h"
 #include "devcomm.h"
 #include "kernels.h"
 
@@ -469,21 +470,38 @@ static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
     }
 }
 
+/* The kernel kinds' names (kernels.h tlmpi_node_kind_t), for the timeout diagnostics: the error
+ * record names the kernel that gave up, which may be an earlier stream-ordered or replayed one than
+ * the call whose wait saw it. */
+static const char *node_kind_name(int kind)
+{
+    static const char *const names[TLMPI_NODE_KIND_COUNT] = { "allgather push", "allgather pull",
+                                                              "reduce_scatter_block pull", "allreduce oneshot",
+                                                              "allreduce twoshot", "allgather ll",
+                                                              "reduce_scatter_block ll", "allreduce ll", "barrier" };
+    return kind >= 0 && kind < TLMPI_NODE_KIND_COUNT ? names[kind] : "?";
+}
+
 /* A device wait of the kernel gave up (TLMPI_TIMEOUT): one line saying who waited for what, then
  * MPI_Abort, as a host wait's timeout does. */
 static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
                                                                int a, volatile tlmpi_node_err_t *r)
 {
+    const struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     char where[48];
 
     /* ll has no barrier: its wait is for a peer's lines, whose flag is the epoch's low 32 bits */
     snprintf(where, sizeof(where), a == A_LL ? "in its LL exchange (barrier %d)" : "at barrier %d", r->barrier);
     tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u (%d ranks) in %s on tier node "
                 "(algorithm %s, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) %s of the "
-                "call, CTA slot %d, waiting for node rank %d: expected %s%llu, seen %llu; calling MPI_Abort",
+                "call, CTA slot %d, waiting for node rank %d: expected %s%llu, seen %llu (the kernel that gave "
+                "up: %s%s; %d CTAs max per kernel, sized for %d communicators with kernels in flight at once: more "
+                "would not all be resident, raise TLMPI_CONCURRENT_COLLS); calling MPI_Abort",
                 tc->rank, tlmpi_g.world_rank, tc->id, tc->size, tlmpi_coll_name(c->coll), node_algos[a], c->msg_bytes,
                 (long)TLMPI_ENV_I(TIMEOUT), where, r->cta, r->peer, a == A_LL ? "line flag " : "",
-                (unsigned long long)r->expected, (unsigned long long)r->seen);
+                (unsigned long long)r->expected, (unsigned long long)r->seen, node_kind_name(r->kind),
+                r->kind == (int)node_kind(c->coll, a) ? "" : ", not this call's: an earlier stream-ordered or replayed one",
+                nc ? nc->xp->max_ctas : 0, tlmpi_topo_concurrent_colls());
     tlmpi_gpu_abort(tc->comm);
 }
 
@@ -494,9 +512,9 @@ static __attribute__((noreturn, noinline)) void node_earlier_timed_out(const tlm
                                                                        volatile tlmpi_node_err_t *r)
 {
     tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u (%d ranks): a device wait of an "
-                "earlier stream-ordered or graph-replayed node kernel (kind %d) gave up after %ld s (TLMPI_TIMEOUT) "
+                "earlier stream-ordered or graph-replayed node kernel (%s) gave up after %ld s (TLMPI_TIMEOUT) "
                 "at barrier %d, CTA slot %d, waiting for node rank %d: expected %llu, seen %llu; reported %s; "
-                "calling MPI_Abort", tc->rank, tlmpi_g.world_rank, tc->id, tc->size, r->kind,
+                "calling MPI_Abort", tc->rank, tlmpi_g.world_rank, tc->id, tc->size, node_kind_name(r->kind),
                 (long)TLMPI_ENV_I(TIMEOUT), r->barrier, r->cta, r->peer, (unsigned long long)r->expected,
                 (unsigned long long)r->seen, c ? "at the next call on the communicator" : "at its teardown");
     tlmpi_gpu_abort(tc->comm);

@@ -437,11 +437,11 @@ int fake_cuMemAddressFree(void *p, size_t size) { return munmap(p, size) == 0 ? 
  * the CPU), destroying it runs the user objects' destructors, as CUDA does. Enough for the entry
  * points' capture checks and the order event's lifetime. */
 typedef struct fk_graph {
-    int nobj;
+    int nobj, nrec, nedge;
     struct { void *ptr; cudaHostFn_t fn; } obj[64];
 } fk_graph_t;
 typedef struct { void *ptr; cudaHostFn_t fn; int refs; } fk_uobj_t;
-static struct { cudaStream_t s; fk_graph_t *g; unsigned long long id; } fk_cap[16];
+static struct { cudaStream_t s; fk_graph_t *g; unsigned long long id, tick; cudaGraphNode_t tail; } fk_cap[16];
 static unsigned long long fk_cap_ids;
 static int fk_cap_find(cudaStream_t s)
 {
@@ -485,8 +485,15 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatu
     *st = i >= 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
     if (id) *id = i >= 0 ? fk_cap[i].id : 0;
     if (g) *g = i >= 0 ? (cudaGraph_t)fk_cap[i].g : NULL;
-    if (deps) *deps = NULL;
     if (edges) *edges = NULL;
+    if (deps && ndeps && i >= 0) {
+        /* one tail node, new at every query (as if something was captured since the last one) */
+        fk_cap[i].tail = (cudaGraphNode_t)(uintptr_t)(0x100000 + ++fk_cap[i].tick);
+        *deps = &fk_cap[i].tail;
+        *ndeps = 1;
+        return cudaSuccess;
+    }
+    if (deps) *deps = NULL;
     if (ndeps) *ndeps = 0;
     return cudaSuccess;
 }
@@ -529,6 +536,43 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g)
     for (i = 0; i < fg->nobj; i++) cudaUserObjectRelease((cudaUserObject_t)fg->obj[i].ptr, 1);
     free(fg);
     return cudaSuccess;
+}
+/* event record nodes and the edges into them in a graph being captured (order.c's one record node
+ * per capture, its one edge moved to each later call): counted, so a CPU test can see how many a capture made (fake_graph_counts) */
+cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                        cudaEvent_t ev)
+{
+    fk_graph_t *fg = (fk_graph_t *)g;
+    (void)deps, (void)ev;
+    if (!fg) return last_err = cudaErrorInvalidValue;
+    fg->nrec++;
+    fg->nedge += (int)n;
+    *node = (cudaGraphNode_t)(uintptr_t)(0x1000 + fg->nrec);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
+                                     const cudaGraphEdgeData *edges, size_t n)
+{
+    fk_graph_t *fg = (fk_graph_t *)g;
+    (void)from, (void)to, (void)edges;
+    if (!fg) return last_err = cudaErrorInvalidValue;
+    fg->nedge += (int)n;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphRemoveDependencies(cudaGraph_t g, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
+                                        const cudaGraphEdgeData *edges, size_t n)
+{
+    fk_graph_t *fg = (fk_graph_t *)g;
+    (void)from, (void)to, (void)edges;
+    if (!fg || fg->nedge < (int)n) return last_err = cudaErrorInvalidValue;
+    fg->nedge -= (int)n;
+    return cudaSuccess;
+}
+void fake_graph_counts(cudaGraph_t g, int *records, int *edges)
+{
+    fk_graph_t *fg = (fk_graph_t *)g;
+    *records = fg ? fg->nrec : 0;
+    *edges = fg ? fg->nedge : 0;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags)
 {

@@ -29,7 +29,9 @@
  *  e  during capture (the fake runtime's capture flag and fake graphs, which run nothing): a call on
  *     a fresh, unprepared dup -> MPI_ERR_UNSUPPORTED_OPERATION and the capture stays active and ends
  *     with cudaSuccess; the same dup prepared afterwards: the calls captured, counted once in
- *     TLMPI_FORM_CAPTURE (never in TLMPI_FORM_ENQUEUE), a launch counting nothing; the synchronous
+ *     TLMPI_FORM_CAPTURE (never in TLMPI_FORM_ENQUEUE), a launch counting nothing, one event record
+ *     node per mixing communicator in the graph with one edge into it, from the latest call (the
+ *     fake's fake_graph_counts); the synchronous
  *     fallback refused during capture (MPI_ERR_UNSUPPORTED_OPERATION) and working after it; graphs
  *     holding calls of a mixing and a no-mixing dup destroyed before and after MPI_Comm_free of
  *     their communicators (the order event's lifetime; no crash).
@@ -39,6 +41,7 @@
 #include "tlmpi.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -392,6 +395,26 @@ static void end_capture(const char *what, cudaGraph_t *g)
     TST_CHECK(e == cudaSuccess && *g, "%s: cudaStreamEndCapture: error %d", what, (int)e);
 }
 
+/* the fake runtime's record-node and edge counts of a graph (fake_graph_counts; -1 without it) */
+static void graph_counts(cudaGraph_t g, int *records, int *edges)
+{
+    void (*f)(cudaGraph_t, int *, int *) = (void (*)(cudaGraph_t, int *, int *))dlsym(RTLD_DEFAULT, "fake_graph_counts");
+    *records = *edges = -1;
+    if (f) f(g, records, edges);
+}
+
+/* a mixing capture of k calls on one comm and stream: one event record node, one edge into it (from
+ * the last call: order.c moves it to each later call) */
+static void check_record_node(cudaGraph_t g, int k, const char *what)
+{
+    int r, e;
+    graph_counts(g, &r, &e);
+    if (r < 0) return;
+    TST_CHECK(r == 1 && e == 1, "%s: the capture of %d calls made %d event record nodes and %d edges into them "
+              "(expected 1 and 1: one record node per communicator and capture, its edge from the latest call)",
+              what, k, r, e);
+}
+
 static void case_capture(void)
 {
     MPI_Comm u, fb, d, dw;
@@ -431,6 +454,7 @@ static void case_capture(void)
         }
         capture_status_ok("prepared communicator");
         end_capture("prepared communicator", &g);
+        if (g) check_record_node(g, E_N, coll_names[coll]);
         c1 = form_calls(coll, path, TLMPI_FORM_CAPTURE);
         e1 = form_calls(coll, path, TLMPI_FORM_ENQUEUE);
         TST_CHECK(c1 - c0 == E_N && e1 == e0, "%s: %d captured calls counted %llu captured and %llu enqueued on %s "
@@ -483,6 +507,7 @@ static void case_capture(void)
             TST_CHECK(call(&c) == MPI_SUCCESS, "lifetime %d: captured %s on the no-mixing dup", order, coll_names[coll]);
         }
         end_capture("lifetime", &g);
+        if (g) check_record_node(g, C_N, "lifetime (the no-mixing comm adds none)");
         if (g) TST_CUDA(cudaGraphInstantiate(&x, g, 0));
         if (order == 0) {
             if (g) { TST_CUDA(cudaGraphExecDestroy(x)); TST_CUDA(cudaGraphDestroy(g)); }
