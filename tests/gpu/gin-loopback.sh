@@ -98,7 +98,8 @@ if want probe; then
 fi
 
 if want net; then
-    if NCCL_NET_PLUGIN=$plugin NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET TLMPI_TIER=nccl TLMPI_STATS=1 \
+    # TLMPI_NODE_SLOW_US=1: auto leaves the node tier out (gpu_coll expects staging where ranks share a GPU)
+    if NCCL_NET_PLUGIN=$plugin NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET TLMPI_TIER=nccl TLMPI_STATS=1 TLMPI_NODE_SLOW_US=1 \
         timeout -k 5 300 sh "$here/mpirun.sh" 2 "$src/tests/gpu/gpu_coll" >"$out/net.log" 2>&1; then
         echo "net: PASS ($(grep -m1 -o 'Using network tlmpi_loopback\|NET/Plugin: Loaded net plugin[^,]*' "$out/net.log"); $(grep -m1 -E '^allreduce|nccl' "$out/net.log" | head -c 120))"
     else

@@ -49,7 +49,9 @@
  * sequence moves each node algorithm's counter (tlmpi_get_algo_stats) by the calls expected on it.
  *
  * Sections: main sequence, graph + eager + blocking + non-blocking (and a thread-local capture of
- * it); a capture made while non-blocking calls on the same communicators are in flight; a sequence on a communicator prepared with TLMPI_ENQUEUE_NO_MIXING (uncaptured calls only
+ * it); a capture made while non-blocking calls on the same communicators are in flight; an eager
+ * call on another stream right after each launch of a graph whose last call of the comm comes
+ * milliseconds after its first (it must wait for the last); a sequence on a communicator prepared with TLMPI_ENQUEUE_NO_MIXING (uncaptured calls only
  * between replays, after a stream synchronisation); graph and communicator destroyed in either
  * order (graph first; MPI_Comm_free first, the graph destroyed after, never replayed); a call on
  * an unprepared communicator (a fresh MPI_Comm_dup) during capture: MPI_ERR_UNSUPPORTED_OPERATION,
@@ -761,6 +763,72 @@ static void unprepared(void)
     TST_CUDA(cudaFree(d));
 }
 
+/*
+ * An uncaptured call issued right after cudaGraphLaunch waits for the replay's *last* call of the
+ * comm, not its first (mixing mode; src/gpu/order.c's one record node per capture). The graph: a
+ * small allreduce on the comm, ~BIGN bytes of device memsets (milliseconds), then the allreduce that
+ * writes x; right after each launch, an eager allreduce of x on the second stream. An eager call that
+ * ran after the first captured call only reads x before the replay wrote it (poisoned: NaN) and
+ * returns the wrong sum, or runs concurrently with the last captured call (the comm's epoch read
+ * twice) and hangs into the timeout.
+ */
+static void order_after_replay(MPI_Comm comm)
+{
+    enum { N = 1024, REPS = 5 };
+    const size_t BIGN = (size_t)256 << 20;
+    float *d, h[N], hy[N];
+    char *big;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    int rep, i, k, bad = 0, ok = 1, size;
+
+    MPI_Comm_size(comm, &size);
+    TST_CUDA(cudaMalloc((void **)&d, 4 * N * sizeof(float))); /* a | out of a | in | x ; y after */
+    TST_CUDA(cudaMalloc((void **)&big, BIGN));
+    {
+        float *y;
+        TST_CUDA(cudaMalloc((void **)&y, N * sizeof(float)));
+        TST_CUDA(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
+        if (tlmpi_allreduce_enqueue(d, d + N, 2, MPI_FLOAT, MPI_SUM, comm, (void *)g_st) != MPI_SUCCESS) ok = 0;
+        for (k = 0; k < 4; k++) TST_CUDA(cudaMemsetAsync(big, k, BIGN, g_st));
+        if (tlmpi_allreduce_enqueue(d + 2 * N, d + 3 * N, N, MPI_FLOAT, MPI_SUM, comm, (void *)g_st) != MPI_SUCCESS) ok = 0;
+        if (cudaStreamEndCapture(g_st, &g) != cudaSuccess || !g) ok = 0;
+        if (ok && cudaGraphInstantiate(&x, g, 0) != cudaSuccess) ok = 0;
+        TST_CHECK(ok, "order after a replay: the capture failed (%s)", tlmpi_enqueue_error());
+        PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        for (rep = 0; ok && rep < REPS; rep++) {
+            for (i = 0; i < N; i++) h[i] = (float)(g_rank + i % 7 + rep);
+            TST_CUDA(cudaMemcpy(d + 2 * N, h, sizeof h, cudaMemcpyHostToDevice));
+            TST_CUDA(cudaMemset(d + 3 * N, 0xff, N * sizeof(float))); /* x poisoned: NaN */
+            TST_CUDA(cudaMemset(d, 0, 2 * sizeof(float)));
+            TST_CUDA(cudaDeviceSynchronize());
+            PMPI_Barrier(MPI_COMM_WORLD);
+            TST_CUDA(cudaGraphLaunch(x, g_st));
+            if (tlmpi_allreduce_enqueue(d + 3 * N, y, N, MPI_FLOAT, MPI_SUM, comm, (void *)g_st2) != MPI_SUCCESS)
+                TST_FAIL("order after a replay: the eager allreduce: %s", tlmpi_enqueue_error());
+            sync_bounded(g_st2, "the eager call after a replay");
+            sync_bounded(g_st, "the replay before the eager call");
+            TST_CUDA(cudaMemcpy(hy, y, sizeof hy, cudaMemcpyDeviceToHost));
+            for (i = 0; i < N; i++) {
+                /* x[i] = sum over ranks of (r + i % 7 + rep); y = size * x */
+                const double xi = (double)size * (size - 1) / 2 + (double)size * (i % 7 + rep);
+                g_cases++;
+                if (hy[i] != (float)(size * xi)) {
+                    if (!bad++) TST_FAIL("order after a replay (replay %d): y[%d] = %g, expected %g: the eager call on "
+                                         "the second stream did not wait for the replay's last call of the comm",
+                                         rep, i, (double)hy[i], size * xi);
+                }
+            }
+        }
+        TST_CUDA(cudaFree(y));
+    }
+    graph_destroy(&g, &x);
+    TST_CUDA(cudaFree(big));
+    TST_CUDA(cudaFree(d));
+    if (g_rank == 0) printf("order after a replay: %d replays, each followed at once by an eager call on another stream: "
+                            "%d wrong values on rank 0\n", REPS, bad);
+}
+
 /* graph destroyed before, and after, MPI_Comm_free of its communicator */
 static void lifetimes(void)
 {
@@ -955,6 +1023,9 @@ int main(int argc, char **argv)
         snap_check(&s, "overflow: eager");
         seq_free(&qo);
     }
+
+    /* 3b. an eager call right after a launch waits for the replay's last call of the comm */
+    order_after_replay(MPI_COMM_WORLD);
 
     /* 4. graph and communicator destroyed in either order; 5. an unprepared communicator */
     lifetimes();
