@@ -49,7 +49,8 @@
  * Rank 0 prints Markdown tables; -o FILE appends CSV rows (header when the file is empty):
  *   section,nranks,coll,mode,algo,path,bytes,iters,reps,median_us,slowest_us,paired_us,paired_lo_us,
  *   paired_hi_us,hbm_bytes,gbps,ratio,valid,generation
- * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>, the form being
+ * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS,
+ * auto when unset or 0: the node kernels' CTA sizing>, the form being
  * blocking, nonblocking, persistent, or for the floors sync (a kernel + wait each) and eager (K
  * kernels back to back, one wait); section graph: <form>.<usage mode>.<what ran> (bench_graph).
  * Bookkeeping collectives use PMPI_*, so they neither go through tlmpi nor count in its counters.
@@ -157,20 +158,21 @@ static void spin_wait(void)
 static const char *g_row_form = "blocking"; /* the form named in the generation of the next csv_row */
 static char g_gen_base[256];                /* MPI, ranks, MPS, pool: the rest of the generation */
 
-/* generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL> */
+/* generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS> */
 static void gen_setup(void)
 {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING], mpi[64];
     int len = 0;
-    const char *pool = getenv("TLMPI_NODE_POOL");
+    const char *pool = getenv("TLMPI_NODE_POOL"), *cc = getenv("TLMPI_CONCURRENT_COLLS");
     PMPI_Get_library_version(lib, &len);
     if (!strncmp(lib, "Open MPI v", 10)) snprintf(mpi, sizeof mpi, "ompi-%.*s", (int)strcspn(lib + 10, ", \n"), lib + 10);
     else if (!strncmp(lib, "MPICH Version:", 14)) {
         const char *v = lib + 14 + strspn(lib + 14, " \t");
         snprintf(mpi, sizeof mpi, "mpich-%.*s", (int)strcspn(v, " \t\n"), v);
     } else snprintf(mpi, sizeof mpi, "mpi-%.*s", (int)strcspn(lib, " ,\n"), lib);
-    snprintf(g_gen_base, sizeof g_gen_base, "%s/np=%d/mps=%s/pool=%s", mpi, g_size,
-             getenv("CUDA_MPS_PIPE_DIRECTORY") ? "on" : "off", pool && *pool ? pool : "default");
+    snprintf(g_gen_base, sizeof g_gen_base, "%s/np=%d/mps=%s/pool=%s/cc=%s", mpi, g_size,
+             getenv("CUDA_MPS_PIPE_DIRECTORY") ? "on" : "off", pool && *pool ? pool : "default",
+             cc && *cc && strcmp(cc, "0") ? cc : "auto");
     for (len = 0; g_gen_base[len]; len++) if (g_gen_base[len] == ',') g_gen_base[len] = ':';
 }
 
