@@ -65,7 +65,7 @@ progress() {
 # shellcheck source=scripts/packages.sh
 . "$src/scripts/packages.sh"
 install_missing test.sh mpich libmpich-dev libopenmpi-dev openmpi-bin libhwloc-dev hwloc check autoconf \
-    automake libtool pkg-config gfortran valgrind make
+    automake libtool pkg-config gfortran valgrind make python3-mpi4py
 
 # ---- 2. autotools --------------------------------------------------------------------------------
 say "autoreconf -fi"
