@@ -30,30 +30,13 @@
 
 #include <stdlib.h>
 
-/* One-entry datatype size cache per thread: the passthrough path records bytes without an MPI
- * call for the common case of a repeated datatype. */
-static __thread MPI_Datatype size_cache_dt __attribute__((tls_model("initial-exec")));
-static __thread int size_cache_sz __attribute__((tls_model("initial-exec")));
-
-static __attribute__((noinline, cold)) uint64_t call_bytes_miss(MPI_Count count, MPI_Datatype dt)
-{
-    int sz;
-
-    if (PMPI_Type_size(dt, &sz) != MPI_SUCCESS) {
-        return 0;
-    }
-    size_cache_dt = dt;
-    size_cache_sz = sz;
-    return (uint64_t)count * (uint64_t)sz;
-}
-
-static inline uint64_t call_bytes(MPI_Count count, MPI_Datatype dt)
-{
-    if (TLMPI_LIKELY(dt == size_cache_dt && dt != MPI_DATATYPE_NULL)) {
-        return (uint64_t)count * (uint64_t)size_cache_sz;
-    }
-    return call_bytes_miss(count, dt);
-}
+/* tlmpi's own globals, declared hidden here too (they are hidden where they are defined): the entry
+ * points' fast path then reads them RIP-relative, without a GOT load each */
+extern tlmpi_global_t tlmpi_g __attribute__((visibility("hidden")));
+extern tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT] __attribute__((visibility("hidden")));
+extern tlmpi_stat_t tlmpi_form_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_FORM_COUNT]
+    __attribute__((visibility("hidden")));
+extern tlmpi_env_val_t tlmpi_env_val[TLMPI_ENV_COUNT] __attribute__((visibility("hidden")));
 
 static inline int is_half_type(MPI_Datatype dt)
 {
@@ -65,6 +48,46 @@ static inline int is_half_type(MPI_Datatype dt)
            || dt == MPIX_BFLOAT16
 #endif
         ;
+}
+
+/* Datatype size caches per thread (one TLS block):
+ *  - dt/sz: the last datatype a pass-through call counted, so that its bytes need no MPI call;
+ *  - fast_dt/fast_sz: the same, but only a datatype that is not a half type (is_half_type when it
+ *    was learned): the entry points' inline pass-through (fast_host) takes only calls of this type,
+ *    which therefore need no half-type test. It cannot go stale: a handle that was not a half type
+ *    when learned (after tlmpi's init; the fast path runs only then) cannot become tlmpi's half type
+ *    (created at init, live until finalize) nor MPIX_C_FLOAT16/MPIX_BFLOAT16 (predefined). Its
+ *    initial value 0, 0 needs no test either: a call whose handle is 0 is counted with 0 bytes,
+ *    what call_bytes gives a handle PMPI_Type_size rejects. */
+static __thread struct {
+    MPI_Datatype fast_dt;
+    int fast_sz;
+    MPI_Datatype dt;
+    int sz;
+} size_cache __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline, cold)) uint64_t call_bytes_miss(MPI_Count count, MPI_Datatype dt)
+{
+    int sz;
+
+    if (PMPI_Type_size(dt, &sz) != MPI_SUCCESS) {
+        return 0;
+    }
+    size_cache.dt = dt;
+    size_cache.sz = sz;
+    if (!is_half_type(dt)) {
+        size_cache.fast_dt = dt;
+        size_cache.fast_sz = sz;
+    }
+    return (uint64_t)count * (uint64_t)sz;
+}
+
+static inline uint64_t call_bytes(MPI_Count count, MPI_Datatype dt)
+{
+    if (TLMPI_LIKELY(dt == size_cache.dt && dt != MPI_DATATYPE_NULL)) {
+        return (uint64_t)count * (uint64_t)size_cache.sz;
+    }
+    return call_bytes_miss(count, dt);
 }
 
 /* One call counted under its path and form (the blocking form's counters are tlmpi_stats). */
@@ -206,11 +229,14 @@ passthrough:
     return rc;
 }
 
-/* The host fast path, decided from tlmpi_g alone (one cache line) before a tlmpi_call_t is built:
- * 1 when coll_entry would certainly hand the call to PMPI_* unchanged (tlmpi off or this collective
- * not taken over; or no GPU in the process and not a half-type reduction). 0 sends the call through
- * coll_entry, which makes the full decision (lazy init, half types, pointer classification). */
-static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t coll, MPI_Datatype dt)
+/* The host fast path, decided inline before a tlmpi_call_t is built: 1 when coll_entry would
+ * certainly hand the call to PMPI_* unchanged: tlmpi off or this collective not taken over; or not a
+ * half-type reduction and either no GPU in the process or both buffers (the receive buffer alone
+ * in place) in confirmed host mappings (tlmpi_mem_host_fast2: no CUDA query, no call; never 1 for
+ * device memory). 0 sends the call through coll_entry, which makes the full decision (lazy init,
+ * half types, pointer classification). */
+static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t coll, MPI_Datatype dt,
+                                                                  const void *sbuf, const void *rbuf)
 {
     if (TLMPI_UNLIKELY(tlmpi_g.state != TLMPI_STATE_READY)) {
         return 0;
@@ -218,11 +244,68 @@ static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t c
     if (TLMPI_UNLIKELY(!tlmpi_g.enabled) || !(tlmpi_g.coll_mask & (1u << coll))) {
         return 1;
     }
-    if (tlmpi_g.gpu_count != 0) {
+    if (coll != TLMPI_COLL_ALLGATHER && is_half_type(dt)) {
         return 0;
     }
-    return coll == TLMPI_COLL_ALLGATHER || !is_half_type(dt);
+    if (tlmpi_g.gpu_count == 0) {
+        return 1;
+    }
+    /* a GPU node: TLMPI_VERIFY_UNIFORM checks host calls too (coll_slow) */
+    return !TLMPI_ENV_I(VERIFY_UNIFORM) && tlmpi_mem_host_fast2(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf);
 }
+
+/* The entry points' inline pass-through test (their first statement; everything else, including
+ * fast_passthrough, is out of line): 1 when coll_entry would certainly hand the call to PMPI_*
+ * unchanged and the datatype is the thread's fast datatype (size_cache.fast_dt: not a half type,
+ * size known): tlmpi off or this collective not taken over; no GPU; or both buffers (the receive
+ * buffer alone in place) in the newest confirmed host mapping (tlmpi_mem_host_fast2_first: no call,
+ * no CUDA query, never 1 for device memory) and no TLMPI_VERIFY_UNIFORM. 0 sends the call to the
+ * entry's _full function: fast_passthrough (any confirmed host mapping, any datatype), then
+ * coll_entry. */
+static inline __attribute__((always_inline)) int fast_host(tlmpi_coll_t coll, MPI_Datatype dt, const void *sbuf,
+                                                           const void *rbuf)
+{
+    if (TLMPI_UNLIKELY(tlmpi_g.state != TLMPI_STATE_READY) || TLMPI_UNLIKELY(dt != size_cache.fast_dt)) {
+        return 0;
+    }
+    /* host buffers pass through whether or not tlmpi is on for this collective: the common cases
+     * first, then TLMPI_ENABLE and TLMPI_COLLS */
+    if (tlmpi_g.gpu_count == 0 ||
+        (TLMPI_LIKELY(!TLMPI_ENV_I(VERIFY_UNIFORM)) &&
+         TLMPI_LIKELY(tlmpi_mem_host_fast2_first(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf)))) {
+        return 1;
+    }
+    return TLMPI_UNLIKELY(!tlmpi_g.enabled) || !(tlmpi_g.coll_mask & (1u << coll));
+}
+
+/* Bytes of a fast_host call (before its PMPI_* call: only this value lives across it) */
+static inline __attribute__((always_inline)) uint64_t fast_bytes(MPI_Count count)
+{
+    return (uint64_t)count * (uint64_t)size_cache.fast_sz;
+}
+
+/* A fast_host call of a blocking form: counted when it succeeded */
+static inline __attribute__((always_inline)) int fast_counted(int rc, tlmpi_coll_t coll, uint64_t bytes)
+{
+    if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, bytes);
+    }
+    return rc;
+}
+
+/* The entry points' fast path: blocking forms (the PMPI_* call returns through tlmpi, which counts
+ * it), non-blocking and persistent forms (counted when made, then the PMPI_* call is a tail call).
+ * sbuf and rbuf are the entry point's parameters; a miss goes to the entry's _full function. */
+#define FAST_BLOCKING(coll, dt, count, pmpi_call)                                                  \
+    if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \
+        uint64_t fast_bytes_ = fast_bytes(count);                                                 \
+        return fast_counted(pmpi_call, coll, fast_bytes_);                                        \
+    }
+#define FAST_FORM(coll, dt, count, form, pmpi_call)                                                \
+    if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \
+        tlmpi_stat_form_add(coll, TLMPI_PATH_PASSTHROUGH, form, fast_bytes(count));               \
+        return pmpi_call;                                                                         \
+    }
 
 /* Count a fast-path call: same counters and bytes as coll_entry's passthrough. */
 static inline __attribute__((always_inline)) int fast_done(int rc, tlmpi_coll_t coll, MPI_Count count,
@@ -281,219 +364,339 @@ static __attribute__((noinline)) int coll_enter(tlmpi_coll_t coll, const void *s
                            MPI_INFO_NULL, NULL);
 }
 
-TLMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype,
+static __attribute__((noinline)) int allreduce_full(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype,
                                MPI_Op op, MPI_Comm comm)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         return fast_done(PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
                          count, dtype);
     }
     return coll_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count);
 }
+TLMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype,
+                               MPI_Op op, MPI_Comm comm)
+{
+    FAST_BLOCKING(TLMPI_COLL_ALLREDUCE, dtype, count, PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm))
+    return allreduce_full(sbuf, rbuf, count, dtype, op, comm);
+}
 
-TLMPI_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int recvcount,
+static __attribute__((noinline)) int reduce_scatter_block_full(const void *sbuf, void *rbuf, int recvcount,
                                           MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         return fast_done(PMPI_Reduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm),
                          TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype);
     }
     return coll_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0,
                       dtype, recvcount);
 }
+TLMPI_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int recvcount,
+                                          MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
+{
+    FAST_BLOCKING(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, PMPI_Reduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm))
+    return reduce_scatter_block_full(sbuf, rbuf, recvcount, dtype, op, comm);
+}
 
 /* With MPI_IN_PLACE the own block is already in recvbuf and sendcount/sendtype are ignored by MPI:
  * the call is described by the receive side. */
-TLMPI_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+static __attribute__((noinline)) int allgather_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                                int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         return fast_done(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
                          in_place ? rcount : scount, in_place ? rtype : stype);
     }
     return coll_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                       MPI_OP_NULL, comm, 0, rtype, rcount);
 }
+TLMPI_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                               int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    FAST_BLOCKING(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm))
+    return allgather_full(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+}
 
 #ifdef HAVE_PMPI_ALLREDUCE_C
-TLMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
+static __attribute__((noinline)) int allreduce_c_full(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
                                  MPI_Op op, MPI_Comm comm)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         return fast_done(PMPI_Allreduce_c(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
                          count, dtype);
     }
     return coll_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count);
 }
+TLMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
+                                 MPI_Op op, MPI_Comm comm)
+{
+    FAST_BLOCKING(TLMPI_COLL_ALLREDUCE, dtype, count, PMPI_Allreduce_c(sbuf, rbuf, count, dtype, op, comm))
+    return allreduce_c_full(sbuf, rbuf, count, dtype, op, comm);
+}
 #endif
 
 #ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_C
-TLMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount,
+static __attribute__((noinline)) int reduce_scatter_block_c_full(const void *sbuf, void *rbuf, MPI_Count recvcount,
                                             MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         return fast_done(PMPI_Reduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm),
                          TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype);
     }
     return coll_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1,
                       dtype, recvcount);
 }
+TLMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount,
+                                            MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
+{
+    FAST_BLOCKING(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, PMPI_Reduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm))
+    return reduce_scatter_block_c_full(sbuf, rbuf, recvcount, dtype, op, comm);
+}
 #endif
 
 #ifdef HAVE_PMPI_ALLGATHER_C
-TLMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+static __attribute__((noinline)) int allgather_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
                                  MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         return fast_done(PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
                          in_place ? rcount : scount, in_place ? rtype : stype);
     }
     return coll_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                       MPI_OP_NULL, comm, 1, rtype, rcount);
 }
+TLMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                 MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    FAST_BLOCKING(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm))
+    return allgather_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+}
 #endif
 
 /* ---- the non-blocking forms (every MPI-3 MPI) and the persistent forms (MPI-4 MPIs) ---- */
 
-TLMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+static __attribute__((noinline)) int iallreduce_full(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
         return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
-TLMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+TLMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_NONBLOCKING, PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, req))
+    return iallreduce_full(sbuf, rbuf, count, dtype, op, comm, req);
+}
+static __attribute__((noinline)) int ireduce_scatter_block_full(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
         return PMPI_Ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
-TLMPI_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+TLMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_NONBLOCKING, PMPI_Ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req))
+    return ireduce_scatter_block_full(sbuf, rbuf, recvcount, dtype, op, comm, req);
+}
+static __attribute__((noinline)) int iallgather_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
         MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
         return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
+TLMPI_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_NONBLOCKING, PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+    return iallgather_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+}
 #ifdef HAVE_PMPI_IALLREDUCE_C
-TLMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+static __attribute__((noinline)) int iallreduce_c_full(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
         return PMPI_Iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
-#endif
-#ifdef HAVE_PMPI_IREDUCE_SCATTER_BLOCK_C
-TLMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+TLMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_NONBLOCKING, PMPI_Iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req))
+    return iallreduce_c_full(sbuf, rbuf, count, dtype, op, comm, req);
+}
+#endif
+#ifdef HAVE_PMPI_IREDUCE_SCATTER_BLOCK_C
+static __attribute__((noinline)) int ireduce_scatter_block_c_full(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
         return PMPI_Ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
+TLMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+        MPI_Request *req)
+{
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_NONBLOCKING, PMPI_Ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req))
+    return ireduce_scatter_block_c_full(sbuf, rbuf, recvcount, dtype, op, comm, req);
+}
 #endif
 #ifdef HAVE_PMPI_IALLGATHER_C
-TLMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+static __attribute__((noinline)) int iallgather_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
         MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
         return PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
+TLMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_NONBLOCKING, PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+    return iallgather_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+}
 #endif
 #ifdef HAVE_PMPI_ALLREDUCE_INIT
-TLMPI_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+static __attribute__((noinline)) int allreduce_init_full(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
         return PMPI_Allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
 }
-#endif
-#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT
-TLMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+TLMPI_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_PERSISTENT, PMPI_Allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req))
+    return allreduce_init_full(sbuf, rbuf, count, dtype, op, comm, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT
+static __attribute__((noinline)) int reduce_scatter_block_init_full(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
         return PMPI_Reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
 }
+TLMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_PERSISTENT, PMPI_Reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req))
+    return reduce_scatter_block_init_full(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
+}
 #endif
 #ifdef HAVE_PMPI_ALLGATHER_INIT
-TLMPI_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+static __attribute__((noinline)) int allgather_init_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
         MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
         return PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);
 }
+TLMPI_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_PERSISTENT, PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
+    return allgather_init_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+}
 #endif
 #ifdef HAVE_PMPI_ALLREDUCE_INIT_C
-TLMPI_EXPORT int MPI_Allreduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+static __attribute__((noinline)) int allreduce_init_c_full(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
         return PMPI_Allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
 }
-#endif
-#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT_C
-TLMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+TLMPI_EXPORT int MPI_Allreduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype))) {
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_PERSISTENT, PMPI_Allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req))
+    return allreduce_init_c_full(sbuf, rbuf, count, dtype, op, comm, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT_C
+static __attribute__((noinline)) int reduce_scatter_block_init_c_full(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
         return PMPI_Reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
 }
+TLMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+        MPI_Request *req)
+{
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_PERSISTENT, PMPI_Reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req))
+    return reduce_scatter_block_init_c_full(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
+}
 #endif
 #ifdef HAVE_PMPI_ALLGATHER_INIT_C
-TLMPI_EXPORT int MPI_Allgather_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+static __attribute__((noinline)) int allgather_init_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
         MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype))) {
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
         return PMPI_Allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Allgather_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+        MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_PERSISTENT, PMPI_Allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
+    return allgather_init_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
 }
 #endif

@@ -26,7 +26,6 @@
 #ifdef HAVE_CUDA /* without CUDA every pointer is host: no hooks */
 tlmpi_hostmap_range_t tlmpi_hostmap_hot[TLMPI_HOSTMAP_HOT];
 unsigned tlmpi_hostmap_seq;
-const void *tlmpi_hostmap_code;
 uint64_t tlmpi_hostmap_code_sig;
 
 #define HM_SLOTS 512
@@ -40,7 +39,6 @@ static struct {
 static pthread_mutex_t hm_lock = PTHREAD_MUTEX_INITIALIZER;
 static int hm_used; /* slots [0, hm_used) may be in use: the scans stop there */
 static unsigned long long hm_next_ticket = 1;
-static unsigned hm_hot_next;
 static int hm_on;   /* tlmpi_hostmap_init found the mapping calls observed */
 static int hm_dead; /* off for good (a hook inside a hook of one thread; hooks rewritten) */
 static __thread int hm_held __attribute__((tls_model("initial-exec"))); /* this thread holds hm_lock */
@@ -97,7 +95,7 @@ static void hot_write_end(void)
     __atomic_store_n(&tlmpi_hostmap_seq, tlmpi_hostmap_seq + 1, __ATOMIC_RELEASE);
 }
 
-/* Off for good: nothing is answered from the cache again (no lock needed: hi first, so a reader
+/* Off for good: nothing is answered from the cache again (no lock needed: len first, so a reader
  * never matches a half-cleared entry). */
 static void hm_kill(void)
 {
@@ -105,7 +103,7 @@ static void hm_kill(void)
 
     __atomic_store_n(&hm_dead, 1, __ATOMIC_RELEASE);
     for (i = 0; i < TLMPI_HOSTMAP_HOT; i++) {
-        __atomic_store_n(&tlmpi_hostmap_hot[i].hi, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&tlmpi_hostmap_hot[i].len, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&tlmpi_hostmap_hot[i].lo, 0, __ATOMIC_RELEASE);
     }
 }
@@ -122,8 +120,8 @@ static void hm_drop(uintptr_t lo, uintptr_t hi)
     }
     hot_write_begin();
     for (i = 0; i < TLMPI_HOSTMAP_HOT; i++) {
-        if (all || (tlmpi_hostmap_hot[i].lo < hi && lo < tlmpi_hostmap_hot[i].hi)) {
-            __atomic_store_n(&tlmpi_hostmap_hot[i].hi, 0, __ATOMIC_RELAXED);
+        if (all || (tlmpi_hostmap_hot[i].lo < hi && lo < tlmpi_hostmap_hot[i].lo + tlmpi_hostmap_hot[i].len)) {
+            __atomic_store_n(&tlmpi_hostmap_hot[i].len, 0, __ATOMIC_RELAXED);
             __atomic_store_n(&tlmpi_hostmap_hot[i].lo, 0, __ATOMIC_RELAXED);
         }
     }
@@ -188,7 +186,7 @@ static void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
     return p;
 }
 
-static int hook_munmap(void *addr, size_t len)
+int tlmpi_hostmap_munmap(void *addr, size_t len)
 {
     munmap_fn f = __atomic_load_n(&next_munmap, __ATOMIC_ACQUIRE);
 
@@ -243,7 +241,7 @@ static void *hook_shmat(int id, const void *addr, int flg)
 #define HM_EXPORT __attribute__((visibility("default")))
 HM_EXPORT void *mmap(void *, size_t, int, int, int, off_t) __attribute__((alias("hook_mmap")));
 HM_EXPORT void *mmap64(void *, size_t, int, int, int, off_t) __attribute__((alias("hook_mmap")));
-HM_EXPORT int munmap(void *, size_t) __attribute__((alias("hook_munmap")));
+HM_EXPORT int munmap(void *, size_t) __attribute__((alias("tlmpi_hostmap_munmap")));
 HM_EXPORT void *mremap(void *, size_t, size_t, int, ...) __attribute__((alias("hook_mremap")));
 HM_EXPORT int mprotect(void *, size_t, int) __attribute__((alias("hook_mprotect")));
 HM_EXPORT void *shmat(int, const void *, int) __attribute__((alias("hook_shmat")));
@@ -264,7 +262,7 @@ __attribute__((constructor)) static void hm_load(void)
     __atomic_store_n(&next_mremap, (mremap_fn)dlsym(RTLD_NEXT, "mremap"), __ATOMIC_RELEASE);
     __atomic_store_n(&next_mprotect, (mprotect_fn)dlsym(RTLD_NEXT, "mprotect"), __ATOMIC_RELEASE);
     __atomic_store_n(&next_shmat, (shmat_fn)dlsym(RTLD_NEXT, "shmat"), __ATOMIC_RELEASE);
-    hook_addr[0] = (const void *)hook_munmap; /* [0]: the one the per-call lookup re-checks */
+    hook_addr[0] = (const void *)tlmpi_hostmap_munmap; /* [0]: the one the per-call lookup re-checks */
     hook_addr[1] = (const void *)hook_mremap;
     hook_addr[2] = (const void *)hook_mmap;
     hook_addr[3] = (const void *)hook_mprotect;
@@ -272,7 +270,6 @@ __attribute__((constructor)) static void hm_load(void)
     for (i = 0; i < HM_NHOOKS; i++) {
         hook_sig[i] = code8(hook_addr[i]);
     }
-    tlmpi_hostmap_code = hook_addr[0];
     tlmpi_hostmap_code_sig = hook_sig[0];
     pthread_atfork(hm_atfork_prepare, hm_atfork_after, hm_atfork_after);
     /* UCM already in the process (a dependency, e.g. of an MPI built on UCX): take its events from
@@ -391,7 +388,7 @@ int tlmpi_hostmap_init(void)
     /* tlmpi's hooks see the process's mapping calls only where its definitions win the symbol
      * lookup (linked before the C library, or LD_PRELOADed); not when libtlmpi is dlopen'ed */
     if (dlsym(RTLD_DEFAULT, "mmap") != (void *)hook_mmap || dlsym(RTLD_DEFAULT, "mmap64") != (void *)hook_mmap ||
-        dlsym(RTLD_DEFAULT, "munmap") != (void *)hook_munmap || dlsym(RTLD_DEFAULT, "mremap") != (void *)hook_mremap ||
+        dlsym(RTLD_DEFAULT, "munmap") != (void *)tlmpi_hostmap_munmap || dlsym(RTLD_DEFAULT, "mremap") != (void *)hook_mremap ||
         dlsym(RTLD_DEFAULT, "mprotect") != (void *)hook_mprotect || dlsym(RTLD_DEFAULT, "shmat") != (void *)hook_shmat) {
         return 0;
     }
@@ -471,16 +468,22 @@ void tlmpi_hostmap_confirm(uintptr_t a, unsigned long long ticket)
             }
             hm[i].state = HM_HOST;
             for (h = 0; h < TLMPI_HOSTMAP_HOT; h++) {
-                if (tlmpi_hostmap_hot[h].lo == hm[i].lo && tlmpi_hostmap_hot[h].hi == hm[i].hi) {
+                if (tlmpi_hostmap_hot[h].lo == hm[i].lo && tlmpi_hostmap_hot[h].len == hm[i].hi - hm[i].lo) {
                     break; /* hot already */
                 }
             }
             if (h == TLMPI_HOSTMAP_HOT && !__atomic_load_n(&hm_dead, __ATOMIC_ACQUIRE)) {
-                h = hm_hot_next++ % TLMPI_HOSTMAP_HOT;
+                /* newest first (entry 0 is the one the entries' inline test checks); the oldest
+                 * entry leaves */
                 hot_write_begin();
-                __atomic_store_n(&tlmpi_hostmap_hot[h].hi, 0, __ATOMIC_RELAXED);
-                __atomic_store_n(&tlmpi_hostmap_hot[h].lo, hm[i].lo, __ATOMIC_RELAXED);
-                __atomic_store_n(&tlmpi_hostmap_hot[h].hi, hm[i].hi, __ATOMIC_RELAXED);
+                for (h = TLMPI_HOSTMAP_HOT - 1; h > 0; h--) {
+                    __atomic_store_n(&tlmpi_hostmap_hot[h].len, 0, __ATOMIC_RELAXED);
+                    __atomic_store_n(&tlmpi_hostmap_hot[h].lo, tlmpi_hostmap_hot[h - 1].lo, __ATOMIC_RELAXED);
+                    __atomic_store_n(&tlmpi_hostmap_hot[h].len, tlmpi_hostmap_hot[h - 1].len, __ATOMIC_RELAXED);
+                }
+                __atomic_store_n(&tlmpi_hostmap_hot[0].len, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(&tlmpi_hostmap_hot[0].lo, hm[i].lo, __ATOMIC_RELAXED);
+                __atomic_store_n(&tlmpi_hostmap_hot[0].len, hm[i].hi - hm[i].lo, __ATOMIC_RELAXED);
                 hot_write_end();
             }
             break;

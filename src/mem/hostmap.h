@@ -25,28 +25,42 @@
 #ifndef TLMPI_HOSTMAP_H
 #define TLMPI_HOSTMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+
 #define TLMPI_HOSTMAP_HOT 4
+#define TLMPI_HOSTMAP_HIDDEN __attribute__((visibility("hidden"))) /* direct RIP-relative loads, no GOT */
 
 typedef struct {
-    uintptr_t lo, hi;
+    uintptr_t lo, len; /* [lo, lo + len); a cleared entry is 0, 0 */
 } tlmpi_hostmap_range_t;
 
-extern tlmpi_hostmap_range_t tlmpi_hostmap_hot[TLMPI_HOSTMAP_HOT];
-extern unsigned tlmpi_hostmap_seq; /* odd while the hot array changes */
-/* munmap hook's first code bytes as they were when the cache was turned on: a library that rewrites
- * the hooks (a jump at their entry) makes every lookup miss from then on */
-extern const void *tlmpi_hostmap_code;
-extern uint64_t tlmpi_hostmap_code_sig;
+extern tlmpi_hostmap_range_t tlmpi_hostmap_hot[TLMPI_HOSTMAP_HOT] TLMPI_HOSTMAP_HIDDEN;
+extern unsigned tlmpi_hostmap_seq TLMPI_HOSTMAP_HIDDEN; /* odd while the hot array changes */
+/* tlmpi's munmap hook (hostmap.c; exported as munmap) and its first 8 code bytes as they were when
+ * the cache was turned on: a library that rewrites the hooks (a jump at their entry) makes every
+ * lookup miss from then on. The lookup reads the code bytes at the hook's own address. */
+int tlmpi_hostmap_munmap(void *addr, size_t len) TLMPI_HOSTMAP_HIDDEN;
+extern uint64_t tlmpi_hostmap_code_sig TLMPI_HOSTMAP_HIDDEN;
 
 /* Turn the cache on (called by tlmpi_mem_init with a GPU present) when tlmpi's hooks are the
  * mapping functions the process uses; 1 if on. */
 int tlmpi_hostmap_init(void);
 
+/* The checks after a hot entry matched: no writer was active (the sequence s read before the scan
+ * was even and is unchanged) and the munmap hook's code is as it was. */
+static inline __attribute__((always_inline)) int tlmpi_hostmap_valid(unsigned s)
+{
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    /* s even and unchanged, in one comparison (an odd s never equals s & ~1) */
+    return __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_RELAXED) == (s & ~1u) &&
+           *(const volatile uint64_t *)(const void *)tlmpi_hostmap_munmap == tlmpi_hostmap_code_sig;
+}
+
 /* 1 if a lies in a confirmed host mapping now (no lock, no call): a scan of the hot array (one
- * unsigned comparison per entry; a cleared entry, lo == hi == 0, matches nothing) between two reads
- * of the sequence counter, then the hooks' code check. */
+ * unsigned comparison per entry; a cleared entry matches nothing) between two reads of the
+ * sequence counter, then the hooks' code check. */
 static inline __attribute__((always_inline)) int tlmpi_hostmap_hit(uintptr_t a)
 {
     unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
@@ -54,19 +68,16 @@ static inline __attribute__((always_inline)) int tlmpi_hostmap_hit(uintptr_t a)
 
     for (i = 0; i < TLMPI_HOSTMAP_HOT; i++) {
         uintptr_t lo = __atomic_load_n(&tlmpi_hostmap_hot[i].lo, __ATOMIC_RELAXED);
-        uintptr_t hi = __atomic_load_n(&tlmpi_hostmap_hot[i].hi, __ATOMIC_RELAXED);
 
-        if (a - lo < hi - lo) {
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            return !(s & 1u) && __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_RELAXED) == s &&
-                   *(const volatile uint64_t *)tlmpi_hostmap_code == tlmpi_hostmap_code_sig;
+        if (a - lo < __atomic_load_n(&tlmpi_hostmap_hot[i].len, __ATOMIC_RELAXED)) {
+            return tlmpi_hostmap_valid(s);
         }
     }
     return 0;
 }
 
 /* 1 if a and b both lie in confirmed host mappings now: tlmpi_hostmap_hit for a pair, with one
- * sequence and code check (a send and a receive buffer, for an entry's pass-through test). */
+ * sequence and code check when both are in one mapping (a send and a receive buffer). */
 static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2(uintptr_t a, uintptr_t b)
 {
     unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
@@ -74,15 +85,25 @@ static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2(uintptr_t a,
 
     for (i = 0; i < TLMPI_HOSTMAP_HOT; i++) { /* both in one mapping: the common case */
         uintptr_t lo = __atomic_load_n(&tlmpi_hostmap_hot[i].lo, __ATOMIC_RELAXED);
-        uintptr_t n = __atomic_load_n(&tlmpi_hostmap_hot[i].hi, __ATOMIC_RELAXED) - lo;
+        uintptr_t n = __atomic_load_n(&tlmpi_hostmap_hot[i].len, __ATOMIC_RELAXED);
 
         if ((a - lo < n) & (b - lo < n)) {
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            return !(s & 1u) && __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_RELAXED) == s &&
-                   *(const volatile uint64_t *)tlmpi_hostmap_code == tlmpi_hostmap_code_sig;
+            return tlmpi_hostmap_valid(s);
         }
     }
     return tlmpi_hostmap_hit(a) && tlmpi_hostmap_hit(b);
+}
+
+/* 1 if a and b both lie in the first hot entry (the newest confirmed host mapping) now; 0 means
+ * "ask tlmpi_hostmap_hit2" (another entry, two mappings), not "not host". For an entry point's
+ * inline test: no loop, no call. */
+static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2_first(uintptr_t a, uintptr_t b)
+{
+    unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
+    uintptr_t lo = __atomic_load_n(&tlmpi_hostmap_hot[0].lo, __ATOMIC_RELAXED);
+    uintptr_t n = __atomic_load_n(&tlmpi_hostmap_hot[0].len, __ATOMIC_RELAXED);
+
+    return (a - lo < n) & (b - lo < n) && tlmpi_hostmap_valid(s);
 }
 
 /* The ticket of the record holding a (0: none, or the cache is off); take it before asking CUDA. */
