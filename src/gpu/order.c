@@ -15,8 +15,8 @@
  * own order follows), and the capture gets one event record node of the comm, a leaf with an edge
  * from the comm's latest captured call (order_after), so each replay waits for the comm's eager work
  * launched before it and the eager work launched after the replay waits for the replay's last call
- * of the comm: a graph launch counts as the record for later host-side waits. The host does not see replays, so a
- * comm with such graphs makes every eager call wait on the event (order_graphs; a completed event
+ * of the comm: a graph launch counts as the record for later host-side waits. The host does not see
+ * replays, so a comm with such graphs makes every eager call wait on the event (order_graphs; a completed event
  * costs the wait little). No-mixing mode: nothing around captured calls (the application promises
  * that replays never overlap the comm's uncaptured work).
  *
@@ -88,6 +88,18 @@ void tlmpi_gpu_order_reap(void)
     }
 }
 
+/* cudaStreamGetCaptureInfo in the runtime's signature (CUDA 13 dropped the _v2 name and added the
+ * edge data); deps / n may be NULL. */
+static cudaError_t capture_info(void *stream, enum cudaStreamCaptureStatus *st, unsigned long long *id, cudaGraph_t *g,
+                                const cudaGraphNode_t **deps, size_t *n)
+{
+#if CUDART_VERSION >= 13000
+    return cudaStreamGetCaptureInfo((cudaStream_t)stream, st, id, g, deps, NULL, n);
+#else
+    return cudaStreamGetCaptureInfo_v2((cudaStream_t)stream, st, id, g, deps, n);
+#endif
+}
+
 int tlmpi_gpu_capture_status(void *stream, tlmpi_gpu_capture_t *cap)
 {
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -95,11 +107,7 @@ int tlmpi_gpu_capture_status(void *stream, tlmpi_gpu_capture_t *cap)
     cudaGraph_t g = NULL;
     cudaError_t e;
 
-#if CUDART_VERSION >= 13000
-    e = cudaStreamGetCaptureInfo((cudaStream_t)stream, &st, &id, &g, NULL, NULL, NULL);
-#else
-    e = cudaStreamGetCaptureInfo_v2((cudaStream_t)stream, &st, &id, &g, NULL, NULL);
-#endif
+    e = capture_info(stream, &st, &id, &g, NULL, NULL);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return (int)e;
@@ -152,7 +160,6 @@ int tlmpi_gpu_order_enable(tlmpi_gpu_ctx_t *ctx)
         ctx->order_stream = NULL;
         ctx->order_graphs = 0;
         ctx->order_capture = 0;
-        ctx->order_rec_capture = 0;
         ctx->order_rec = NULL;
         ctx->order_rec_from = NULL;
         ctx->order_rec_stream = NULL;
@@ -190,6 +197,7 @@ int tlmpi_gpu_order_before(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_c
         return (int)e;
     }
     ctx->order_capture = cap->id;
+    ctx->order_rec = NULL; /* this capture's record node: made by order_after */
     return 0;
 }
 
@@ -201,11 +209,7 @@ static cudaError_t capture_tail(void *stream, cudaGraph_t *g, const cudaGraphNod
 
     *deps = NULL;
     *n = 0;
-#if CUDART_VERSION >= 13000
-    return cudaStreamGetCaptureInfo((cudaStream_t)stream, &st, &id, g, deps, NULL, n);
-#else
-    return cudaStreamGetCaptureInfo_v2((cudaStream_t)stream, &st, &id, g, deps, n);
-#endif
+    return capture_info(stream, &st, &id, g, deps, n);
 }
 
 static cudaError_t add_edge(cudaGraph_t g, const cudaGraphNode_t *from, cudaGraphNode_t to)
@@ -257,12 +261,11 @@ int tlmpi_gpu_order_after(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_ca
     if ((e = capture_tail(stream, &g, &deps, &n)) != cudaSuccess) {
         return (int)e;
     }
-    if (ctx->order_rec_capture != cap->id || !ctx->order_rec) {
+    if (!ctx->order_rec) { /* the capture's first call of the comm (order_before cleared it) */
         if ((e = cudaGraphAddEventRecordNode(&rec, g, deps, n, ctx->order->ev)) != cudaSuccess) {
             return (int)e;
         }
         ctx->order_rec = rec;
-        ctx->order_rec_capture = cap->id;
         ctx->order_rec_from = n == 1 ? (const void *)deps[0] : NULL;
         ctx->order_rec_stream = stream;
         ctx->order_graphs = 1;

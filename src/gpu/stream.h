@@ -39,8 +39,8 @@ typedef struct tlmpi_gpu_ctx {
                                        pending (NULL: nothing pending: the host waited since) */
     int order_graphs;               /* mixing graphs record the event: every eager call waits on it */
     unsigned long long order_capture; /* the capture (id) whose first call waited on the event */
-    unsigned long long order_rec_capture; /* the capture (id) that has order_rec */
-    void *order_rec;                /* cudaGraphNode_t: that capture's one record node of the event */
+    void *order_rec;                /* cudaGraphNode_t: that capture's one record node of the event
+                                       (NULL until its first call's order_after) */
     const void *order_rec_from;     /* the one node with an edge into it (NULL: several) */
     void *order_rec_stream;         /* the stream that node was captured on */
 } tlmpi_gpu_ctx_t;
@@ -71,8 +71,9 @@ static inline int tlmpi_gpu_ctx_needs_begin(const tlmpi_gpu_ctx_t *ctx)
  * waits on the event through an external event node, and one event record node per capture, a leaf
  * off the captured stream, has an edge from the comm's latest captured call (a replay orders against
  * eager work both ways, and the record is unambiguous: after the comm's last captured call); once a
- * comm has such graphs, every eager call waits on the event (a replay is not seen by the host). No-mixing mode: captured calls carry no event
- * node. Zero cost for comms that never had a stream-ordered call (order_on = 0). */
+ * comm has such graphs, every eager call waits on the event (a replay is not seen by the host).
+ * No-mixing mode: captured calls carry no event node. Zero cost for comms that never had a
+ * stream-ordered call (order_on = 0). */
 typedef struct {
     int active;                 /* the stream is being captured */
     unsigned long long id;      /* the capture's id */

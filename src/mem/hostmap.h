@@ -28,7 +28,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-
 #define TLMPI_HOSTMAP_HOT 4
 #define TLMPI_HOSTMAP_HIDDEN __attribute__((visibility("hidden"))) /* direct RIP-relative loads, no GOT */
 

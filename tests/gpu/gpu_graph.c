@@ -776,54 +776,52 @@ static void order_after_replay(MPI_Comm comm)
 {
     enum { N = 1024, REPS = 5 };
     const size_t BIGN = (size_t)256 << 20;
-    float *d, h[N], hy[N];
+    float *d, *y, h[N], hy[N];
     char *big;
     cudaGraph_t g = NULL;
     cudaGraphExec_t x = NULL;
     int rep, i, k, bad = 0, ok = 1, size;
 
     MPI_Comm_size(comm, &size);
-    TST_CUDA(cudaMalloc((void **)&d, 4 * N * sizeof(float))); /* a | out of a | in | x ; y after */
+    TST_CUDA(cudaMalloc((void **)&d, 4 * N * sizeof(float))); /* a | out of a | in | x */
+    TST_CUDA(cudaMalloc((void **)&y, N * sizeof(float)));
     TST_CUDA(cudaMalloc((void **)&big, BIGN));
-    {
-        float *y;
-        TST_CUDA(cudaMalloc((void **)&y, N * sizeof(float)));
-        TST_CUDA(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
-        if (tlmpi_allreduce_enqueue(d, d + N, 2, MPI_FLOAT, MPI_SUM, comm, (void *)g_st) != MPI_SUCCESS) ok = 0;
-        for (k = 0; k < 4; k++) TST_CUDA(cudaMemsetAsync(big, k, BIGN, g_st));
-        if (tlmpi_allreduce_enqueue(d + 2 * N, d + 3 * N, N, MPI_FLOAT, MPI_SUM, comm, (void *)g_st) != MPI_SUCCESS) ok = 0;
-        if (cudaStreamEndCapture(g_st, &g) != cudaSuccess || !g) ok = 0;
-        if (ok && cudaGraphInstantiate(&x, g, 0) != cudaSuccess) ok = 0;
-        TST_CHECK(ok, "order after a replay: the capture failed (%s)", tlmpi_enqueue_error());
-        PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        for (rep = 0; ok && rep < REPS; rep++) {
-            for (i = 0; i < N; i++) h[i] = (float)(g_rank + i % 7 + rep);
-            TST_CUDA(cudaMemcpy(d + 2 * N, h, sizeof h, cudaMemcpyHostToDevice));
-            TST_CUDA(cudaMemset(d + 3 * N, 0xff, N * sizeof(float))); /* x poisoned: NaN */
-            TST_CUDA(cudaMemset(d, 0, 2 * sizeof(float)));
-            TST_CUDA(cudaDeviceSynchronize());
-            PMPI_Barrier(MPI_COMM_WORLD);
-            TST_CUDA(cudaGraphLaunch(x, g_st));
-            if (tlmpi_allreduce_enqueue(d + 3 * N, y, N, MPI_FLOAT, MPI_SUM, comm, (void *)g_st2) != MPI_SUCCESS)
-                TST_FAIL("order after a replay: the eager allreduce: %s", tlmpi_enqueue_error());
-            sync_bounded(g_st2, "the eager call after a replay");
-            sync_bounded(g_st, "the replay before the eager call");
-            TST_CUDA(cudaMemcpy(hy, y, sizeof hy, cudaMemcpyDeviceToHost));
-            for (i = 0; i < N; i++) {
-                /* x[i] = sum over ranks of (r + i % 7 + rep); y = size * x */
-                const double xi = (double)size * (size - 1) / 2 + (double)size * (i % 7 + rep);
-                g_cases++;
-                if (hy[i] != (float)(size * xi)) {
-                    if (!bad++) TST_FAIL("order after a replay (replay %d): y[%d] = %g, expected %g: the eager call on "
-                                         "the second stream did not wait for the replay's last call of the comm",
-                                         rep, i, (double)hy[i], size * xi);
-                }
+    TST_CUDA(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
+    if (tlmpi_allreduce_enqueue(d, d + N, 2, MPI_FLOAT, MPI_SUM, comm, (void *)g_st) != MPI_SUCCESS) ok = 0;
+    for (k = 0; k < 4; k++) TST_CUDA(cudaMemsetAsync(big, k, BIGN, g_st));
+    if (tlmpi_allreduce_enqueue(d + 2 * N, d + 3 * N, N, MPI_FLOAT, MPI_SUM, comm, (void *)g_st) != MPI_SUCCESS) ok = 0;
+    if (cudaStreamEndCapture(g_st, &g) != cudaSuccess || !g) ok = 0;
+    if (ok && cudaGraphInstantiate(&x, g, 0) != cudaSuccess) ok = 0;
+    TST_CHECK(ok, "order after a replay: the capture failed (%s)", tlmpi_enqueue_error());
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    for (rep = 0; ok && rep < REPS; rep++) {
+        for (i = 0; i < N; i++) h[i] = (float)(g_rank + i % 7 + rep);
+        TST_CUDA(cudaMemcpy(d + 2 * N, h, sizeof h, cudaMemcpyHostToDevice));
+        TST_CUDA(cudaMemset(d + 3 * N, 0xff, N * sizeof(float))); /* x and y poisoned: NaN */
+        TST_CUDA(cudaMemset(y, 0xff, N * sizeof(float)));
+        TST_CUDA(cudaMemset(d, 0, 2 * sizeof(float)));
+        TST_CUDA(cudaDeviceSynchronize());
+        PMPI_Barrier(MPI_COMM_WORLD);
+        TST_CUDA(cudaGraphLaunch(x, g_st));
+        if (tlmpi_allreduce_enqueue(d + 3 * N, y, N, MPI_FLOAT, MPI_SUM, comm, (void *)g_st2) != MPI_SUCCESS)
+            TST_FAIL("order after a replay: the eager allreduce: %s", tlmpi_enqueue_error());
+        sync_bounded(g_st2, "the eager call after a replay");
+        sync_bounded(g_st, "the replay before the eager call");
+        TST_CUDA(cudaMemcpy(hy, y, sizeof hy, cudaMemcpyDeviceToHost));
+        for (i = 0; i < N; i++) {
+            /* x[i] = sum over ranks of (r + i % 7 + rep); y = size * x */
+            const double xi = (double)size * (size - 1) / 2 + (double)size * (i % 7 + rep);
+            g_cases++;
+            if (hy[i] != (float)(size * xi)) {
+                if (!bad++) TST_FAIL("order after a replay (replay %d): y[%d] = %g, expected %g: the eager call on "
+                                     "the second stream did not wait for the replay's last call of the comm",
+                                     rep, i, (double)hy[i], size * xi);
             }
         }
-        TST_CUDA(cudaFree(y));
     }
     graph_destroy(&g, &x);
     TST_CUDA(cudaFree(big));
+    TST_CUDA(cudaFree(y));
     TST_CUDA(cudaFree(d));
     if (g_rank == 0) printf("order after a replay: %d replays, each followed at once by an eager call on another stream: "
                             "%d wrong values on rank 0\n", REPS, bad);
