@@ -6,8 +6,10 @@
 #   3. runs the demo: bench/passthrough, an ordinary MPI program built WITHOUT tlmpi, on 2 ranks with
 #      libtlmpi.so preloaded. It times MPI_X (through tlmpi) against PMPI_X (plain MPICH) in the same
 #      run and prints the pass-through overhead; tlmpi prints at MPI_Finalize what it intercepted
-#      (TLMPI_STATS=1). If valgrind is installed, bench/callgrind.sh also counts the instructions
-#      tlmpi adds per call.
+#      (TLMPI_STATS=1); then the same calls on heap memory allocated before MPI_Init and on mmap'ed
+#      memory (--buf=preinit, --buf=mmap: on a GPU node each takes its own way through tlmpi's host
+#      classification). If valgrind is installed, bench/callgrind.sh also counts the instructions
+#      tlmpi adds per call (heap and mmap'ed buffers).
 #   4. on a machine with a GPU (and a CUDA build): the device-buffer bench (bench/run-gpu.sh):
 #      tlmpi auto against raw NCCL and host staging, 1 rank, then 2 and 4 ranks on the one GPU
 #      under an MPS daemon of its own where nvidia-cuda-mps-control exists; it prints the tables
@@ -121,10 +123,32 @@ if [ $rc -ne 0 ]; then
     echo "demo.sh: the demo program failed (rc $rc)" >&2
     exit $rc
 fi
+# The same 8-byte calls on host buffers of the other kinds, which take other ways through tlmpi's
+# host classification on a GPU node (src/mem/classify.c): the brk heap allocated before MPI_Init,
+# and an anonymous mmap made before MPI_Init (what allocators hand out for large blocks).
+say "the same 8-byte calls on other host buffers: heap allocated before MPI_Init, and mmap'ed"
+for kind in preinit mmap; do
+    kout=$build/demo-run-$kind.out
+    krc=0
+    if "$mpiexec" --version 2>&1 | grep -qiE 'open ?mpi|openrte'; then
+        "$mpiexec" -n 2 -x LD_PRELOAD="$lib" "$prog" --buf=$kind "$@" </dev/null >"$kout" 2>&1 || krc=$?
+    else
+        "$mpiexec" -n 2 -genv LD_PRELOAD="$lib" "$prog" --buf=$kind "$@" </dev/null >"$kout" 2>&1 || krc=$?
+    fi
+    if [ $krc -ne 0 ]; then
+        echo "demo.sh: the demo program failed with --buf=$kind (rc $krc); its output: $kout" >&2
+        exit $krc
+    fi
+    printf '   %-8s %s\n' "$kind:" "$(grep '^target:' "$kout" || echo "no target line (see $kout)")"
+    grep -E '^MPI_(Allreduce|Allgather|Reduce_scatter_block) ' "$kout" | sed 's/^/            /'
+done
 
 if [ "${DEMO_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
     say "instructions tlmpi adds per call (bench/callgrind.sh: valgrind --tool=callgrind, 2 ranks)"
-    sh "$src/bench/callgrind.sh" -b "$build" -m "$mpiexec" -n 2000 | sed 's/^/   /' || true
+    for kind in heap mmap; do
+        echo "   host buffers: $kind"
+        sh "$src/bench/callgrind.sh" -b "$build" -m "$mpiexec" -n 2000 -B $kind | sed 's/^/   /' || true
+    done
 elif [ "${DEMO_CALLGRIND:-1}" = 1 ]; then
     say "instruction count skipped: valgrind is not installed (apt-get install valgrind; bench/callgrind.sh)"
 fi
