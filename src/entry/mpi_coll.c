@@ -232,8 +232,8 @@ passthrough:
 /* The host fast path, decided inline before a tlmpi_call_t is built: 1 when coll_entry would
  * certainly hand the call to PMPI_* unchanged: tlmpi off or this collective not taken over; or not a
  * half-type reduction and either no GPU in the process or both buffers (the receive buffer alone
- * in place) in confirmed host mappings (tlmpi_mem_host_fast2: no CUDA query, no call; never 1 for
- * device memory). 0 sends the call through coll_entry, which makes the full decision (lazy init,
+ * in place) in the brk heap (tlmpi_mem_host_brk2: no call) or in confirmed host mappings
+ * (tlmpi_mem_host_fast2: no CUDA query, no call); never 1 for device memory. 0 sends the call through coll_entry, which makes the full decision (lazy init,
  * half types, pointer classification). */
 static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t coll, MPI_Datatype dt,
                                                                   const void *sbuf, const void *rbuf)
@@ -251,7 +251,11 @@ static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t c
         return 1;
     }
     /* a GPU node: TLMPI_VERIFY_UNIFORM checks host calls too (coll_slow) */
-    return !TLMPI_ENV_I(VERIFY_UNIFORM) && tlmpi_mem_host_fast2(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf);
+    if (TLMPI_ENV_I(VERIFY_UNIFORM)) {
+        return 0;
+    }
+    sbuf = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    return tlmpi_mem_host_brk2(sbuf, rbuf) || tlmpi_mem_host_fast2(sbuf, rbuf);
 }
 
 /* The entry points' inline pass-through test (their first statement; everything else, including
@@ -259,7 +263,8 @@ static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t c
  * unchanged and the datatype is the thread's fast datatype (size_cache.fast_dt: not a half type,
  * size known): tlmpi off or this collective not taken over; no GPU; or both buffers (the receive
  * buffer alone in place) in the newest confirmed host mapping (tlmpi_mem_host_fast2_first: no call,
- * no CUDA query, never 1 for device memory) and no TLMPI_VERIFY_UNIFORM. 0 sends the call to the
+ * no CUDA query, never 1 for device memory) or in the brk heap (tlmpi_mem_host_brk2, no call either)
+ * and no TLMPI_VERIFY_UNIFORM. 0 sends the call to the
  * entry's _full function: fast_passthrough (any confirmed host mapping, any datatype), then
  * coll_entry. */
 static inline __attribute__((always_inline)) int fast_host(tlmpi_coll_t coll, MPI_Datatype dt, const void *sbuf,
@@ -272,7 +277,8 @@ static inline __attribute__((always_inline)) int fast_host(tlmpi_coll_t coll, MP
      * first, then TLMPI_ENABLE and TLMPI_COLLS */
     if (tlmpi_g.gpu_count == 0 ||
         (TLMPI_LIKELY(!TLMPI_ENV_I(VERIFY_UNIFORM)) &&
-         TLMPI_LIKELY(tlmpi_mem_host_fast2_first(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf)))) {
+         (TLMPI_LIKELY(tlmpi_mem_host_fast2_first(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf)) ||
+          tlmpi_mem_host_brk2(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf)))) {
         return 1;
     }
     return TLMPI_UNLIKELY(!tlmpi_g.enabled) || !(tlmpi_g.coll_mask & (1u << coll));
@@ -284,22 +290,14 @@ static inline __attribute__((always_inline)) uint64_t fast_bytes(MPI_Count count
     return (uint64_t)count * (uint64_t)size_cache.fast_sz;
 }
 
-/* A fast_host call of a blocking form: counted when it succeeded */
-static inline __attribute__((always_inline)) int fast_counted(int rc, tlmpi_coll_t coll, uint64_t bytes)
-{
-    if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
-        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, bytes);
-    }
-    return rc;
-}
-
-/* The entry points' fast path: blocking forms (the PMPI_* call returns through tlmpi, which counts
- * it), non-blocking and persistent forms (counted when made, then the PMPI_* call is a tail call).
+/* The entry points' fast path: every form is counted when made, then the PMPI_* call is a tail call
+ * (no stack frame, nothing kept across the call: a blocking call that returned through tlmpi to be
+ * counted on success cost 8 more instructions; a call the MPI rejects is counted too).
  * sbuf and rbuf are the entry point's parameters; a miss goes to the entry's _full function. */
 #define FAST_BLOCKING(coll, dt, count, pmpi_call)                                                  \
     if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \
-        uint64_t fast_bytes_ = fast_bytes(count);                                                 \
-        return fast_counted(pmpi_call, coll, fast_bytes_);                                        \
+        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, fast_bytes(count));                          \
+        return pmpi_call;                                                                         \
     }
 #define FAST_FORM(coll, dt, count, form, pmpi_call)                                                \
     if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \

@@ -11,6 +11,7 @@
 #include "cudawrap.h"
 #include "compiler.h"
 #include "env.h"
+#include "log.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -29,7 +30,11 @@ static int classify_on; /* tlmpi_mem_init ran with a GPU present */
 /* Host addresses that can never be device memory: the brk heap from its start to the current break.
  * (No linker symbols such as `end`: libtlmpi may be LD_PRELOADed into a binary that does not export
  * them.) */
-static uintptr_t brk_lo;
+uintptr_t tlmpi_mem_brk_lo = UINTPTR_MAX; /* classify.h: none until tlmpi_mem_init ran with a GPU */
+#define brk_lo tlmpi_mem_brk_lo
+static void *const brk_none = NULL;
+void *const *tlmpi_mem_brk_cur = &brk_none;
+extern void *__curbrk __attribute__((weak)); /* glibc's record of the break (classify.h) */
 
 /* More host addresses that cannot be device memory while the call runs, so that host-buffer calls
  * on a GPU node skip the CUDA query (about 190 ns):
@@ -127,40 +132,95 @@ static unsigned range_next;
 static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned range_seq;
 
-/* Where the brk heap starts: the kernel's start_brk (field 47 of /proc/self/stat, Linux 3.3+), so
- * that heap memory allocated before tlmpi's (lazy) init is recognised too; the break at init where
- * that cannot be read. Everything between it and the current break is the one contiguous brk mapping
- * (the break is read again at every call, so a heap that shrank is followed). */
-static uintptr_t heap_start(void)
+/* Where the brk heap starts, so that heap memory allocated before tlmpi's (lazy) init is recognised
+ * too: the kernel's start_brk (field 47 of /proc/self/stat, Linux 3.3+); else the start of the
+ * [heap] line of /proc/self/maps (kernels and sandboxes that report 0 there); else the break when
+ * libtlmpi's constructor ran (before main: every allocation main makes is above it); else the break
+ * at init. Everything between it and the current break is the one contiguous brk mapping (the break
+ * is read again at every call, so a heap that shrank is followed). */
+static uintptr_t ctor_brk;
+
+__attribute__((constructor)) static void classify_ctor(void)
 {
-    uintptr_t now = (uintptr_t)sbrk(0), v = 0;
+    ctor_brk = (uintptr_t)sbrk(0);
+}
+
+static uintptr_t heap_start_stat(void)
+{
+    uintptr_t v = 0;
     char buf[1024], *p;
     FILE *f = fopen("/proc/self/stat", "r");
     size_t n;
     int field;
 
     if (!f) {
-        return now;
+        return 0;
     }
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
     p = strrchr(buf, ')'); /* the command name (field 2) may hold spaces */
     if (!p) {
-        return now;
+        return 0;
     }
     for (field = 2; field < 47 && p; field++) {
         p = strchr(p + 1, ' ');
     }
-    if (!p || sscanf(p + 1, "%" SCNuPTR, &v) != 1 || v == 0 || v > now) {
-        return now;
+    if (!p || sscanf(p + 1, "%" SCNuPTR, &v) != 1) {
+        return 0;
     }
     return v;
+}
+
+static uintptr_t heap_start_maps(void)
+{
+    char line[512];
+    uintptr_t lo = 0, hi;
+    FILE *f = fopen("/proc/self/maps", "r");
+
+    if (!f) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        if (strstr(line, "[heap]") && sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) == 2) {
+            break;
+        }
+        lo = 0;
+    }
+    fclose(f);
+    return lo;
+}
+
+/* the heap start found and which way (for tlmpi_info and the tests) */
+static const char *brk_how = "none";
+
+static uintptr_t heap_start(void)
+{
+    uintptr_t now = (uintptr_t)sbrk(0), v;
+
+    if ((v = heap_start_stat()) != 0 && v <= now) {
+        brk_how = "start_brk";
+        return v;
+    }
+    if ((v = heap_start_maps()) != 0 && v <= now) {
+        brk_how = "maps";
+        return v;
+    }
+    if (ctor_brk != 0 && ctor_brk != (uintptr_t)-1 && ctor_brk <= now) {
+        brk_how = "constructor";
+        return ctor_brk;
+    }
+    brk_how = "init";
+    return now;
 }
 
 void tlmpi_mem_init(void)
 {
     brk_lo = heap_start();
+    if (&__curbrk != NULL && __curbrk != NULL) {
+        tlmpi_mem_brk_cur = (void *const *)&__curbrk;
+    }
+    tlmpi_info(MEM, "brk heap from %#" PRIxPTR " (%s) to the break", brk_lo, brk_how);
     dl_iterate_phdr(exe_phdr_cb, NULL);
     (void)tlmpi_hostmap_init();
     classify_on = 1;
@@ -301,7 +361,8 @@ tlmpi_mem_type_t tlmpi_mem_type_classify(const void *p, int *dev_p, tlmpi_mem_se
         *dev_p = seen->dev;
         return seen->type;
     }
-    if ((addr >= brk_lo && addr < (uintptr_t)sbrk(0)) || host_certain(addr)) {
+    if ((addr >= brk_lo && addr < (uintptr_t)(*tlmpi_mem_brk_cur ? *tlmpi_mem_brk_cur : sbrk(0))) ||
+        host_certain(addr)) {
         return TLMPI_MEM_HOST;
     }
     if (tlmpi_cu.get_attr && range_lookup(addr, &r)) {

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h> /* sbrk */
 
 #include "hostmap.h"
 
@@ -93,6 +94,33 @@ static inline __attribute__((always_inline)) int tlmpi_mem_host_fast2_first(cons
     return 1;
 #endif
 }
+/* 1 if a and b both lie in the brk heap now: [its start (classify.c), the break), no call and no
+ * CUDA query; 0 means "ask tlmpi_mem_type_in_call". Heap memory (malloc'ed small blocks, before
+ * or after MPI_Init) is what most host buffers are: the entry points' pass-through test takes it
+ * here, after the confirmed host mappings. */
+extern uintptr_t tlmpi_mem_brk_lo __attribute__((visibility("hidden")));
+/* Where the current break is read: glibc's own record of it (__curbrk, updated by every brk/sbrk
+ * glibc makes, malloc's included), set by tlmpi_mem_init; until then, and without glibc, a zero
+ * (with tlmpi_mem_brk_lo at its initial UINTPTR_MAX no address passes; the full classification reads sbrk(0)). Not sbrk(0) here: where UCX's memory
+ * hooks are loaded (MPICH ch4:ucx, Open MPI's pml ucx) sbrk is theirs and makes a brk system call
+ * every time (strace of bench/passthrough on heap buffers: one brk per MPI call, 100-300 ns). A
+ * break moved by a raw brk system call outside glibc is not seen; malloc never does that. */
+extern void *const *tlmpi_mem_brk_cur __attribute__((visibility("hidden")));
+static inline __attribute__((always_inline)) int tlmpi_mem_host_brk2(const void *a, const void *b)
+{
+#ifdef HAVE_CUDA
+    /* four compares and two loads in two scratch registers: the entry points' inline test stays
+     * without a stack frame (a break below lo, a heap that shrank under a start found late, lets
+     * no address pass) */
+    return (uintptr_t)a >= tlmpi_mem_brk_lo && (uintptr_t)b >= tlmpi_mem_brk_lo &&
+           (uintptr_t)a < (uintptr_t)*tlmpi_mem_brk_cur && (uintptr_t)b < (uintptr_t)*tlmpi_mem_brk_cur;
+#else
+    (void)a;
+    (void)b;
+    return 1;
+#endif
+}
+
 /* Drop every cached device range (tests, finalize). */
 void tlmpi_mem_cache_flush(void);
 
