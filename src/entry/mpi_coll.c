@@ -290,14 +290,24 @@ static inline __attribute__((always_inline)) uint64_t fast_bytes(MPI_Count count
     return (uint64_t)count * (uint64_t)size_cache.fast_sz;
 }
 
-/* The entry points' fast path: every form is counted when made, then the PMPI_* call is a tail call
- * (no stack frame, nothing kept across the call: a blocking call that returned through tlmpi to be
- * counted on success cost 8 more instructions; a call the MPI rejects is counted too).
- * sbuf and rbuf are the entry point's parameters; a miss goes to the entry's _full function. */
+/* A fast_host call of a blocking form: counted when it succeeded (a call the MPI rejects is not
+ * counted, as on coll_entry's path) */
+static inline __attribute__((always_inline)) int fast_counted(int rc, tlmpi_coll_t coll, uint64_t bytes)
+{
+    if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, bytes);
+    }
+    return rc;
+}
+
+/* The entry points' fast path: blocking forms (the PMPI_* call returns through tlmpi, which counts
+ * it on success), non-blocking and persistent forms (counted when made, then the PMPI_* call is a
+ * tail call). sbuf and rbuf are the entry point's parameters; a miss goes to the entry's _full
+ * function. */
 #define FAST_BLOCKING(coll, dt, count, pmpi_call)                                                  \
     if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \
-        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, fast_bytes(count));                          \
-        return pmpi_call;                                                                         \
+        uint64_t fast_bytes_ = fast_bytes(count);                                                 \
+        return fast_counted(pmpi_call, coll, fast_bytes_);                                        \
     }
 #define FAST_FORM(coll, dt, count, form, pmpi_call)                                                \
     if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \

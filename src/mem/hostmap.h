@@ -98,11 +98,16 @@ static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2(uintptr_t a,
  * inline test: no loop, no call. */
 static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2_first(uintptr_t a, uintptr_t b)
 {
+    /* each bound read where it is used (memory operands, which the seqlock validates like one read):
+     * the test then needs one scratch register beside the sequence, and the entry point, whose six
+     * arguments stay live in their registers, keeps no stack frame for it */
     unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
-    uintptr_t lo = __atomic_load_n(&tlmpi_hostmap_hot[0].lo, __ATOMIC_RELAXED);
-    uintptr_t n = __atomic_load_n(&tlmpi_hostmap_hot[0].len, __ATOMIC_RELAXED);
 
-    return (a - lo < n) & (b - lo < n) && tlmpi_hostmap_valid(s);
+    return a - __atomic_load_n(&tlmpi_hostmap_hot[0].lo, __ATOMIC_RELAXED) <
+               __atomic_load_n(&tlmpi_hostmap_hot[0].len, __ATOMIC_RELAXED) &&
+           b - __atomic_load_n(&tlmpi_hostmap_hot[0].lo, __ATOMIC_RELAXED) <
+               __atomic_load_n(&tlmpi_hostmap_hot[0].len, __ATOMIC_RELAXED) &&
+           tlmpi_hostmap_valid(s);
 }
 
 /* The ticket of the record holding a (0: none, or the cache is off); take it before asking CUDA. */
