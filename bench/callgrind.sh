@@ -35,7 +35,9 @@
 # alias of PMPI_Allreduce, so callgrind may show either name). Then
 #     extra instructions per call = (outside_mpi - outside_pmpi) / N
 # which is exact (no timing noise): the polling instructions are all inside the MPI library.
-set -eu
+# -f: no pathname expansion anywhere (the unquoted $launch and analyse's words, e.g. an object
+# valgrind could not name, "???", which would otherwise match a file of the working directory)
+set -euf
 
 calls=10000 builddir= lib= mpiexec=mpiexec.mpich keep=0 target=60 op=allreduce buf=heap pre=
 while getopts n:b:l:m:kt:o:B:p:h opt; do
@@ -127,16 +129,16 @@ echo "launcher : $launch"
 worst=0
 for rank in 0 1; do
     fp=$out/pmpi/cg.$rank fm=$out/mpi/cg.$rank
-    set -f; set -- $(analyse "$fp" pmpi ""); set +f
+    set -- $(analyse "$fp" pmpi "")
     mpilib=$3
     case $mpilib in
     /*) ;;
     *) echo "callgrind.sh: rank $rank: the MPI library object was not found (the pmpi phase's callee: $mpilib); kept: $out" >&2
        trap - EXIT; exit 1 ;;
     esac
-    set -f; set -- $(analyse "$fp" pmpi "$mpilib"); set +f
+    set -- $(analyse "$fp" pmpi "$mpilib")
     out_p=$(( $1 - $2 ))
-    set -f; set -- $(analyse "$fm" mpi "$mpilib"); set +f
+    set -- $(analyse "$fm" mpi "$mpilib")
     incl_m=$1 entered_m=$2 out_m=$(( $1 - $2 ))
     extra=$(awk -v a="$out_m" -v b="$out_p" -v n="$calls" 'BEGIN { printf "%.1f", (a - b) / n }')
     echo "rank $rank: MPI library object: $mpilib"

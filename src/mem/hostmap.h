@@ -99,8 +99,9 @@ static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2(uintptr_t a,
 static inline __attribute__((always_inline)) int tlmpi_hostmap_hit2_first(uintptr_t a, uintptr_t b)
 {
     /* each bound read where it is used (memory operands, which the seqlock validates like one read):
-     * the test then needs one scratch register beside the sequence, and the entry point, whose six
-     * arguments stay live in their registers, keeps no stack frame for it */
+     * fewer scratch registers beside the sequence while the entry point's six arguments stay live,
+     * so the entry point saves three callee-saved registers, not four (gcc 12, -O2: 54 extra
+     * instructions per call on heap buffers, 62 with the bounds loaded into registers) */
     unsigned s = __atomic_load_n(&tlmpi_hostmap_seq, __ATOMIC_ACQUIRE);
 
     return a - __atomic_load_n(&tlmpi_hostmap_hot[0].lo, __ATOMIC_RELAXED) <

@@ -123,7 +123,7 @@ static double *host_at(void *want, int fallback)
         munmap(p, SZ);
     }
     if (tst_rank == 0) {
-        printf("gpu_host_cache: note: %p was taken on some rank (mmap there: %s)%s\n", want, ok ? "ok" : "failed",
+        printf("gpu_host_cache: note: %p was taken on some rank (rank 0's mmap: %s)%s\n", want, ok ? "ok" : "failed",
                fallback ? "; the case runs on host memory mapped elsewhere" : "; case skipped");
     }
     return fallback ? host_at(NULL, 0) : NULL;
