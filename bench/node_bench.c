@@ -108,8 +108,8 @@ typedef tlmpi_status_t (*describe_fn)(MPI_Comm, char *, size_t);
 static algo_stats_fn g_algo_stats;
 static describe_fn g_describe;
 static int P_NODE = -1, g_npaths;
-#define N_NODE_ALGOS 5
-static const char *const node_algos[N_NODE_ALGOS] = { "push", "pull", "oneshot", "twoshot", "ll" }; /* src/tier/node.c's names */
+#define N_NODE_ALGOS 6
+static const char *const node_algos[N_NODE_ALGOS] = { "push", "pull", "oneshot", "twoshot", "ll", "direct" }; /* src/tier/node.c's names */
 
 #define CK(_call)                                                                                     \
     do {                                                                                              \

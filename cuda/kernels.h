@@ -141,6 +141,11 @@ typedef enum {
     TLMPI_NODE_RSB_LL,        /* reduce_scatter_block: block q as flagged lines into rank q's LL region, reduce */
     TLMPI_NODE_AR_LL,         /* allreduce: the input as flagged lines into every rank's LL region, reduce */
     TLMPI_NODE_BARRIER,       /* one barrier, no data (the floor of any one-shot collective; bench) */
+    /* zero-copy kinds (tlmpi_cuda_node_run_direct only): straight between registered user buffers */
+    TLMPI_NODE_AG_DIRECT,     /* allgather: every rank copies each peer's block from the peer's send buffer */
+    TLMPI_NODE_RSB_DIRECT,    /* reduce_scatter_block: load-reduce the own block from every send buffer */
+    TLMPI_NODE_AR_DIRECT,     /* allreduce: load-reduce the own slice from every send buffer, store it into
+                                 every receive buffer */
     TLMPI_NODE_KIND_COUNT
 } tlmpi_node_kind_t;
 
@@ -164,6 +169,22 @@ int tlmpi_cuda_node_supported(int dtype, int op);
 /* Launch one node collective on stream (see above); 0 or a cudaError_t. a->epoch is advanced by
  * the number of barriers the launch performs. Pointers must be aligned to the element size. */
 int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, void *stream);
+
+/* Zero-copy node collectives (cuda/node_direct.cu) for persistent requests, whose buffers every node
+ * rank registered once (src/transport/ipcreg.c): in[q] / out[q] are node rank q's input and output as
+ * mapped in this process (this rank's own: its own pointers; MPI_IN_PLACE resolved as in
+ * tlmpi_node_args_t). Every pointer 16-byte aligned. */
+typedef struct {
+    const void *in[TLMPI_NODE_MAX_RANKS];
+    void *out[TLMPI_NODE_MAX_RANKS];
+} tlmpi_node_direct_t;
+
+/* Launch the zero-copy collective a->kind (TLMPI_NODE_*_DIRECT) on d's buffers (a->in / a->out are not
+ * used) with a->ctas CTAs: two node barriers (every rank arrived; every rank done with every buffer), no
+ * pool data. A reduce_scatter_block's input must not be its output (in place is not zero-copy). 0 or a
+ * cudaError_t; a->epoch advances as in tlmpi_cuda_node_run. */
+int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d,
+                               void *stream);
 
 /* The most CTAs a node kernel may use on device dev when ranks_on_gpu ranks share it, so that all
  * their CTAs are resident at once (occupancy API x SMs / ranks, capped at TLMPI_NODE_MAX_CTAS);

@@ -95,7 +95,7 @@ extern "C" int tlmpi_cuda_node_supported(int dtype, int op)
 extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, void *stream)
 {
     if (!x || !a || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 || x->nranks > kMaxRanks || x->rank < 0 ||
-        x->rank >= x->nranks || a->kind < 0 || a->kind >= TLMPI_NODE_KIND_COUNT)
+        x->rank >= x->nranks || a->kind < 0 || a->kind > TLMPI_NODE_BARRIER) /* the zero-copy kinds: run_direct */
         return (int)cudaErrorInvalidValue;
     Params p;
     p.x = *x;
@@ -164,7 +164,9 @@ extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
                           allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false),
                           allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD, false), allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, true),
                           ll_fn(TLMPI_NODE_AR_LL, TLMPI_DT_F16, TLMPI_OP_SUM), ll_fn(TLMPI_NODE_RSB_LL, TLMPI_DT_F64, TLMPI_OP_PROD),
-                          barrier_fn() };
+                          direct_fn(TLMPI_NODE_AG_DIRECT, 0, 0), direct_fn(TLMPI_NODE_AR_DIRECT, TLMPI_DT_F16, TLMPI_OP_SUM),
+                          direct_fn(TLMPI_NODE_RSB_DIRECT, TLMPI_DT_F64, TLMPI_OP_PROD),
+                          direct_fn(TLMPI_NODE_AR_DIRECT, TLMPI_DT_F64, TLMPI_OP_PROD), barrier_fn() };
     int per_sm = 1 << 30;
     int saved = -1;
     if (cudaGetDevice(&saved) != cudaSuccess) {

@@ -20,6 +20,7 @@ const void *allreduce_oneshot_fn(int dtype, int op, bool nvls); // node_allreduc
 const void *allreduce_twoshot_fn(int dtype, int op, bool nvls); // node_allreduce_twoshot.cu
 const void *ll_fn(int kind, int dtype, int op);                 // node_ll.cu: the three LL kinds
 const void *barrier_fn();                                       // node.cu
+const void *direct_fn(int kind, int dtype, int op);             // node_direct.cu: the zero-copy kinds
 
 template <typename Op> constexpr int op_id();
 template <> constexpr int op_id<Sum>() { return TLMPI_OP_SUM; }

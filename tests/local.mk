@@ -147,6 +147,19 @@ tests_mpi_mpi_host_cache_SOURCES = tests/mpi/mpi_host_cache.c tests/harness.h
 tests_mpi_mpi_host_cache_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_host_cache_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_host_cache_LDFLAGS = -no-install
+# persistent requests' buffers registered for the node tier's zero-copy kernels (mappings shared and
+# released, the ranks agreeing), with the fake CUDA runtime; 2 and 3 ranks
+PERSIST_REG_TESTS = tests/mpi/mpi_persist_reg tests/mpi/mpi_persist_reg_np3
+check_PROGRAMS += $(PERSIST_REG_TESTS)
+TESTS += $(PERSIST_REG_TESTS)
+tests_mpi_mpi_persist_reg_SOURCES = tests/mpi/mpi_persist_reg.c tests/harness.h
+tests_mpi_mpi_persist_reg_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_persist_reg_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_persist_reg_LDFLAGS = -no-install
+tests_mpi_mpi_persist_reg_np3_SOURCES = tests/mpi/mpi_persist_reg.c tests/harness.h
+tests_mpi_mpi_persist_reg_np3_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_persist_reg_np3_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_persist_reg_np3_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
 # failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
 # communicates between the processes of one host, through shared memory)

@@ -282,6 +282,7 @@ tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent,
     c.comm = sub->comm;
     c.smem = c.rmem; /* hier's buffers: the caller's receive buffer's kind, or scratch on its device */
     c.sdev = c.rdev;
+    c.preg = NULL; /* a step is never zero-copy */
     c.pend = NULL; /* a step completes inside its parent's call (a started hier call: at its start) */
     c.in_place = sbuf == MPI_IN_PLACE; /* as tlmpi_call_classify sets them */
     c.msg_bytes = (size_t)count * (size_t)c.dt_size;

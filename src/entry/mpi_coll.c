@@ -348,6 +348,7 @@ static __attribute__((noinline)) int coll_enter_form(tlmpi_coll_t coll, const vo
     c.ureq = req;
     c.info = info;
     c.pend = NULL;
+    c.preg = NULL;
 
     c.coll = coll;
     c.sbuf = sbuf;

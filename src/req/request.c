@@ -262,11 +262,21 @@ static tlmpi_req_t *req_new(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, int 
     return r;
 }
 
+/* What a persistent request's tier prepared at init, released (its work is done). */
+static void req_unpersist(tlmpi_req_t *r)
+{
+    if (r->call.preg) {
+        tlmpi_tiers[r->t]->unpersist(r->call.preg);
+        r->call.preg = NULL;
+    }
+}
+
 /* The handle goes back to the MPI (completed, then freed: the MPI calls gq_free), r is freed. */
 static void req_release(tlmpi_req_t *r)
 {
     MPI_Request h = r->handle;
 
+    req_unpersist(r);
     r->releasing = 1;
     reg_remove(r);
     if (!r->mpi_completed) {
@@ -556,10 +566,20 @@ int tlmpi_req_istart(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo)
 int tlmpi_req_persistent(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo)
 {
     tlmpi_req_t *r = req_new(tc, c, t, algo, 1);
+    const tlmpi_tier_t *tier = tlmpi_tiers[t];
+    void *preg = NULL;
 
+    /* the tier's preparation is collective: every rank takes part, also one whose request failed */
+    if (tier->persist) {
+        preg = tier->persist(&tc->tier, c, algo);
+    }
     if (!r) {
+        if (preg) {
+            tier->unpersist(preg);
+        }
         return tlmpi_core_error(c->comm, TLMPI_ERR_NO_MEMORY, tlmpi_coll_name(c->coll));
     }
+    r->call.preg = preg;
     *c->ureq = r->handle;
     return MPI_SUCCESS;
 }
@@ -1022,6 +1042,7 @@ void tlmpi_req_comm_gone(tlmpi_comm_t *tc)
     n = collect(&v, tc);
     for (i = 0; i < n; i++) {
         req_wait_done(v[i]);
+        req_unpersist(v[i]); /* its starts fail from now on */
         v[i]->tc = NULL;
         if (v[i]->freed) {
             req_release(v[i]);

@@ -50,6 +50,8 @@ typedef struct tlmpi_call {
     /* the form: NULL for a blocking call; a non-blocking or persistent start's completion record
      * (tier.h: tlmpi_pending_t), which the tiers fill instead of waiting */
     struct tlmpi_pending *pend;
+    /* a persistent request's: what its tier prepared at *_init (tier.h: persist), NULL: nothing */
+    void *preg;
     /* the entry point's form (tlmpi_form_t) and, for the non-blocking and persistent ones, the
      * application's request (and the persistent form's info) */
     int form;

@@ -20,6 +20,13 @@
  * setup everywhere) and the MPS detection: a median above TLMPI_NODE_SLOW_US on any rank means a
  * time-sliced GPU, and TLMPI_CAP_NODE_SLOW (agreed) takes the tier out of the auto order.
  *
+ * Persistent requests (persist, at *_init): where the call's message is at least TLMPI_NODE_DIRECT_MIN
+ * (above the LL limit) and the algorithm is auto or direct, the application's buffers are registered
+ * with CUDA IPC once (src/transport/ipcreg.c: every rank maps its peers' buffers, agreed by all), and
+ * every start runs the zero-copy kernels (cuda/node_direct.cu) on them instead of the pool kernels;
+ * unpersist releases the registration when the request is freed. Not for reduce_scatter_block in
+ * place (the result overwrites input that a peer reads).
+ *
  * run: one kernel launch on the comm's stream (the per-comm barrier epoch lives in each rank's pool
  * header, read and advanced by the kernels: launches are replay-safe, kernels.h's dev_epoch),
  * a bounded wait (TLMPI_TIMEOUT + 10 s: the kernels' own device waits give up after TLMPI_TIMEOUT
@@ -41,14 +48,17 @@
 #include "ipc.h"
 #include "topo.h"
 #include "devcomm.h"
+#include "ipcreg.h"
 #include "kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-enum { A_AUTO = 0, A_PUSH, A_PULL, A_ONESHOT, A_TWOSHOT, A_LL, A_COUNT };
-static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "oneshot", "twoshot", "ll" };
+/* direct: the zero-copy kernels of a persistent request whose buffers were registered at init (never a
+ * blocking or non-blocking call's: there it means auto) */
+enum { A_AUTO = 0, A_PUSH, A_PULL, A_ONESHOT, A_TWOSHOT, A_LL, A_DIRECT, A_COUNT };
+static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "oneshot", "twoshot", "ll", "direct" };
 
 #define NODE_CAPS (TLMPI_CAP_NODE | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)
 #define NODE_GRACE_S 10         /* the host wait's bound beyond TLMPI_TIMEOUT (the device's) */
@@ -478,7 +488,9 @@ static const char *node_kind_name(int kind)
     static const char *const names[TLMPI_NODE_KIND_COUNT] = { "allgather push", "allgather pull",
                                                               "reduce_scatter_block pull", "allreduce oneshot",
                                                               "allreduce twoshot", "allgather ll",
-                                                              "reduce_scatter_block ll", "allreduce ll", "barrier" };
+                                                              "reduce_scatter_block ll", "allreduce ll", "barrier",
+                                                              "allgather direct", "reduce_scatter_block direct",
+                                                              "allreduce direct" };
     return kind >= 0 && kind < TLMPI_NODE_KIND_COUNT ? names[kind] : "?";
 }
 
@@ -539,6 +551,32 @@ static int node_launch(void *arg, const void *in, void *out, void *stream)
     return e;
 }
 
+/* node_run's launch for a registered persistent request: the zero-copy kernel on its buffers (the call's
+ * own, on the comm's device: kernel_call hands them unchanged) */
+struct node_launch_direct {
+    struct tlmpi_node_comm *nc;
+    tlmpi_node_args_t *args;
+    const tlmpi_ipc_reg_t *reg;
+};
+static int node_launch_direct(void *arg, const void *in, void *out, void *stream)
+{
+    struct node_launch_direct *l = arg;
+    int e;
+
+    (void)in, (void)out;
+    e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, l->args, &l->reg->d, stream);
+    if (e == 0) {
+        l->nc->ran = 1;
+    }
+    return e;
+}
+
+static int direct_kind(tlmpi_coll_t coll)
+{
+    return coll == TLMPI_COLL_ALLGATHER ? TLMPI_NODE_AG_DIRECT
+         : coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? TLMPI_NODE_RSB_DIRECT : TLMPI_NODE_AR_DIRECT;
+}
+
 /* The launch arguments of call c (algorithm word algo); the algorithm it runs in *a_p. CTAs: the plan
  * entry's knob (tables, tuning file), else TLMPI_NODE_CTAS, else by size; at most the agreed limit
  * that keeps every rank's CTAs resident. */
@@ -577,7 +615,17 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         node_earlier_timed_out(tc, c, nc->xp->err); /* a stream-ordered call's, not yet reported */
     }
     node_args(tc, nc, c, algo, &args, &a);
-    {
+    if (c->preg) {
+        /* a registered persistent request (node_persist): zero-copy, the pool kind's CTA count */
+        struct node_launch_direct l = { nc, &args, c->preg };
+        const tlmpi_tier_kernel_t k = { "node", node_algos[A_DIRECT], "node tier", "the node kernel (zero-copy)",
+                                        NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,
+                                        node_launch_direct, &l };
+
+        a = A_DIRECT;
+        args.kind = direct_kind(c->coll);
+        st = tlmpi_tier_kernel_call(tc, c, &k);
+    } else {
         struct node_launch l = { nc, &args };
         const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
                                         &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch, &l };
@@ -634,8 +682,50 @@ static void node_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
 
     if (nc && TLMPI_UNLIKELY(nc->xp->err->set)) {
-        node_timed_out(tc, c, node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes), nc->xp->err);
+        node_timed_out(tc, c, c->preg ? A_DIRECT : node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes),
+                       nc->xp->err);
     }
+}
+
+/* The persistent forms at *_init (collective): the buffers registered for the zero-copy kernels where
+ * the call runs them. Whether to try is decided from rank-uniform inputs only (the agreed plan and
+ * settings, the message size, MPI_IN_PLACE, which the standard makes uniform); what this rank's buffers
+ * allow is agreed inside tlmpi_ipc_reg_create. */
+static void *node_persist(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo)
+{
+    struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
+    int ai = TLMPI_ALGO_INDEX(algo), local_ok = 1;
+    const char *why_local = NULL;
+    tlmpi_ipc_reg_t *reg;
+    char why[192];
+
+    if (!nc || !TLMPI_ENV_I(NODE_DIRECT) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
+        c->msg_bytes < (size_t)TLMPI_ENV_I(NODE_DIRECT_MIN) || node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL ||
+        (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place)) {
+        return NULL;
+    }
+    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
+        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
+        local_ok = 0;
+        why_local = "has buffers that are not device memory of the communicator's GPU";
+    }
+    reg = tlmpi_ipc_reg_create(tc->comm, tc->rank, tc->size, tc->dev, local_ok, why_local, c->in, c->in_bytes, c->rbuf,
+                               c->out_bytes, why, sizeof(why));
+    if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
+        if (reg) {
+            tlmpi_info(COLL, "communicator #%u: persistent %s of %zu bytes: zero-copy (the buffers of its %d ranks "
+                       "registered)", tc->id, tlmpi_coll_name(c->coll), c->msg_bytes, tc->size);
+        } else {
+            tlmpi_info(COLL, "communicator #%u: persistent %s of %zu bytes: through the pools (buffers not "
+                       "registered: %s)", tc->id, tlmpi_coll_name(c->coll), c->msg_bytes, why);
+        }
+    }
+    return reg;
+}
+
+static void node_unpersist(void *preg)
+{
+    tlmpi_ipc_reg_destroy(preg);
 }
 
 static void node_cleanup(tlmpi_tier_comm_t *tc)
@@ -671,6 +761,8 @@ static void node_cleanup(tlmpi_tier_comm_t *tc)
 #else /* !HAVE_CUDA: the tier does not exist */
 
 #define node_enqueue NULL
+#define node_persist NULL
+#define node_unpersist NULL
 
 static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
@@ -725,6 +817,8 @@ const tlmpi_tier_t tlmpi_tier_node = {
     .run = node_run,
     .enqueue = node_enqueue,
     .complete = node_complete,
+    .persist = node_persist,
+    .unpersist = node_unpersist,
     .cleanup = node_cleanup,
     .describe_algo = node_describe_algo,
     .describe = node_describe,

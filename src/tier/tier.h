@@ -23,6 +23,13 @@
  *               streams, and nothing per call baked into a launch that replays depend on (the stream
  *               may be capturing into a CUDA graph); the caller orders it (gpu/order.c). NULL: the
  *               tier cannot run stream-ordered. UNSUPPORTED: not this call (nothing enqueued)
+ *   persist     the persistent forms (req/request.c), at *_init: collective (every rank calls it for the
+ *               same call, on the tier the plan chose), what every start of the call can reuse, prepared
+ *               once (node: the user's buffers registered for its zero-copy kernels), or NULL (nothing:
+ *               the starts run as the non-blocking form does); the same outcome on every rank. The
+ *               tier's run finds it in c->preg. NULL hook: nothing to prepare
+ *   unpersist   release what persist returned (MPI_Request_free, the comm's teardown, finalize; local,
+ *               after the request's last start completed)
  *   cleanup     per-comm teardown (MPI_Comm_free, finalize); finalize: process teardown
  * The plan (comm/plan.c) chooses a tier per call; nothing outside a tier's file switches on tiers.
  */
@@ -145,6 +152,8 @@ typedef struct tlmpi_tier {
                             int *mpi_rc_p);                                   /* NULL: run, deferred */
     void (*complete)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo); /* NULL: none */
     tlmpi_status_t (*enqueue)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, void *stream); /* NULL: none */
+    void *(*persist)(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo); /* NULL: none */
+    void (*unpersist)(void *preg);
     void (*cleanup)(tlmpi_tier_comm_t *tc);                                /* NULL: none */
     void (*finalize)(void);                                                /* NULL: none */
     /* pure: what algorithm `algo` is for coll in words, e.g. "auto(oneshot<=262144,twoshot)" for a

@@ -50,6 +50,8 @@ int fake_stream_error;
 #define FK_STREAM_ERR() (__atomic_load_n(&fake_stream_error, __ATOMIC_RELAXED) ? cudaErrorLaunchFailure : cudaSuccess)
 /* how many pointer queries tlmpi made (tests/mpi/mpi_host_classify reads it) */
 unsigned long fake_cuda_ptr_queries;
+/* peer allocations mapped now (cudaIpcOpenMemHandle minus cudaIpcCloseMemHandle; tests/mpi/mpi_persist_reg) */
+int fake_cuda_ipc_mapped;
 /* how many multicast objects someone asked for (tests/mpi/mpi_fault reads it) */
 unsigned long fake_cuda_multicast_requests;
 
@@ -249,6 +251,9 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
     int i;
 
     _Static_assert(sizeof(fk_ipc_t) <= sizeof(h->reserved), "handle size");
+    if (getenv("FAKE_CUDA_IPC_REFUSE")) {
+        return last_err = cudaErrorInvalidValue; /* tests: memory CUDA IPC does not export (managed, pools) */
+    }
     reg_begin();
     i = scan((uintptr_t)p, &a);
     if (i < 0 || R[i].kind != FK_MEMFD || a.b != (uintptr_t)p) {
@@ -273,6 +278,9 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
 
     (void)flags;
     memcpy(&k, h.reserved, sizeof(k));
+    if (getenv("FAKE_CUDA_IPC_OPEN_REFUSE")) {
+        return last_err = cudaErrorMapBufferObjectFailed; /* tests: this process cannot map a peer's memory */
+    }
     if (k.magic != FK_IPC_MAGIC || k.pid == (int32_t)getpid()) {
         return last_err = cudaErrorInvalidResourceHandle; /* as CUDA: not in the exporting process */
     }
@@ -296,6 +304,7 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
         return last_err = cudaErrorMemoryAllocation;
     }
     reg_end();
+    __atomic_add_fetch(&fake_cuda_ipc_mapped, 1, __ATOMIC_RELAXED);
     return cudaSuccess;
 }
 cudaError_t cudaIpcCloseMemHandle(void *p)
@@ -314,6 +323,7 @@ cudaError_t cudaIpcCloseMemHandle(void *p)
     reg_clear(i);
     reg_end();
     munmap(p, maplen);
+    __atomic_sub_fetch(&fake_cuda_ipc_mapped, 1, __ATOMIC_RELAXED);
     return cudaSuccess;
 }
 /* occupancy: FAKE_CUDA_BLOCKS_PER_SM (default 2) CTAs of any kernel per SM */

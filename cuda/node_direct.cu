@@ -1,0 +1,276 @@
+// node_direct.cu: the zero-copy node kernels of the persistent forms: MPI_Allgather,
+// MPI_Reduce_scatter_block and MPI_Allreduce among the ranks of a node straight between their
+// registered user buffers, with no pool data area (tlmpi_cuda_node_run_direct; kernels.h).
+//
+// Algorithm. in[q] / out[q] are node rank q's send and receive buffers as mapped in this process (the
+// registration at *_init: src/transport/ipcreg.c); n ranks, this one r.
+//   allgather (B bytes a block): copy block q from in[q] into the own out at q*B, for every q (in place:
+//     not the own block, which is already there). Per rank: read nB, write nB; the pool kernels move 2B
+//     more (the own block into the pool).
+//   reduce_scatter_block (B bytes a block): the own out = reduce over q (order 0..n-1) of in[q] at r*B.
+//     Per rank: read nB, write B; the pull kernel first copies all nB into the pool (read and write nB).
+//   allreduce (M bytes, n slices of equal 16-byte multiples): slice r reduced over every in[q] (order
+//     0..n-1) and stored into every out[q]. Per rank: read M, write M; two-shot through the pools
+//     moves about 6M (node_allreduce_twoshot.cu), one-shot (n+3)M.
+// Every result element is reduced once, by one rank, and stored everywhere: bitwise the same on every
+// rank, and the same bits as the pool kernels (the same accumulators, the same order).
+// In place: allreduce (slice r of every buffer is read and then written by rank r alone) and allgather
+// (block q of out[q] is read by everyone and written by nobody); reduce_scatter_block in place is not
+// zero-copy (rank r's result lands in its block 0, which rank 0 reads): the host never registers it.
+//
+// Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all resident:
+// the node tier's CTA limit); CTA b owns the same 16-byte-aligned piece of the work on every rank
+// (node::cta_piece); peers' memory is loaded with ld.global.cg (the buffers change between starts and
+// L1 is not coherent with other GPUs' or processes' stores); tails element by element.
+//
+// Sync protocol. Two node barriers per call (targets epoch + 1 and epoch + 2, per CTA index, the
+// device-resident epoch of the pools' headers: node.cuh). The first: every rank has started the
+// call, so its buffers hold its input and may be written (MPI_Start's contract). The second: CTA b of
+// every rank has finished reading and writing its piece of every buffer; since every CTA index
+// passes it before this rank's kernel completes, no peer touches this rank's buffers once the
+// request completes (MPI's completion contract). No pool data is used, so node.cuh's parity rule holds
+// across mixed pool and zero-copy calls. A timed-out wait fills the error record and ends the CTA.
+#include "node_kernels.cuh"
+#include "transport_ipc.cuh"
+
+#include <string.h>
+
+using namespace tlmpi;
+using namespace tlmpi::node;
+
+namespace {
+
+struct DParams {
+    Params p;                   // p.bytes: allreduce M, allgather / reduce_scatter_block B
+    tlmpi_node_direct_t d;
+};
+
+// 16 bytes of a peer's buffer at alignment ua (>= the element size), bypassing L1
+__device__ __forceinline__ uint4 ld_peer(const char *p, int ua)
+{
+    if (ua >= 16) return load_pool<16>(p);
+    uint4 v;
+    if (ua == 8) {
+        const uint2 a = load_pool<8>(p), b = load_pool<8>(p + 8);
+        v = make_uint4(a.x, a.y, b.x, b.y);
+    } else if (ua == 4) {
+        v = make_uint4(load_pool<4>(p), load_pool<4>(p + 4), load_pool<4>(p + 8), load_pool<4>(p + 12));
+    } else {
+        unsigned char *d = reinterpret_cast<unsigned char *>(&v);
+#pragma unroll
+        for (int i = 0; i < 16; i++) d[i] = load_pool<1>(p + i);
+    }
+    return v;
+}
+
+// Store v into every rank's out at byte offset b, starting after this rank (the ranks' stores do not
+// all hit rank 0's memory first)
+__device__ __forceinline__ void store_all(const DParams &q, int n, int r, size_t b, uint4 v)
+{
+    for (int s = 0; s < n; s++) {
+        int k = r + s;
+        if (k >= n) k -= n;
+        store<16>(static_cast<char *>(q.d.out[k]) + b, v);
+    }
+}
+template <int E> __device__ __forceinline__ void store_all_e(const DParams &q, int n, int r, size_t b, Vec<E> v)
+{
+    for (int s = 0; s < n; s++) {
+        int k = r + s;
+        if (k >= n) k -= n;
+        store<E>(static_cast<char *>(q.d.out[k]) + b, v);
+    }
+}
+
+template <int DT, typename Op> __device__ __forceinline__ void ar_direct(const DParams &q, const IpcTransport &t)
+{
+    using T = typename Dt<DT>::T;
+    constexpr int E = (int)sizeof(T);
+    using Acc = AccumFor<DT, Op, 16>;
+    using AccE = AccumFor<DT, Op, E>;
+    const int n = t.nranks(), r = t.rank();
+    const size_t M = q.p.bytes;
+    size_t ls = (M + n - 1) / n;
+    ls = (ls + 15) & ~(size_t)15;
+    if (!t.barrier(1)) return;
+    const size_t so = (size_t)r * ls;
+    if (so < M) {
+        const size_t len = M - so < ls ? M - so : ls;
+        size_t lo, hi;
+        cta_piece(ls, len, &lo, &hi);
+        const size_t nvec = (hi - lo) / 16;
+        for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+            const size_t b = so + lo + i * 16;
+            const uint4 self = load_pool<16>(static_cast<const char *>(q.d.in[r]) + b);
+            const uint4 v = t.template load_reduce_groups<uint4, Acc>(
+                self, [&](int k) { return load_pool<16>(static_cast<const char *>(q.d.in[k]) + b); });
+            store_all(q, n, r, b, v);
+        }
+        const size_t t0 = lo + nvec * 16;
+        if (threadIdx.x * E < hi - t0) {
+            const size_t b = so + t0 + threadIdx.x * E;
+            const Vec<E> self = load_pool<E>(static_cast<const char *>(q.d.in[r]) + b);
+            const Vec<E> v = t.template load_reduce_groups<Vec<E>, AccE>(
+                self, [&](int k) { return load_pool<E>(static_cast<const char *>(q.d.in[k]) + b); });
+            store_all_e<E>(q, n, r, b, v);
+        }
+    }
+    (void)t.barrier(2);
+}
+
+template <int DT, typename Op> __device__ __forceinline__ void rsb_direct(const DParams &q, const IpcTransport &t)
+{
+    using T = typename Dt<DT>::T;
+    constexpr int E = (int)sizeof(T);
+    using Acc = AccumFor<DT, Op, 16>;
+    using AccE = AccumFor<DT, Op, E>;
+    const int r = t.rank();
+    const size_t B = q.p.bytes, so = (size_t)r * B;
+    char *out = static_cast<char *>(q.d.out[r]);
+    if (!t.barrier(1)) return;
+    size_t lo, hi;
+    cta_piece(B, B, &lo, &hi);
+    const int ua = ua_of(static_cast<const char *>(q.d.in[0]) + so); // the same for every rank's buffer
+    const size_t nvec = (hi - lo) / 16;
+    for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+        const size_t b = lo + i * 16;
+        const uint4 self = ld_peer(static_cast<const char *>(q.d.in[r]) + so + b, ua);
+        const uint4 v = t.template load_reduce_groups<uint4, Acc>(
+            self, [&](int k) { return ld_peer(static_cast<const char *>(q.d.in[k]) + so + b, ua); });
+        store<16>(out + b, v);
+    }
+    const size_t t0 = lo + nvec * 16;
+    if (threadIdx.x * E < hi - t0) {
+        const size_t b = t0 + threadIdx.x * E;
+        const Vec<E> self = load_pool<E>(static_cast<const char *>(q.d.in[r]) + so + b);
+        const Vec<E> v = t.template load_reduce_groups<Vec<E>, AccE>(
+            self, [&](int k) { return load_pool<E>(static_cast<const char *>(q.d.in[k]) + so + b); });
+        store<E>(out + b, v);
+    }
+    (void)t.barrier(2);
+}
+
+// dst[lo, hi) = src[lo, hi) of a peer's buffer (src at alignment ua_s, dst at ua_d), 4 vectors in
+// flight per thread; the tail (< 16 bytes, at the block's end) byte by byte
+__device__ __forceinline__ void copy_peer(char *dst, int ua_d, const char *src, int ua_s, size_t lo, size_t hi)
+{
+    constexpr int U = 4;
+    const size_t nvec = (hi - lo) / 16;
+    const size_t bd = blockDim.x;
+    size_t i = threadIdx.x;
+    for (; i + (U - 1) * bd < nvec; i += U * bd) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = ld_peer(src + lo + (i + u * bd) * 16, ua_s);
+#pragma unroll
+        for (int u = 0; u < U; u++) st_user(dst + lo + (i + u * bd) * 16, v[u], ua_d);
+    }
+    for (; i < nvec; i += bd) st_user(dst + lo + i * 16, ld_peer(src + lo + i * 16, ua_s), ua_d);
+    const size_t t0 = lo + nvec * 16;
+    if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = (char)load_pool<1>(src + t0 + threadIdx.x);
+}
+
+__device__ __forceinline__ void ag_direct(const DParams &q, const IpcTransport &t)
+{
+    const int n = t.nranks(), r = t.rank();
+    const size_t B = q.p.bytes;
+    char *out = static_cast<char *>(q.d.out[r]);
+    const bool in_place = q.d.in[r] == out + (size_t)r * B;
+    if (!t.barrier(1)) return;
+    size_t lo, hi;
+    cta_piece(B, B, &lo, &hi);
+    for (int s = 0; s < n; s++) {
+        int k = r + s;
+        if (k >= n) k -= n;
+        if (k == r && in_place) continue;
+        char *dst = out + (size_t)k * B;
+        const char *src = static_cast<const char *>(q.d.in[k]);
+        copy_peer(dst, ua_of(dst), src, ua_of(src), lo, hi);
+    }
+    (void)t.barrier(2);
+}
+
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_direct_ipc(const __grid_constant__ DParams q)
+{
+    TLMPI_NODE_ENTER(q.p, ep);
+    IpcTransport t{ q.p.x, ep, q.p.kind };
+    ar_direct<DT, Op>(q, t);
+}
+
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const __grid_constant__ DParams q)
+{
+    TLMPI_NODE_ENTER(q.p, ep);
+    IpcTransport t{ q.p.x, ep, q.p.kind };
+    rsb_direct<DT, Op>(q, t);
+}
+
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_direct_ipc(const __grid_constant__ DParams q)
+{
+    TLMPI_NODE_ENTER(q.p, ep);
+    IpcTransport t{ q.p.x, ep, q.p.kind };
+    ag_direct(q, t);
+}
+
+template <int DT, typename Op> struct ArDirectK {
+    static const void *fn(bool) { return (const void *)ar_direct_ipc<DT, Op>; }
+};
+template <int DT, typename Op> struct RsbDirectK {
+    static const void *fn(bool) { return (const void *)rsb_direct_ipc<DT, Op>; }
+};
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+}  // namespace
+
+namespace tlmpi {
+namespace node {
+const void *direct_fn(int kind, int dtype, int op)
+{
+    switch (kind) {
+    case TLMPI_NODE_AG_DIRECT: return (const void *)ag_direct_ipc;
+    case TLMPI_NODE_RSB_DIRECT: return lookup_dt_op<RsbDirectK>(dtype, op, false);
+    case TLMPI_NODE_AR_DIRECT: return lookup_dt_op<ArDirectK>(dtype, op, false);
+    }
+    return nullptr;
+}
+}  // namespace node
+}  // namespace tlmpi
+
+extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a,
+                                          const tlmpi_node_direct_t *d, void *stream)
+{
+    if (!x || !a || !d || !x->dev_epoch || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 ||
+        x->nranks > kMaxRanks || x->rank < 0 || x->rank >= x->nranks ||
+        (a->kind != TLMPI_NODE_AG_DIRECT && a->kind != TLMPI_NODE_RSB_DIRECT && a->kind != TLMPI_NODE_AR_DIRECT))
+        return (int)cudaErrorInvalidValue;
+    const bool ag = a->kind == TLMPI_NODE_AG_DIRECT;
+    size_t elem = 1;
+    if (!ag) {
+        if (!tlmpi_cuda_node_supported(a->dtype, a->op)) return (int)cudaErrorInvalidValue;
+        elem = TLMPI_DT_ELEM_SIZE(a->dtype);
+    }
+    if (a->count == 0) return 0;
+    if (a->count > ((size_t)-1) / elem / (size_t)x->nranks) return (int)cudaErrorInvalidValue;
+    for (int q = 0; q < x->nranks; q++)
+        if (!d->in[q] || !d->out[q] || !aligned16(d->out[q]) || (!ag && !aligned16(d->in[q])))
+            return (int)cudaErrorInvalidValue;
+    DParams q;
+    memset(&q, 0, sizeof(q));
+    q.p.x = *x;
+    q.p.in = static_cast<const char *>(d->in[x->rank]);
+    q.p.out = static_cast<char *>(d->out[x->rank]);
+    q.p.bytes = a->count * elem;
+    q.p.chunk = q.p.bytes;
+    q.p.nsteps = 1;
+    q.p.epoch = a->epoch;
+    q.p.barriers = 2;
+    q.p.kind = a->kind;
+    q.d = *d;
+    const void *fn = direct_fn(a->kind, a->dtype, a->op);
+    if (!fn) return (int)cudaErrorInvalidValue;
+    void *args[1] = { &q };
+    return (int)cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
+                                 static_cast<cudaStream_t>(stream));
+}
