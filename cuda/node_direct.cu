@@ -20,8 +20,9 @@
 //
 // Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all resident:
 // the node tier's CTA limit); CTA b owns the same 16-byte-aligned piece of the work on every rank
-// (node::cta_piece); peers' memory is loaded with ld.global.cg (the buffers change between starts and
-// L1 is not coherent with other GPUs' or processes' stores); tails element by element.
+// (node::cta_piece; allgather walks it in 64 KiB sub-pieces, every block's before the next); peers'
+// memory is loaded with ld.global.cg (the buffers change between starts and L1 is not coherent with
+// other GPUs' or processes' stores); tails element by element.
 //
 // Sync protocol. Two node barriers per call (targets epoch + 1 and epoch + 2, per CTA index, the
 // device-resident epoch of the pools' headers: node.cuh). The first: every rank has started the
@@ -179,13 +180,21 @@ __device__ __forceinline__ void ag_direct(const DParams &q, const IpcTransport &
     if (!t.barrier(1)) return;
     size_t lo, hi;
     cta_piece(B, B, &lo, &hi);
-    for (int s = 0; s < n; s++) {
-        int k = r + s;
-        if (k >= n) k -= n;
-        if (k == r && in_place) continue;
-        char *dst = out + (size_t)k * B;
-        const char *src = static_cast<const char *>(q.d.in[k]);
-        copy_peer(dst, ua_of(dst), src, ua_of(src), lo, hi);
+    // the piece in sub-pieces of kSub bytes, each copied from every block before the next: the ranks
+    // then read the same bytes of each block at about the same time (every block is read by all n),
+    // and where they share a GPU those reads meet in its L2 (n x ctas x kSub bytes in flight: 8 MiB at
+    // 8 ranks and 16 CTAs) instead of each rank streaming whole blocks through HBM in its own order
+    constexpr size_t kSub = 64u << 10;
+    for (size_t c0 = lo; c0 < hi; c0 += kSub) {
+        const size_t c1 = hi - c0 < kSub ? hi : c0 + kSub;
+        for (int s = 0; s < n; s++) {
+            int k = r + s;
+            if (k >= n) k -= n;
+            if (k == r && in_place) continue;
+            char *dst = out + (size_t)k * B;
+            const char *src = static_cast<const char *>(q.d.in[k]);
+            copy_peer(dst, ua_of(dst), src, ua_of(src), c0, c1);
+        }
     }
     (void)t.barrier(2);
 }
