@@ -180,9 +180,10 @@ typedef struct {
 } tlmpi_node_direct_t;
 
 /* Launch the zero-copy collective a->kind (TLMPI_NODE_*_DIRECT) on d's buffers (a->in / a->out are not
- * used) with a->ctas CTAs: two node barriers (every rank arrived; every rank done with every buffer), no
- * pool data. A reduce_scatter_block's input must not be its output (in place is not zero-copy). 0 or a
- * cudaError_t; a->epoch advances as in tlmpi_cuda_node_run. */
+ * used) with a->ctas CTAs: two node barriers (every rank arrived; every rank done with every buffer),
+ * allgather one more per step (a data half of the pool, at most 16 MiB) beyond its first; no pool data.
+ * A reduce_scatter_block's input must not be its output (in place is not zero-copy). x->dev_epoch is
+ * required. 0 or a cudaError_t. */
 int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d,
                                void *stream);
 
