@@ -9,9 +9,11 @@
  *   gpu_persist [--iters N] [--quick] [--overflow] [--any-path] [--no-form-check]
  *
  * Sections:
- *  - loop: six persistent requests made once on the world (allreduce f32 1000 elements, bf16 70000
+ *  - loop: nine persistent requests made once on the world (allreduce f32 1000 elements, bf16 70000
  *    in place; allgather i32 333, u8 30000 in place; reduce_scatter_block f64 max 77, f16 4097 in
- *    place: the LL, one-shot / two-shot, push / pull sizes), then N (default 1000) rounds: fresh
+ *    place: the LL, one-shot / two-shot, push / pull sizes, at element-aligned offsets that change
+ *    with the seed; and 1 MiB at 16-byte aligned offsets: allreduce f32, allgather u8 in place,
+ *    reduce_scatter_block f32, the node tier's zero-copy kernels), then N (default 1000) rounds: fresh
  *    inputs written into the bound buffers, the outputs poisoned anew, all six started (MPI_Startall,
  *    or MPI_Start one by one) and completed by one of MPI_Wait (in order or reversed), MPI_Waitall,
  *    MPI_Test / MPI_Testall / MPI_Testany / MPI_Testsome loops, MPI_Waitany, MPI_Waitsome; every
@@ -66,7 +68,7 @@ static unsigned long long g_seed;
 static tst_rng_t g_urng;
 
 #define GUARD 64
-#define NSLOT 8
+#define NSLOT 9
 static char *d_s[NSLOT], *d_r[NSLOT], *h_s[NSLOT], *h_r[NSLOT], *h_c[NSLOT], *hb_s[NSLOT], *hb_r[NSLOT];
 static size_t d_bytes;
 
@@ -102,6 +104,7 @@ static const char *pname(int k)
     return n ? n : "?";
 }
 
+static int g_aligned; /* preq_init: buffers at 16-byte aligned offsets */
 static size_t off_of(unsigned long long cs, int which, size_t esz)
 {
     return ((((cs >> (2 * which + 3)) ^ (cs >> 11)) & 3) * 3 * esz) % 48;
@@ -172,8 +175,9 @@ static void preq_init(preq_t *x, MPI_Comm comm, int coll, const char *tn, int op
     sizes_of(coll, count, x->p, &x->in_n, &x->out_n);
     in_b = x->in_n * esz;
     out_b = x->out_n * esz;
-    x->roff = GUARD + off_of(cs0, 0, esz); /* fixed for the request's life: its buffers are bound */
-    x->soff = GUARD + off_of(cs0, 1, esz);
+    /* fixed for the request's life: its buffers are bound; g_aligned: 16-byte aligned (zero-copy) */
+    x->roff = GUARD + (g_aligned ? 0 : off_of(cs0, 0, esz));
+    x->soff = GUARD + (g_aligned ? 0 : off_of(cs0, 1, esz));
     x->rspan = x->roff + (out_b > in_b ? out_b : in_b) + GUARD;
     x->sspan = x->soff + in_b + GUARD;
     if (x->rspan > d_bytes || x->sspan > d_bytes) {
@@ -505,7 +509,7 @@ static void round_of(preq_t **xs, int n, int m, int startall, const char *label)
 
 static void loop_section(int iters)
 {
-    preq_t x[6], *xs[6];
+    preq_t x[9], *xs[9];
     int it, i;
     double t0 = now();
     long c0 = g_cases;
@@ -516,8 +520,14 @@ static void loop_section(int iters)
     preq_init(&x[3], MPI_COMM_WORLD, C_AG, "u8", 0, 1, 30000, 3, 0, 0);
     preq_init(&x[4], MPI_COMM_WORLD, C_RSB, "f64", OP_MAX, 0, 77, 4, 0, 0);
     preq_init(&x[5], MPI_COMM_WORLD, C_RSB, "f16", OP_SUM, 1, 4097, 5, 0, 0);
-    for (i = 0; i < 6; i++) xs[i] = &x[i];
-    for (i = 0; i < 6; i++) {
+    /* 1 MiB, 16-byte aligned: the node tier's zero-copy kernels (TLMPI_NODE_DIRECT_MIN's default) */
+    g_aligned = 1;
+    preq_init(&x[6], MPI_COMM_WORLD, C_AR, "f32", OP_SUM, 0, 262144, 6, 0, 0);
+    preq_init(&x[7], MPI_COMM_WORLD, C_AG, "u8", 0, 1, 1048576, 7, 0, 0);
+    preq_init(&x[8], MPI_COMM_WORLD, C_RSB, "f32", OP_SUM, 0, 262144, 8, 0, 0);
+    g_aligned = 0;
+    for (i = 0; i < 9; i++) xs[i] = &x[i];
+    for (i = 0; i < 9; i++) {
         if (x[i].req == MPI_REQUEST_NULL) {
             TST_FAIL("loop: not run (a request could not be made)");
             iters = 0;
@@ -527,11 +537,11 @@ static void loop_section(int iters)
         char lab[64];
         int m = (int)urand(M_N);
         snprintf(lab, sizeof lab, "loop round %d", it);
-        round_of(xs, 6, m, it % 2 == 0, lab);
+        round_of(xs, 9, m, it % 2 == 0, lab);
     }
-    for (i = 0; i < 6; i++) if (x[i].req != MPI_REQUEST_NULL) preq_free(&x[i]);
+    for (i = 0; i < 9; i++) if (x[i].req != MPI_REQUEST_NULL) preq_free(&x[i]);
     if (g_rank == 0)
-        printf("loop: %d rounds of 6 persistent requests (all three collectives), %ld starts checked, %.2f s\n", iters,
+        printf("loop: %d rounds of 9 persistent requests (all three collectives), %ld starts checked, %.2f s\n", iters,
                g_cases - c0, now() - t0);
     fflush(stdout);
 }
