@@ -480,6 +480,13 @@ static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
     }
 }
 
+/* The zero-copy kernels' kinds (registered persistent requests, node_run). */
+static int direct_kind(tlmpi_coll_t coll)
+{
+    return coll == TLMPI_COLL_ALLGATHER ? TLMPI_NODE_AG_DIRECT
+         : coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? TLMPI_NODE_RSB_DIRECT : TLMPI_NODE_AR_DIRECT;
+}
+
 /* The kernel kinds' names (kernels.h tlmpi_node_kind_t), for the timeout diagnostics: the error
  * record names the kernel that gave up, which may be an earlier stream-ordered or replayed one than
  * the call whose wait saw it. */
@@ -512,7 +519,8 @@ static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_
                 tc->rank, tlmpi_g.world_rank, tc->id, tc->size, tlmpi_coll_name(c->coll), node_algos[a], c->msg_bytes,
                 (long)TLMPI_ENV_I(TIMEOUT), where, r->cta, r->peer, a == A_LL ? "line flag " : "",
                 (unsigned long long)r->expected, (unsigned long long)r->seen, node_kind_name(r->kind),
-                r->kind == (int)node_kind(c->coll, a) ? "" : ", not this call's: an earlier stream-ordered or replayed one",
+                r->kind == (a == A_DIRECT ? direct_kind(c->coll) : (int)node_kind(c->coll, a))
+                    ? "" : ", not this call's: an earlier stream-ordered or replayed one",
                 nc ? nc->xp->max_ctas : 0, tlmpi_topo_concurrent_colls());
     tlmpi_gpu_abort(tc->comm);
 }
@@ -569,12 +577,6 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
         l->nc->ran = 1;
     }
     return e;
-}
-
-static int direct_kind(tlmpi_coll_t coll)
-{
-    return coll == TLMPI_COLL_ALLGATHER ? TLMPI_NODE_AG_DIRECT
-         : coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? TLMPI_NODE_RSB_DIRECT : TLMPI_NODE_AR_DIRECT;
 }
 
 /* The launch arguments of call c (algorithm word algo); the algorithm it runs in *a_p. CTAs: the plan
