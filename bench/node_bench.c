@@ -795,7 +795,9 @@ static void bench_eff(void)
  *      the non-blocking call + wait, at every size of -F (default 8 B, 1, 16 and 64 MiB), all three
  *      collectives, one start validated per size (fresh data); where the MPI has no persistent
  *      collectives (older than MPI-4: Open MPI 4.1) the persistent rows are skipped with one line
- *      and the non-blocking rows are still measured.
+ *      and the non-blocking rows are still measured;
+ *  (d) overlap: OSU's overlap measure (host compute as long as the pure call + wait) at the sizes of
+ *      -F from 1 MiB, with the time to return and the wait split out (form_overlap).
  * Every item: medians over -r repetitions of the mean over ranks (and of the slowest rank), the items
  * of a repetition round robin (order reversed on odd repetitions), ratios of medians in the same run.
  * CSV rows: section "form", mode = the form (blocking, nonblocking, persistent; eager and sync for
@@ -1222,6 +1224,111 @@ static void form_persistent(void)
     g_row_form = "blocking";
 }
 
+/* (d) overlap, as OSU's osu_i* measure it (host-side compute): per size of -F from 1 MiB and per
+ * collective, `pure` = median over repetitions of the mean I-call + MPI_Wait; then per iteration: the
+ * I-call (init), the host spinning for `pure` (compute), MPI_Wait (wait); overlap = 100 - 100 x
+ * (init + compute + wait - compute) / pure, OSU's formula. The path column says whether the launch
+ * thread made the launches (launch=thread: libtlmpi's launcher counters moved by one per call),
+ * so rows of TLMPI_LAUNCH_THREAD=0 runs never pool with those of =1. */
+typedef void (*launch_counts_fn)(unsigned long *, unsigned long *, unsigned long *);
+static void spin_for(double s)
+{
+    double t0 = now();
+    while (now() - t0 < s) {
+    }
+}
+static void form_overlap(void)
+{
+    int c, si, rep, i, reps = o.lat_reps;
+    launch_counts_fn lc;
+    *(void **)&lc = dlsym(RTLD_DEFAULT, "tlmpi_launcher_counts");
+    if (g_rank == 0) {
+        printf("\n## Overlap as OSU measures it (host compute = the pure time), %d ranks (us: median of %d repetitions "
+               "of the mean over ranks)\n\n", g_size, reps);
+        printf("| collective | bytes | path | pure I-call + wait | init | wait | overall - compute | overlap %% |\n"
+               "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    }
+    for (c = 0; c < C_N; c++) {
+        for (si = 0; si < g_form_nsizes; si++) {
+            size_t b = g_form_sizes[si];
+            int iters = b >= o.large ? 10 : o.lat_iters;
+            double pure[MAX_REPS], pm[MAX_REPS], ini[MAX_REPS], im[MAX_REPS], wt[MAX_REPS], wm[MAX_REPS], ov[MAX_REPS],
+                om[MAX_REPS], mp, mi, mw, mo, ovl;
+            unsigned long l0 = 0, l1 = 0;
+            unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS];
+            char path[128] = "";
+            MPI_Request q;
+            if (b < ((size_t)1 << 20) || b > g_maxb || !set_cfg("node", -1, NULL)) continue;
+            for (i = 0; i < 3; i++) form_call(FM_NONBLOCKING, c, b);
+            for (rep = 0; rep < reps; rep++) {
+                double tp = 0, pmed;
+                PMPI_Barrier(g_comm);
+                for (i = 0; i < iters; i++) {
+                    double t0 = now();
+                    nb_call(c, b, g_s, g_r, &q);
+                    wait1(&q);
+                    tp += now() - t0;
+                    PMPI_Barrier(g_comm);
+                }
+                form_reduce(tp / iters, pure, pm, rep);
+                pmed = pure[rep] * 1e-6;
+                if (rep == 0) {
+                    snap(c, pb); snap_algos(c, ab);
+                    if (lc) lc(&l0, NULL, NULL);
+                }
+                {
+                    double ti = 0, tw = 0, tt = 0;
+                    PMPI_Barrier(g_comm);
+                    for (i = 0; i < iters; i++) {
+                        double t0 = now(), t1, t2;
+                        nb_call(c, b, g_s, g_r, &q);
+                        t1 = now();
+                        spin_for(pmed);
+                        t2 = now();
+                        wait1(&q);
+                        ti += t1 - t0;
+                        tw += now() - t2;
+                        tt += now() - t0 - (t2 - t1);
+                        PMPI_Barrier(g_comm);
+                    }
+                    form_reduce(ti / iters, ini, im, rep);
+                    form_reduce(tw / iters, wt, wm, rep);
+                    form_reduce(tt / iters, ov, om, rep);
+                }
+                if (rep == 0) {
+                    unsigned ran = 0, all = 0;
+                    snap(c, pa); snap_algos(c, aa);
+                    served(pb, pa, ab, aa, path, sizeof path);
+                    if (lc) lc(&l1, NULL, NULL);
+                    ran = lc && l1 - l0 >= (unsigned long)iters ? 1u : 0u;
+                    PMPI_Allreduce(&ran, &all, 1, MPI_UNSIGNED, MPI_BAND, g_comm);
+                    snprintf(path + strlen(path), sizeof path - strlen(path), " launch=%s",
+                             !lc ? "unknown" : all ? "thread" : "inline");
+                }
+            }
+            mp = median(pure, reps);
+            mi = median(ini, reps);
+            mw = median(wt, reps);
+            mo = median(ov, reps);
+            ovl = 100.0 - 100.0 * mo / mp;
+            if (ovl < 0) ovl = 0;
+            if (g_rank == 0) {
+                printf("| %s | %zu | %s | %.2f | %.2f | %.2f | %.2f | %.1f |\n", coll_names[c], b, path, mp, mi, mw, mo, ovl);
+                fflush(stdout);
+            }
+            g_row_form = "nonblocking";
+            csv_row("form", coll_names[c], "nonblocking", "pure", path, b, iters, reps, mp, median(pm, reps), 0, 0, 0, 0, 0,
+                    0, 1.0, "-");
+            csv_row("form", coll_names[c], "nonblocking", "overlap-init", path, b, iters, reps, mi, median(im, reps), 0, 0,
+                    0, 0, 0, 0, mi / mp, "-");
+            csv_row("form", coll_names[c], "nonblocking", "overlap-wait", path, b, iters, reps, mw, median(wm, reps), 0, 0,
+                    0, 0, 0, 0, mw / mp, "-");
+            csv_row("form", coll_names[c], "nonblocking", "overlap-uncovered", path, b, iters, reps, mo, median(om, reps),
+                    0, 0, 0, 0, 0, 0, mo / mp, "-");
+        }
+    }
+}
+
 static void bench_form(void)
 {
 #if FORM_HAVE_PERSISTENT
@@ -1231,6 +1338,7 @@ static void bench_form(void)
     *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
     if (!g_form_stats && g_rank == 0) printf("\nnode_bench: this libtlmpi has no tlmpi_get_form_stats: forms not checked\n");
     form_return();
+    form_overlap();
     form_b2b();
     form_persistent();
 }

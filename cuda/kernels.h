@@ -106,6 +106,8 @@ typedef struct {
     unsigned long long timeout_ns;      /* bound of each device wait; 0: none */
     void *err;                          /* device address of a host-mapped tlmpi_node_err_t */
     int stuck;                          /* fault injection: this rank never arrives at barriers */
+    unsigned late_ns;                   /* fault injection: this rank's CTAs pause this long after each
+                                           of the call's barriers (0: no pause) */
     void *mc_base;                      /* multicast address of the pools (NVLS), NULL: none (the
                                            multicast operations are emulated over base[]) */
     int dev_epoch;                      /* 1: the barrier epoch lives in the own pool header (a u64 at

@@ -154,6 +154,11 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
             ok = 0;
         }
     }
+    if (x.late_ns && k >= 1 && t == 0) {
+        // fault injection (node_late): after every barrier of the call this rank goes on late
+        const unsigned long long t1 = globaltimer();
+        while (globaltimer() - t1 < x.late_ns) __nanosleep(1000);
+    }
     return __syncthreads_and(ok) != 0;
 }
 

@@ -13,7 +13,8 @@ UNIT_CPPFLAGS = $(AM_CPPFLAGS) -DTLMPI_FIXTURE_DIR='"$(abs_top_srcdir)/tests/fix
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 UNIT_LDADD = libtlmpi_core.la $(CHECK_LIBS)
 if HAVE_CHECK
-UNIT_TESTS = tests/unit/check_env tests/unit/check_dtype tests/unit/check_plan tests/unit/check_topo
+UNIT_TESTS = tests/unit/check_env tests/unit/check_dtype tests/unit/check_plan tests/unit/check_topo \
+    tests/unit/check_launcher
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 tests_unit_check_env_SOURCES = tests/unit/check_env.c
@@ -36,6 +37,11 @@ tests_unit_check_topo_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_check_topo_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_topo_LDADD = $(UNIT_LDADD)
 tests_unit_check_topo_LDFLAGS = -no-install
+tests_unit_check_launcher_SOURCES = tests/unit/check_launcher.c
+tests_unit_check_launcher_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_check_launcher_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_launcher_LDADD = $(UNIT_LDADD) -lpthread
+tests_unit_check_launcher_LDFLAGS = -no-install
 else
 TESTS += tests/unit/no_check.sh
 endif

@@ -21,6 +21,8 @@ typedef enum {
     TLMPI_FAULT_RAIL_STUCK,      /* this rank's fused 2D kernels never signal their rail peers (device timeout) */
     TLMPI_FAULT_GIN_INIT,        /* this rank's ncclDevCommCreate with GIN (the fused kernels' rail) fails */
     TLMPI_FAULT_TURN_STUCK,      /* this rank never gets the GPU turn (turn.h): every rank's take ends at TLMPI_TIMEOUT */
+    TLMPI_FAULT_NODE_LATE,       /* this rank's node kernels pause 2 ms after each barrier (a late peer: the others
+                                    must not leave a call while it still reads their buffers) */
     TLMPI_FAULT_COUNT
 } tlmpi_fault_site_t;
 

@@ -1,5 +1,6 @@
 #include "config.h"
 #include "global.h"
+#include "launcher.h"
 #include "request.h"
 #include "stream.h"
 #include "stats.h"
@@ -51,7 +52,14 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     unsigned long taken, lost;
 
     if (TLMPI_ENV_I(STATS)) {
+        unsigned long lp, li, ls;
+
         tlmpi_core_print_stats(stderr);
+        tlmpi_launcher_counts(&lp, &li, &ls);
+        if (lp || li) {
+            fprintf(stderr, "tlmpi: launch thread (TLMPI_LAUNCH_THREAD): %lu launches made for started calls, %lu "
+                    "started calls launched on their own thread while it slept, %lu sleeps\n", lp, li, ls);
+        }
     }
     tlmpi_turn_counts(&taken, &lost);
     if (taken) {
@@ -59,6 +67,7 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
                    "communicators", taken, lost);
     }
     tlmpi_req_finalize(); /* requests still held complete while every comm's state exists */
+    tlmpi_launcher_finalize(); /* its last launches made, the thread joined */
     tlmpi_comm_module_finalize();
     tlmpi_tier_finalize();
     tlmpi_gpu_marks_finalize();

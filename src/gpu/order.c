@@ -28,6 +28,7 @@
 #include "config.h"
 #include "stream.h"
 #include "cudawrap.h"
+#include "launcher.h"
 #include "log.h"
 
 #include <stdlib.h>
@@ -174,6 +175,7 @@ int tlmpi_gpu_order_before(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_c
     cudaUserObject_t uo;
     cudaError_t e;
 
+    tlmpi_launcher_drain("call order across streams"); /* the comm's queued launches first */
     if (!cap || !cap->active) {
         if ((ctx->order_stream && ctx->order_stream != stream) || ctx->order_graphs) {
             return (int)cudaStreamWaitEvent((cudaStream_t)stream, o->ev, 0);
@@ -238,6 +240,7 @@ int tlmpi_gpu_order_after(tlmpi_gpu_ctx_t *ctx, void *stream, const tlmpi_gpu_ca
     size_t n, i;
     cudaError_t e;
 
+    tlmpi_launcher_drain("call order across streams"); /* the comm's queued launches first */
     if (!cap || !cap->active) {
         e = cudaEventRecord(ctx->order->ev, (cudaStream_t)stream);
         if (e == cudaSuccess) {

@@ -13,6 +13,7 @@
 #include "cudawrap.h"
 #include "env.h"
 #include "global.h"
+#include "launcher.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -184,6 +185,7 @@ static int stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const 
     cudaStream_t s = (cudaStream_t)ctx->stream;
     unsigned target;
 
+    tlmpi_launcher_drain("a wait for a communicator's stream"); /* every launch queued before is made */
     if (!ctx->spin) {
         return wait_loop(NULL, 0, query_stream, s, who, what, grace_s);
     }
@@ -296,9 +298,27 @@ int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
     return 0;
 }
 
+int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
+{
+    m->ctx = ctx;
+    m->deferred = 1;
+    m->lstate = 0;
+    m->event = mark_event_get(ctx->dev);
+    return m->event ? 0 : (int)cudaErrorMemoryAllocation;
+}
+
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
 {
-    cudaError_t e = cudaEventQuery((cudaEvent_t)m->event);
+    cudaError_t e;
+
+    if (m->deferred) {
+        int s = __atomic_load_n(&m->lstate, __ATOMIC_ACQUIRE);
+
+        if (s <= 0) {
+            return s; /* 0: not launched yet; < 0: the launch failed (negated) */
+        }
+    }
+    e = cudaEventQuery((cudaEvent_t)m->event);
 
     if (e == cudaSuccess) {
         return 1;
@@ -312,11 +332,22 @@ int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
 
 int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s)
 {
+    if (m->deferred) {
+        int s = tlmpi_launcher_state_wait(&m->lstate, what);
+
+        if (s < 0) {
+            return -s;
+        }
+    }
     return wait_loop(NULL, 0, query_event, m->event, who, what, grace_s);
 }
 
 void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m)
 {
+    if (m->deferred) {
+        (void)tlmpi_launcher_state_wait(&m->lstate, "a launch whose mark is released"); /* the job writes no more */
+        m->deferred = 0;
+    }
     if (m->event) {
         mark_event_put(m->ctx->dev, (cudaEvent_t)m->event);
         m->event = NULL;
@@ -324,6 +355,12 @@ void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m)
 }
 
 int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
+{
+    tlmpi_launcher_drain("a call's device work on the communicator's stream"); /* call order on the stream */
+    return tlmpi_gpu_ctx_begin_deferred(ctx);
+}
+
+int tlmpi_gpu_ctx_begin_deferred(tlmpi_gpu_ctx_t *ctx)
 {
     cudaError_t e = cudaSuccess;
 
@@ -474,6 +511,7 @@ void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx)
     if (!ctx) {
         return;
     }
+    tlmpi_launcher_drain("a communicator's teardown"); /* no queued launch still names its stream */
     if (tlmpi_gpu_enter_device(ctx->dev, &saved) == 0) {
         tlmpi_gpu_sync(ctx->stream, &who, "the communicator's stream before destroying it");
         tlmpi_gpu_sync(ctx->stream2, &who, "the communicator's second stream before destroying it");
@@ -498,6 +536,16 @@ void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx)
 int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx)
 {
     (void)ctx;
+    return 1;
+}
+int tlmpi_gpu_ctx_begin_deferred(tlmpi_gpu_ctx_t *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
+{
+    (void)ctx, (void)m;
     return 1;
 }
 int tlmpi_gpu_stream_wait(tlmpi_gpu_ctx_t *ctx, const tlmpi_wait_who_t *who, const char *what)

@@ -55,6 +55,9 @@ void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx);
  * the comm has had stream-ordered calls, after its device work on other streams (order.c).
  * Returns a cudaError_t. */
 int tlmpi_gpu_ctx_begin(tlmpi_gpu_ctx_t *ctx);
+/* The same for a start whose launch the launch thread makes: no drain of its queue (the legacy
+ * stream's work so far is captured now, on the calling thread; the launch follows in queue order). */
+int tlmpi_gpu_ctx_begin_deferred(tlmpi_gpu_ctx_t *ctx);
 /* Whether tlmpi_gpu_ctx_begin has anything to do (tiers may skip the call when it has not). */
 static inline int tlmpi_gpu_ctx_needs_begin(const tlmpi_gpu_ctx_t *ctx)
 {
@@ -123,8 +126,13 @@ int tlmpi_gpu_event_wait(void *event, const tlmpi_wait_who_t *who, const char *w
 typedef struct {
     tlmpi_gpu_ctx_t *ctx;
     void *event;                /* cudaEvent_t */
+    int deferred;               /* the event is recorded by a job of the launch thread (launcher.h) */
+    int lstate;                 /* that job's state word: 0 queued, 1 launched and recorded, < 0 failed */
 } tlmpi_gpu_mark_t;
 int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
+/* A mark whose event the launch thread records after the launch it makes (tier/kernel_call.c):
+ * the event taken, nothing recorded; _test and _wait look at m->lstate first. 0 or a cudaError_t. */
+int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s);
 void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m);

@@ -236,7 +236,8 @@ tlmpi_status_t tlmpi_hier_fused_run(tlmpi_tier_comm_t *tc, tlmpi_hier_fused_t *h
     {
         struct fused_launch l = { hf, &a };
         const tlmpi_tier_kernel_t k = { "hier", "fused", "fused 2D kernels", "the fused 2D kernel", FUSED_GRACE_S,
-                                        &hf->scratch, &hf->scratch_bytes, &launch_warned, fused_launch, &l };
+                                        &hf->scratch, &hf->scratch_bytes, &launch_warned, fused_launch, &l,
+                                        0, NULL, 0 }; /* always launched here (l points into this frame) */
 
         st = tlmpi_tier_kernel_call(tc, c, &k);
     }

@@ -6,7 +6,10 @@
  * data moved makes the call TLMPI_ERR_UNSUPPORTED (the dispatcher stages it) with one warning per
  * tier; the output copied back; the bounded wait (TLMPI_TIMEOUT + the tier's grace: the kernels'
  * own device waits give up first and fill the tier's error record, which the tier reads after this
- * returns).
+ * returns). A started call (non-blocking, persistent) whose kernel kind already launched once on
+ * this thread hands its launch to the launch thread (gpu/launcher.h) when that is awake: the
+ * legacy-stream capture (ctx_begin) stays here, the job makes the launch and records the call's
+ * mark, and the call returns without the launch's 4-5 us.
  */
 #include "config.h"
 #include "tier.h"
@@ -14,9 +17,94 @@
 #ifdef HAVE_CUDA
 #include "checks.h"
 #include "cudawrap.h"
+#include "env.h"
+#include "launcher.h"
 #include "log.h"
 #include "stream.h"
+#include "turn.h"
+#include <string.h>
 #include <cuda_runtime_api.h>
+
+/* A launch the launch thread makes: the tier's launch on a copy of its argument, then the mark. */
+struct deferred_launch {
+    int dev;
+    void *stream, *event;
+    int (*launch)(void *arg, const void *in, void *out, void *stream);
+    const void *in;
+    void *out;
+    _Alignas(16) unsigned char arg[TLMPI_LAUNCH_ARG_MAX - 64];
+};
+
+static int deferred_run(void *p)
+{
+    struct deferred_launch *d = p;
+    int cur = -1, e;
+
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != d->dev) {
+        (void)cudaGetLastError();
+        if ((e = (int)cudaSetDevice(d->dev)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return e;
+        }
+    }
+    e = d->launch(d->arg, d->in, d->out, d->stream);
+    if (e == 0) {
+        e = (int)cudaEventRecord((cudaEvent_t)d->event, (cudaStream_t)d->stream);
+    }
+    if (e != 0) {
+        (void)cudaGetLastError();
+    }
+    return e;
+}
+
+/* Whether c's launch may go to the launch thread (then it has been posted: TLMPI_OK). 0: launch here. */
+static int kernel_call_deferred(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmpi_tier_kernel_t *k)
+{
+    struct deferred_launch d;
+    tlmpi_pending_t *pd = c->pend;
+    int saved = -1, began;
+
+    if (!pd || pd->tc != tc || pd->marked || !k->arg_bytes || k->arg_bytes > sizeof(d.arg) || !k->ok_p ||
+        !(__atomic_load_n(k->ok_p, __ATOMIC_RELAXED) & k->ok_bit) || tc->ctx->order_on || tlmpi_turn_wanted() ||
+        (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
+        (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev) || !tlmpi_launcher_ready()) {
+        return 0;
+    }
+    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+        return 0;
+    }
+    if (tlmpi_gpu_mark_deferred(tc->ctx, &pd->mark) != 0) {
+        (void)cudaGetLastError();
+        tlmpi_gpu_restore_device(saved);
+        return 0;
+    }
+    began = tlmpi_gpu_ctx_begin_deferred(tc->ctx);
+    tlmpi_gpu_restore_device(saved);
+    if (began != cudaSuccess) {
+        (void)cudaGetLastError();
+        pd->mark.deferred = 0;
+        tlmpi_gpu_mark_release(&pd->mark);
+        return 0; /* launched here then, after the drain of ctx_begin */
+    }
+    d.dev = tc->dev;
+    d.stream = tc->ctx->stream;
+    d.event = pd->mark.event;
+    d.launch = k->launch;
+    d.in = c->in;
+    d.out = c->rbuf;
+    memcpy(d.arg, k->arg, k->arg_bytes);
+    if (tlmpi_launcher_post(deferred_run, &d, offsetof(struct deferred_launch, arg) + k->arg_bytes,
+                            &pd->mark.lstate) != 0) {
+        pd->mark.deferred = 0;
+        tlmpi_gpu_mark_release(&pd->mark);
+        return 0;
+    }
+    pd->marked = 1;
+    pd->what = k->what;
+    pd->grace_s = k->grace_s;
+    tc->enqueued = tc->calls;
+    return 1;
+}
 
 /* Buffers on another device than the comm's (tc->dev): 0 when they are not; else one warning, the
  * input copied (queued) into the scratch, *in_p / *out_p there, and 1; -1 when the scratch could not
@@ -59,6 +147,9 @@ tlmpi_status_t tlmpi_tier_kernel_call(tlmpi_tier_comm_t *tc, const tlmpi_call_t 
     char *tin = NULL, *tout = NULL;
     int e, saved = -1, other;
 
+    if (c->pend && kernel_call_deferred(tc, c, k)) {
+        return TLMPI_OK; /* the launch thread makes the launch and records the mark */
+    }
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
         return TLMPI_ERR_UNSUPPORTED; /* nothing moved */
     }
@@ -94,6 +185,12 @@ tlmpi_status_t tlmpi_tier_kernel_call(tlmpi_tier_comm_t *tc, const tlmpi_call_t 
         goto wait;
     }
     tc->enqueued = tc->calls;
+    if (k->ok_p && !other) {
+        __atomic_fetch_or(k->ok_p, k->ok_bit, __ATOMIC_RELAXED); /* later starts of this kind may defer */
+    }
+    if (c->pend) {
+        tlmpi_launcher_kick(); /* it slept: awake for the next starts */
+    }
     if (TLMPI_UNLIKELY(other)) {
         TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->rbuf, tout, c->out_bytes, cudaMemcpyDefault, s), st, wait);
     }

@@ -157,6 +157,8 @@ struct tlmpi_node_comm {
     char mc_why[96];            /* why multicast is emulated */
     void *scratch;              /* on the comm's device, for buffers on another one */
     size_t scratch_bytes;
+    unsigned launch_ok;         /* bit per kernel kind: launched on the calling thread once (the launch
+                                   thread makes later starts' launches: kernel_call.c) */
     int ran;                    /* a collective kernel was launched (then on every rank: its barriers
                                    completed only because every peer launched its own) */
 };
@@ -427,6 +429,7 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
     multicast_why(nc, tc->dev, nc->mc_why, sizeof(nc->mc_why));
     /* fault site: this rank's collective kernels never arrive (not the setup's or teardown's) */
     nc->xp->x.stuck = tlmpi_fault_hit(BARRIER_STUCK);
+    nc->xp->x.late_ns = tlmpi_fault_hit(NODE_LATE) ? 2000000u : 0u;
     tc->state[TLMPI_TIER_NODE] = nc;
     if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
         char d[256];
@@ -540,19 +543,20 @@ static __attribute__((noreturn, noinline)) void node_earlier_timed_out(const tlm
     tlmpi_gpu_abort(tc->comm);
 }
 
-/* node_run's launch (tlmpi_tier_kernel_t): one node kernel, the comm's barrier epoch advanced */
+/* node_run's launch (tlmpi_tier_kernel_t): one node kernel, the comm's barrier epoch advanced. Self-
+ * contained (the launch thread runs a copy: kernel_call.c) */
 struct node_launch {
     struct tlmpi_node_comm *nc;
-    tlmpi_node_args_t *args;
+    tlmpi_node_args_t args;
 };
 static int node_launch(void *arg, const void *in, void *out, void *stream)
 {
     struct node_launch *l = arg;
     int e;
 
-    l->args->in = in;
-    l->args->out = out;
-    e = tlmpi_cuda_node_run(&l->nc->xp->x, l->args, stream);
+    l->args.in = in;
+    l->args.out = out;
+    e = tlmpi_cuda_node_run(&l->nc->xp->x, &l->args, stream);
     if (e == 0) {
         l->nc->ran = 1;
     }
@@ -563,8 +567,8 @@ static int node_launch(void *arg, const void *in, void *out, void *stream)
  * own, on the comm's device: kernel_call hands them unchanged) */
 struct node_launch_direct {
     struct tlmpi_node_comm *nc;
-    tlmpi_node_args_t *args;
-    const tlmpi_ipc_reg_t *reg;
+    tlmpi_node_args_t args;
+    const tlmpi_ipc_reg_t *reg; /* the request's: it outlives the launch (its release drains the launch thread) */
 };
 static int node_launch_direct(void *arg, const void *in, void *out, void *stream)
 {
@@ -572,7 +576,7 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
     int e;
 
     (void)in, (void)out;
-    e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, l->args, &l->reg->d, stream);
+    e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, &l->args, &l->reg->d, stream);
     if (e == 0) {
         l->nc->ran = 1;
     }
@@ -619,18 +623,20 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     node_args(tc, nc, c, algo, &args, &a);
     if (c->preg) {
         /* a registered persistent request (node_persist): zero-copy, the pool kind's CTA count */
-        struct node_launch_direct l = { nc, &args, c->preg };
+        struct node_launch_direct l = { nc, args, c->preg };
         const tlmpi_tier_kernel_t k = { "node", node_algos[A_DIRECT], "node tier", "the node kernel (zero-copy)",
                                         NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,
-                                        node_launch_direct, &l };
+                                        node_launch_direct, &l, sizeof(l), &nc->launch_ok,
+                                        1u << direct_kind(c->coll) };
 
         a = A_DIRECT;
-        args.kind = direct_kind(c->coll);
+        l.args.kind = direct_kind(c->coll);
         st = tlmpi_tier_kernel_call(tc, c, &k);
     } else {
-        struct node_launch l = { nc, &args };
+        struct node_launch l = { nc, args };
         const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
-                                        &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch, &l };
+                                        &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch, &l,
+                                        sizeof(l), &nc->launch_ok, 1u << args.kind };
 
         st = tlmpi_tier_kernel_call(tc, c, &k);
     }
@@ -752,6 +758,7 @@ static void node_cleanup(tlmpi_tier_comm_t *tc)
         char why[160];
 
         x.stuck = 0;
+        x.late_ns = 0;
         if (node_barrier(tc, nc, &x, "the node tier's last barrier (teardown)", why, sizeof(why)) != 0) {
             tlmpi_debug(COMM, "communicator #%u: %s", tc->id, why);
         }

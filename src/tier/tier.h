@@ -205,6 +205,11 @@ typedef struct {
      * cudaError_t (nothing enqueued) */
     int (*launch)(void *arg, const void *in, void *out, void *stream);
     void *arg;
+    /* the launch thread (gpu/launcher.h) may make a started call's launch: arg is self-contained
+     * (no pointer into the caller's frame), arg_bytes of it are copied; 0: always on this thread.
+     * Only once a launch of the same kind succeeded on this thread: bit ok_bit of *ok_p */
+    size_t arg_bytes;
+    unsigned *ok_p, ok_bit;
 } tlmpi_tier_kernel_t;
 tlmpi_status_t tlmpi_tier_kernel_call(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmpi_tier_kernel_t *k);
 

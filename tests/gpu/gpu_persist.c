@@ -6,7 +6,7 @@
  * the GPU host it runs with Debian's MPICH 4.0.2 unpacked from its packages (tests/gpu/nbc.sh with
  * NBC_DEBS, tests/gpu/device-run.sh part nbc).
  *
- *   gpu_persist [--iters N] [--quick] [--overflow] [--any-path] [--no-form-check]
+ *   gpu_persist [--iters N] [--quick] [--overflow] [--any-path] [--no-form-check] [--late N]
  *
  * Sections:
  *  - loop: nine persistent requests made once on the world (allreduce f32 1000 elements, bf16 70000
@@ -26,7 +26,9 @@
  *    MPI_Startall / MPI_Waitall / MPI_Testall, MPI_Wait on requests never started and on completed
  *    ones (must return at once), a persistent request, a non-blocking call and a blocking call in
  *    flight on one communicator at the same time; requests on a dup and on halves of the world;
- *  - the _c forms (MPI_Allreduce_init_c, ...).
+ *  - the _c forms (MPI_Allreduce_init_c, ...);
+ *  - --late N (alone, under TLMPI_FAULT=node_late:R): the three zero-copy requests with a late peer,
+ *    each rank's buffers poisoned as soon as its wait returned (late_section).
  * Every start: fresh inputs (gpu_values.h), the receive buffer and 64 bytes either side poisoned
  * with a byte that changes per start, results against the host reference, the send buffer
  * unchanged. tlmpi's counters: each start in its path (node where expected, passthrough for host
@@ -250,8 +252,14 @@ static int check_poison(const char *msg, const char *what, const unsigned char *
     return 1;
 }
 
-/* the results of the last start; 1 if right */
+/* the results of the last start; 1 if right. copied: the receive span is already in h_c (late
+ * section: the buffers were poisoned since, so the send buffer is not compared) */
+static int preq_check_copied(preq_t *x, const char *when, int copied);
 static int preq_check(preq_t *x, const char *when)
+{
+    return preq_check_copied(x, when, 0);
+}
+static int preq_check_copied(preq_t *x, const char *when, int copied)
 {
     int k = x->slot, ok = 1;
     size_t esz = (size_t)x->t->size, in_b = x->in_n * esz, out_b = x->out_n * esz, i, bad = 0, tail;
@@ -259,8 +267,13 @@ static int preq_check(preq_t *x, const char *when)
     char msg[400];
 
     snprintf(msg, sizeof msg, "%s (%s)", x->msg, when);
-    if (x->host) memcpy(h_c[k], hb_r[k], x->rspan);
-    else TST_CUDA(cudaMemcpy(h_c[k], d_r[k], x->rspan, cudaMemcpyDeviceToHost));
+    if (copied) {
+        /* h_c[k] holds the receive span */
+    } else if (x->host) {
+        memcpy(h_c[k], hb_r[k], x->rspan);
+    } else {
+        TST_CUDA(cudaMemcpy(h_c[k], d_r[k], x->rspan, cudaMemcpyDeviceToHost));
+    }
     out = h_c[k] + x->roff;
     for (i = 0; i < x->out_n; i++) {
         double e, tol, got = get(x->t, out, i);
@@ -280,7 +293,7 @@ static int preq_check(preq_t *x, const char *when)
     ok &= check_poison(msg, "byte before the output", (unsigned char *)h_c[k], x->roff, x->pz);
     tail = x->roff + (x->inplace && in_b > out_b ? in_b : out_b);
     ok &= check_poison(msg, "byte after the output", (unsigned char *)h_c[k] + tail, x->rspan - tail, x->pz);
-    if (!x->inplace) {
+    if (!x->inplace && !copied) {
         if (x->host) memcpy(h_c[k], hb_s[k], x->sspan);
         else TST_CUDA(cudaMemcpy(h_c[k], d_s[k], x->sspan, cudaMemcpyDeviceToHost));
         if (memcmp(h_c[k], h_s[k], x->sspan)) {
@@ -548,6 +561,68 @@ static void loop_section(int iters)
     fflush(stdout);
 }
 
+/* --late N: the zero-copy requests with a late peer. Run with TLMPI_FAULT=node_late:R (world rank
+ * R's node kernels pause 2 ms after every barrier). The three 1 MiB 16-byte-aligned requests of the
+ * loop, N rounds each: start, wait, copy the result to the host, then at once poison this rank's send
+ * and receive buffers on the device, a barrier, and only then the check. A rank whose call completed
+ * while the late rank still read its buffers (no exit barrier) has poisoned what the late rank reads:
+ * the late rank's result is wrong. Each start's wait is timed: on the ranks that are not late it must
+ * take the pause (>= 1.5 ms), else the fault did not make a rank late and the section proves nothing. */
+static void late_section(int iters)
+{
+    preq_t x[3];
+    int it, i, late = -1;
+    double tw[3] = { 0, 0, 0 };
+    const char *f = getenv("TLMPI_FAULT"), *c;
+
+    if (f && (c = strstr(f, "node_late:")) != NULL) late = atoi(c + 10);
+    if (late < 0 || late >= g_size) {
+        TST_FAIL("late: TLMPI_FAULT must name node_late:R with R a world rank (it is \"%s\")", f ? f : "");
+        return;
+    }
+    g_aligned = 1;
+    preq_init(&x[0], MPI_COMM_WORLD, C_AR, "f32", OP_SUM, 0, 262144, 0, 0, 0);
+    preq_init(&x[1], MPI_COMM_WORLD, C_AG, "u8", 0, 1, 1048576, 1, 0, 0);
+    preq_init(&x[2], MPI_COMM_WORLD, C_RSB, "f32", OP_SUM, 0, 262144, 2, 0, 0);
+    g_aligned = 0;
+    for (it = 0; it < iters; it++) {
+        for (i = 0; i < 3; i++) {
+            char lab[64];
+            double t0;
+            int rc;
+
+            if (x[i].req == MPI_REQUEST_NULL) continue;
+            snprintf(lab, sizeof lab, "late round %d", it);
+            preq_fill(&x[i]);
+            PMPI_Barrier(MPI_COMM_WORLD);
+            rc = MPI_Start(&x[i].req);
+            if (rc != MPI_SUCCESS) TST_FAIL("%s: MPI_Start of %s: rc %d", lab, x[i].msg, rc);
+            t0 = now();
+            rc = MPI_Wait(&x[i].req, MPI_STATUS_IGNORE);
+            tw[i] += now() - t0;
+            if (rc != MPI_SUCCESS) TST_FAIL("%s: MPI_Wait of %s: rc %d", lab, x[i].msg, rc);
+            TST_CUDA(cudaMemcpy(h_c[x[i].slot], d_r[x[i].slot], x[i].rspan, cudaMemcpyDeviceToHost));
+            TST_CUDA(cudaMemset(d_r[x[i].slot], 0xEE, x[i].rspan));
+            if (!x[i].inplace) TST_CUDA(cudaMemset(d_s[x[i].slot], 0xEE, x[i].sspan));
+            TST_CUDA(cudaDeviceSynchronize());
+            PMPI_Barrier(MPI_COMM_WORLD);
+            preq_check_copied(&x[i], lab, 1);
+            g_starts++;
+        }
+    }
+    for (i = 0; i < 3; i++) {
+        double w = iters ? tw[i] / iters : 0;
+
+        if (g_rank != late && iters && w < 1.5e-3)
+            TST_FAIL("late: %s: a wait took %.3f ms on average on rank %d (not late): the late rank %d did not pause "
+                     "(TLMPI_FAULT node_late), so this section proves nothing", x[i].msg, w * 1e3, g_rank, late);
+        if (g_rank == 0) printf("late: %s: %d starts, wait %.3f ms on average on rank 0 (late rank %d)\n", x[i].msg,
+                                iters, w * 1e3, late);
+        if (x[i].req != MPI_REQUEST_NULL) preq_free(&x[i]);
+    }
+    fflush(stdout);
+}
+
 static const char *const ag_type_names[] = { "u8", "bf16", "f32", "f64" };
 static const char *const quick_type_names[] = { "f32", "bf16", "i16", "u8", "f64", "u16" };
 
@@ -712,7 +787,7 @@ static void c_section(void)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0, a, iters = 1000, provided_v = 0, sub = 0, k;
+    int ndev = 0, a, iters = 1000, provided_v = 0, sub = 0, k, late_iters = -1;
     double t0 = now();
     long totals[2], fails = 0;
     MPI_Comm dup, half;
@@ -729,8 +804,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--any-path")) g_anypath = 1;
         else if (!strcmp(argv[a], "--no-form-check")) g_noform = 1;
         else if (!strcmp(argv[a], "--iters") && a + 1 < argc) iters = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--late") && a + 1 < argc) late_iters = atoi(argv[++a]);
         else {
-            fprintf(stderr, "usage: gpu_persist [--iters N] [--quick] [--overflow] [--any-path] [--no-form-check]\n");
+            fprintf(stderr, "usage: gpu_persist [--iters N] [--quick] [--overflow] [--any-path] [--no-form-check] [--late N]\n");
             return 2;
         }
     }
@@ -789,6 +865,10 @@ int main(int argc, char **argv)
                getenv("CUDA_MPS_PIPE_DIRECTORY") ? "yes" : "no",
                g_form_stats ? (g_noform ? "present, not checked" : "checked") : "absent");
         fflush(stdout);
+    }
+    if (late_iters >= 0) {
+        late_section(late_iters);
+        goto done;
     }
     if (!g_overflow) loop_section(iters);
     matrix_section();

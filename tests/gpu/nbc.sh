@@ -13,6 +13,8 @@
 # nbc sets 2), the persistent forms (tests/gpu/gpu_persist, MPI-4 only: exit 77, reported SKIP, on an
 # older MPI):
 #   persist           gpu_persist --iters NBC_PERSIST_ITERS (1000) [--quick]
+#   persist-late      TLMPI_FAULT=node_late:1 gpu_persist --late NBC_PERSIST_LATE_ITERS (20): the
+#                     zero-copy kernels with a late peer
 #   persist-overflow  TLMPI_NODE_POOL=1m TLMPI_NODE_CTAS=3 gpu_persist --overflow (full level)
 # Every run has TLMPI_TIMEOUT=60 and runs under `timeout` (NBC_TIMEOUT seconds, default 150 full /
 # 90 quick, 240 for 8 ranks full; cut to what DEADLINE_AT, seconds since the epoch, leaves; none is
@@ -114,6 +116,8 @@ for np in ${NBC_PERSIST_NPS:-}; do
         continue
     fi
     one persist "$np" "$pprog" -- --iters "${NBC_PERSIST_ITERS:-1000}" $qflag
+    # the zero-copy kernels with a late peer (world rank 1's node kernels pause after each barrier)
+    one persist-late "$np" "$pprog" TLMPI_FAULT=node_late:1 -- --late "${NBC_PERSIST_LATE_ITERS:-20}"
     if [ "$level" = full ] || [ "${NBC_OVERFLOW:-0}" = 1 ]; then
         one persist-overflow "$np" "$pprog" TLMPI_NODE_POOL=1m TLMPI_NODE_CTAS=3 -- --overflow $qflag
     fi
