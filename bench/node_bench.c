@@ -1230,7 +1230,7 @@ static void form_persistent(void)
  * (init + compute + wait - compute) / pure, OSU's formula. The path column says whether the launch
  * thread made the launches (launch=thread: libtlmpi's launcher counters moved by one per call),
  * so rows of TLMPI_LAUNCH_THREAD=0 runs never pool with those of =1. */
-typedef void (*launch_counts_fn)(unsigned long *, unsigned long *, unsigned long *);
+typedef tlmpi_status_t (*launch_counts_fn)(unsigned long long *, unsigned long long *);
 static void spin_for(double s)
 {
     double t0 = now();
@@ -1241,7 +1241,7 @@ static void form_overlap(void)
 {
     int c, si, rep, i, reps = o.lat_reps;
     launch_counts_fn lc;
-    *(void **)&lc = dlsym(RTLD_DEFAULT, "tlmpi_launcher_counts");
+    *(void **)&lc = dlsym(RTLD_DEFAULT, "tlmpi_get_launch_stats");
     if (g_rank == 0) {
         printf("\n## Overlap as OSU measures it (host compute = the pure time), %d ranks (us: median of %d repetitions "
                "of the mean over ranks)\n\n", g_size, reps);
@@ -1254,7 +1254,7 @@ static void form_overlap(void)
             int iters = b >= o.large ? 10 : o.lat_iters;
             double pure[MAX_REPS], pm[MAX_REPS], ini[MAX_REPS], im[MAX_REPS], wt[MAX_REPS], wm[MAX_REPS], ov[MAX_REPS],
                 om[MAX_REPS], mp, mi, mw, mo, ovl;
-            unsigned long l0 = 0, l1 = 0;
+            unsigned long long l0 = 0, l1 = 0, li = 0;
             unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS];
             char path[128] = "";
             MPI_Request q;
@@ -1274,7 +1274,7 @@ static void form_overlap(void)
                 pmed = pure[rep] * 1e-6;
                 if (rep == 0) {
                     snap(c, pb); snap_algos(c, ab);
-                    if (lc) lc(&l0, NULL, NULL);
+                    if (lc) lc(&l0, &li);
                 }
                 {
                     double ti = 0, tw = 0, tt = 0;
@@ -1299,8 +1299,8 @@ static void form_overlap(void)
                     unsigned ran = 0, all = 0;
                     snap(c, pa); snap_algos(c, aa);
                     served(pb, pa, ab, aa, path, sizeof path);
-                    if (lc) lc(&l1, NULL, NULL);
-                    ran = lc && l1 - l0 >= (unsigned long)iters ? 1u : 0u;
+                    if (lc) lc(&l1, &li);
+                    ran = lc && l1 - l0 >= (unsigned long long)iters ? 1u : 0u;
                     PMPI_Allreduce(&ran, &all, 1, MPI_UNSIGNED, MPI_BAND, g_comm);
                     snprintf(path + strlen(path), sizeof path - strlen(path), " launch=%s",
                              !lc ? "unknown" : all ? "thread" : "inline");

@@ -137,6 +137,14 @@ const char *tlmpi_form_name(tlmpi_form_t form);
 /** \brief Zero every counter of this process. */
 void tlmpi_reset_stats(void);
 
+/**
+ * \brief The launch thread's counters (TLMPI_LAUNCH_THREAD, since MPI_Init): kernel launches it made
+ * for non-blocking and persistent starts, and starts that made their launch on the calling thread
+ * because it slept (past TLMPI_LAUNCH_SPIN). Not reset by tlmpi_reset_stats.
+ * \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for a NULL pointer.
+ */
+tlmpi_status_t tlmpi_get_launch_stats(unsigned long long *thread_launches, unsigned long long *inline_launches);
+
 /** \brief Short names ("allreduce", "staging", ...); NULL when out of range. */
 const char *tlmpi_coll_name(tlmpi_coll_t coll);
 const char *tlmpi_path_name(tlmpi_path_t path);

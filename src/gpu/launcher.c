@@ -89,7 +89,10 @@ static void *launcher_main(void *unused)
                 return NULL;
             }
             cpu_relax();
-            if ((++spins & 255u) == 0 && now_s() - idle_since > 1e-6 * (double)spin_us()) {
+            if ((++spins & 255u) == 0 && now_s() - idle_since > 200e-6) {
+                sched_yield(); /* past the first 200 us: runnable threads of this core go first */
+            }
+            if ((spins & 255u) == 0 && now_s() - idle_since > 1e-6 * (double)spin_us()) {
                 unsigned k0;
 
                 pthread_mutex_lock(&sleep_lock);
@@ -272,6 +275,17 @@ void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, 
     if (posted) *posted = __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_RELAXED);
     if (inline_starts) *inline_starts = __atomic_load_n(&n_inline, __ATOMIC_RELAXED);
     if (sleeps) *sleeps = n_sleeps;
+}
+
+TLMPI_EXPORT tlmpi_status_t tlmpi_get_launch_stats(unsigned long long *thread_launches,
+                                                  unsigned long long *inline_launches)
+{
+    if (!thread_launches || !inline_launches) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    *thread_launches = __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_RELAXED);
+    *inline_launches = __atomic_load_n(&n_inline, __ATOMIC_RELAXED);
+    return TLMPI_OK;
 }
 
 void tlmpi_launcher_test_config(long spin, long timeout, int on)

@@ -9,7 +9,8 @@
  *     stream waits), so the stream sees the calls in call order, as the pools and epochs assume;
  *   - the result: each job writes its outcome into its state word (release): 1 done, a negated error
  *     code when its run failed; the request tests that word before its event (stream.c: marks);
- *   - idleness: after its last job the thread spins TLMPI_LAUNCH_SPIN us, then sleeps. A start that
+ *   - idleness: after its last job the thread spins TLMPI_LAUNCH_SPIN us (yielding the core to any
+ *     runnable thread after the first 200 us), then sleeps. A start that
  *     finds it asleep launches on its own thread, as without the launcher (the queue is empty then),
  *     and wakes it for the next ones: waking a thread costs the host more than a launch.
  * Bounded like every wait: a drain or a state wait longer than TLMPI_TIMEOUT prints who waited for
