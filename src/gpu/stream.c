@@ -303,8 +303,32 @@ int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
     m->ctx = ctx;
     m->deferred = 1;
     m->lstate = 0;
+    m->word = NULL;
+    m->target = 0;
     m->event = mark_event_get(ctx->dev);
     return m->event ? 0 : (int)cudaErrorMemoryAllocation;
+}
+
+void tlmpi_gpu_mark_word(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
+{
+    unsigned target = ctx->launch_seq + 1;
+
+    if (!ctx->launch_word) {
+        return;
+    }
+    if (tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)ctx->launch_word_dev, target, 0) !=
+        CUDA_SUCCESS) {
+        (void)cudaGetLastError();
+        return; /* the event alone */
+    }
+    ctx->launch_seq = target;
+    m->target = target;
+    m->word = ctx->launch_word; /* published with the job's state word (release) */
+}
+
+static inline int mark_word_reached(const tlmpi_gpu_mark_t *m)
+{
+    return m->word && (int)(*m->word - m->target) >= 0;
 }
 
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
@@ -316,6 +340,10 @@ int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
 
         if (s <= 0) {
             return s; /* 0: not launched yet; < 0: the launch failed (negated) */
+        }
+        if (mark_word_reached(m)) {
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            return 1; /* the GPU wrote the word after the work: no CUDA call */
         }
     }
     e = cudaEventQuery((cudaEvent_t)m->event);
@@ -337,6 +365,10 @@ int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const 
 
         if (s < 0) {
             return -s;
+        }
+        if (m->word) {
+            /* spins on the word; the event is queried every few microseconds, so errors are seen */
+            return wait_loop(m->word, m->target, query_event, m->event, who, what, grace_s);
         }
     }
     return wait_loop(NULL, 0, query_event, m->event, who, what, grace_s);
@@ -431,6 +463,43 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int gpu_sharers)
     ctx->spin = 1;
 }
 
+/* The launch thread's completion word (TLMPI_LAUNCH_WORD), with the context's device current: a mapped
+ * host word the GPU writes after the starts the thread launches, checked once with a real write. Not
+ * tied to TLMPI_WAIT: the write costs the launch thread, not the caller. */
+static void ctx_setup_launch_word(tlmpi_gpu_ctx_t *ctx, int gpu_sharers)
+{
+    long mode = TLMPI_ENV_I(LAUNCH_WORD); /* 0 auto, 1 on, 2 off */
+    void *w = NULL, *dw = NULL;
+    tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "setup" };
+
+    ctx->launch_word = NULL;
+    /* auto: not where 3 or more ranks share the GPU; there (under MPS) the stream operation after a start
+     * delayed its completion by more than the word saved (H200, bench/node_bench -S form, 2026-12-04:
+     * 1 MiB pure I-call + wait 31.3 -> 36.3 us at 4 ranks, 45.4 -> 52.0 at 8; 2 ranks 26.9 -> 24.3) */
+    if (!TLMPI_ENV_I(LAUNCH_THREAD) || mode == 2 || (mode == 0 && gpu_sharers >= 3) || !tlmpi_cu.write_value32) {
+        return;
+    }
+    if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+        w = NULL;
+    } else if (cudaHostGetDevicePointer(&dw, w, 0) == cudaSuccess) {
+        *(volatile unsigned *)w = 0;
+        if (tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)dw, 1, 0) == CUDA_SUCCESS &&
+            tlmpi_gpu_sync(ctx->stream, &who, "the launch word's self-test") == cudaSuccess &&
+            *(volatile unsigned *)w == 1) {
+            ctx->launch_word = w;
+            ctx->launch_word_dev = dw;
+            ctx->launch_seq = 1;
+            return;
+        }
+    }
+    (void)cudaGetLastError();
+    if (w) {
+        cudaFreeHost(w);
+    }
+    tlmpi_debug(CUDA, "device %d: the launch thread's starts complete through their events alone (no usable "
+                "GPU-written host word)", ctx->dev);
+}
+
 static void ctx_free(tlmpi_gpu_ctx_t *ctx)
 {
     int i;
@@ -451,6 +520,9 @@ static void ctx_free(tlmpi_gpu_ctx_t *ctx)
     }
     if (ctx->done_word) {
         cudaFreeHost((void *)ctx->done_word);
+    }
+    if (ctx->launch_word) {
+        cudaFreeHost((void *)ctx->launch_word);
     }
     tlmpi_gpu_order_release(ctx);
     (void)cudaGetLastError();
@@ -490,6 +562,7 @@ tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_
                              why, len, err);
     }
     ctx_setup_spin(ctx, gpu_sharers);
+    ctx_setup_launch_word(ctx, gpu_sharers);
     /* the order event of stream-ordered calls (order.c), made now so that a comm prepared by any call
      * outside capture needs nothing created during one; without it such calls are refused */
     if (tlmpi_gpu_order_create(ctx) != 0) {

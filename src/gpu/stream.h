@@ -32,6 +32,10 @@ typedef struct tlmpi_gpu_ctx {
     void *done_word_dev;            /* its device address */
     unsigned done_seq;              /* last value enqueued for done_word */
     int spin;                       /* tlmpi_gpu_stream_wait polls done_word */
+    volatile unsigned *launch_word; /* pinned, mapped host word the GPU writes after the launch thread's
+                                       starts (TLMPI_LAUNCH_WORD; NULL: none), in stream order */
+    void *launch_word_dev;          /* its device address */
+    unsigned launch_seq;            /* last value enqueued for launch_word (the launch thread's) */
     /* call order across streams (order.c), once the comm has had a stream-ordered call */
     int order_on;                   /* order_ev exists and orders every device call of the comm */
     struct tlmpi_gpu_order *order;  /* its event (shared with the graphs that wait on it) */
@@ -128,11 +132,18 @@ typedef struct {
     void *event;                /* cudaEvent_t */
     int deferred;               /* the event is recorded by a job of the launch thread (launcher.h) */
     int lstate;                 /* that job's state word: 0 queued, 1 launched and recorded, < 0 failed */
+    volatile unsigned *word;    /* set by that job: ctx->launch_word reaches target when the work is
+                                   done (NULL: the event alone); read once lstate is 1 */
+    unsigned target;
 } tlmpi_gpu_mark_t;
 int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 /* A mark whose event the launch thread records after the launch it makes (tier/kernel_call.c):
  * the event taken, nothing recorded; _test and _wait look at m->lstate first. 0 or a cudaError_t. */
 int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
+/* The launch thread's job, after the launch and the event record of a deferred mark on ctx->stream:
+ * the GPU writes the next value of ctx->launch_word after them, and m->word / m->target say which
+ * (nothing when the context has no word or the write cannot be queued). */
+void tlmpi_gpu_mark_word(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s);
 void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m);
