@@ -15,6 +15,9 @@ UNIT_LDADD = libtlmpi_core.la $(CHECK_LIBS)
 if HAVE_CHECK
 UNIT_TESTS = tests/unit/check_env tests/unit/check_dtype tests/unit/check_plan tests/unit/check_topo \
     tests/unit/check_launcher
+if HAVE_CUDA
+UNIT_TESTS += tests/unit/check_mark
+endif
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 tests_unit_check_env_SOURCES = tests/unit/check_env.c
@@ -42,6 +45,12 @@ tests_unit_check_launcher_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_check_launcher_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_launcher_LDADD = $(UNIT_LDADD) -lpthread
 tests_unit_check_launcher_LDFLAGS = -no-install
+# check_mark: the fake CUDA runtime first, so that its cuda* symbols are the ones bound
+tests_unit_check_mark_SOURCES = tests/unit/check_mark.c
+tests_unit_check_mark_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_check_mark_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_mark_LDADD = tests/mpi/libfakecudart.la $(UNIT_LDADD) -lpthread
+tests_unit_check_mark_LDFLAGS = -no-install
 else
 TESTS += tests/unit/no_check.sh
 endif
