@@ -58,7 +58,9 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
         tlmpi_launcher_counts(&lp, &li, &ls);
         if (lp || li) {
             fprintf(stderr, "tlmpi: launch thread (TLMPI_LAUNCH_THREAD): %lu launches made for started calls, %lu "
-                    "started calls launched on their own thread while it slept, %lu sleeps\n", lp, li, ls);
+                    "started calls launched on their own thread while it slept, %lu sleeps; %lu starts completed "
+                    "through the launch word (TLMPI_LAUNCH_WORD)\n", lp, li, ls,
+                    __atomic_load_n(&tlmpi_launcher_words_, __ATOMIC_RELAXED));
         }
     }
     tlmpi_turn_counts(&taken, &lost);

@@ -322,6 +322,7 @@ void tlmpi_gpu_mark_word(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
         return; /* the event alone */
     }
     ctx->launch_seq = target;
+    __atomic_add_fetch(&tlmpi_launcher_words_, 1, __ATOMIC_RELAXED);
     m->target = target;
     m->word = ctx->launch_word; /* published with the job's state word (release) */
 }

@@ -13,6 +13,7 @@
 #include "cudawrap.h"
 #include "env.h"
 #include "stream.h"
+#include "tlmpi.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -78,9 +79,14 @@ START_TEST(done_through_the_word)
 {
     tlmpi_gpu_ctx_t *c = ctx_with("on", 1);
     tlmpi_gpu_mark_t m;
+    unsigned long long w0 = 0, w1 = 0;
 
     fake_cuda_events_pending = 1;
+    ck_assert_int_eq(tlmpi_get_launch_word_stats(&w0), TLMPI_OK);
     job_done(c, &m, 1);
+    ck_assert_int_eq(tlmpi_get_launch_word_stats(&w1), TLMPI_OK);
+    ck_assert_uint_eq(w1, w0 + 1); /* what a benchmark's "word=on" is read from */
+    ck_assert_int_eq(tlmpi_get_launch_word_stats(NULL), TLMPI_ERR_INVALID_ARG);
     ck_assert_ptr_eq((void *)m.word, (void *)c->launch_word);
     ck_assert_uint_eq(m.target, c->launch_seq);
     ck_assert_int_eq(tlmpi_gpu_mark_test(&m), 1);     /* the word, no event */
