@@ -93,6 +93,13 @@ static __attribute__((noreturn, noinline)) void wait_timeout(const tlmpi_wait_wh
     tlmpi_gpu_abort(comm);
 }
 
+/* Whether a GPU-written host word reached target (values wrap at 2^32; a later value of the same word
+ * passes every earlier target). */
+static inline int word_reached(const volatile unsigned *word, unsigned target)
+{
+    return (int)(*word - target) >= 0;
+}
+
 typedef cudaError_t (*query_fn_t)(void *arg);
 static cudaError_t query_stream(void *s) { return cudaStreamQuery((cudaStream_t)s); }
 static cudaError_t query_event(void *e) { return cudaEventQuery((cudaEvent_t)e); }
@@ -116,7 +123,7 @@ static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query,
 
     for (;;) {
         if (word) {
-            if (!stuck && (int)(*word - target) >= 0) {
+            if (!stuck && word_reached(word, target)) {
                 __atomic_thread_fence(__ATOMIC_ACQUIRE);
                 return 0;
             }
@@ -309,8 +316,9 @@ int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
     return m->event ? 0 : (int)cudaErrorMemoryAllocation;
 }
 
-void tlmpi_gpu_mark_word(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
+void tlmpi_gpu_mark_word(tlmpi_gpu_mark_t *m)
 {
+    tlmpi_gpu_ctx_t *ctx = m->ctx;
     unsigned target = ctx->launch_seq + 1;
 
     if (!ctx->launch_word) {
@@ -327,10 +335,6 @@ void tlmpi_gpu_mark_word(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
     m->word = ctx->launch_word; /* published with the job's state word (release) */
 }
 
-static inline int mark_word_reached(const tlmpi_gpu_mark_t *m)
-{
-    return m->word && (int)(*m->word - m->target) >= 0;
-}
 
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
 {
@@ -342,7 +346,7 @@ int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
         if (s <= 0) {
             return s; /* 0: not launched yet; < 0: the launch failed (negated) */
         }
-        if (mark_word_reached(m)) {
+        if (m->word && word_reached(m->word, m->target)) {
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
             return 1; /* the GPU wrote the word after the work: no CUDA call */
         }
@@ -409,15 +413,49 @@ int tlmpi_gpu_ctx_begin_deferred(tlmpi_gpu_ctx_t *ctx)
     return (int)e;
 }
 
+/* A pinned, mapped host word (0) that the GPU can write on ctx->stream with the driver's stream memory
+ * operations, with the context's device current: checked once with a real write (self_test names the
+ * wait). NULL with *w_p / *dw_p set, or why not (nothing left allocated). */
+static const char *mapped_word_create(tlmpi_gpu_ctx_t *ctx, const char *self_test, void **w_p, void **dw_p)
+{
+    void *w = NULL, *dw = NULL;
+    const char *why = NULL;
+    tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "setup" };
+
+    if (!tlmpi_cu.write_value32) {
+        why = "no cuStreamWriteValue32";
+    } else if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+        why = "cannot allocate a mapped host word";
+        w = NULL;
+    } else if (cudaHostGetDevicePointer(&dw, w, 0) != cudaSuccess) {
+        why = "no device address for the mapped host word";
+    } else {
+        *(volatile unsigned *)w = 0;
+        if (tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)dw, 1, 0) != CUDA_SUCCESS ||
+            tlmpi_gpu_sync(ctx->stream, &who, self_test) != cudaSuccess || *(volatile unsigned *)w != 1) {
+            why = "stream memory operations are not usable";
+        }
+    }
+    (void)cudaGetLastError();
+    if (why) {
+        if (w) {
+            cudaFreeHost(w);
+        }
+        return why;
+    }
+    *w_p = w;
+    *dw_p = dw;
+    return NULL;
+}
+
 /* Decide how this context's stream is waited for (TLMPI_WAIT), with its device current. Spin needs
- * the driver's stream memory operations on a mapped host word; checked here once with a real write. */
+ * the driver's stream memory operations on a mapped host word (mapped_word_create). */
 static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int gpu_sharers)
 {
     long mode = TLMPI_ENV_I(WAIT); /* 0 auto, 1 sync, 2 spin */
     unsigned flags = 0;
     void *w = NULL, *dw = NULL;
     const char *why = NULL;
-    tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "setup" };
 
     ctx->spin = 0;
     ctx->done_word = NULL;
@@ -431,26 +469,11 @@ static void ctx_setup_spin(tlmpi_gpu_ctx_t *ctx, int gpu_sharers)
     }
     if (mode == 0 && cudaGetDeviceFlags(&flags) == cudaSuccess && (flags & cudaDeviceScheduleBlockingSync)) {
         why = "the device is set to blocking sync";
-    } else if (!tlmpi_cu.write_value32) {
-        why = "no cuStreamWriteValue32";
-    } else if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
-        why = "cannot allocate a mapped host word";
-        w = NULL;
-    } else if (cudaHostGetDevicePointer(&dw, w, 0) != cudaSuccess) {
-        why = "no device address for the mapped host word";
+        (void)cudaGetLastError();
     } else {
-        *(volatile unsigned *)w = 0;
-        if (tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)dw, 1, 0) != CUDA_SUCCESS ||
-            tlmpi_gpu_sync(ctx->stream, &who, "the spin-wait self-test") != cudaSuccess ||
-            *(volatile unsigned *)w != 1) {
-            why = "stream memory operations are not usable";
-        }
+        why = mapped_word_create(ctx, "the spin-wait self-test", &w, &dw);
     }
-    (void)cudaGetLastError();
     if (why) {
-        if (w) {
-            cudaFreeHost(w);
-        }
         if (mode == 2) {
             tlmpi_warn_once(CUDA, "TLMPI_WAIT=spin: not possible on device %d (%s); polling the stream", ctx->dev, why);
         } else {
@@ -471,34 +494,23 @@ static void ctx_setup_launch_word(tlmpi_gpu_ctx_t *ctx, int gpu_sharers)
 {
     long mode = TLMPI_ENV_I(LAUNCH_WORD); /* 0 auto, 1 on, 2 off */
     void *w = NULL, *dw = NULL;
-    tlmpi_wait_who_t who = { MPI_COMM_NULL, 0, TLMPI_COLL_ALLREDUCE, "setup" };
+    const char *why;
 
     ctx->launch_word = NULL;
     /* auto: not where 3 or more ranks share the GPU; there (under MPS) the stream operation after a start
      * delayed its completion by more than the word saved (H200, bench/node_bench -S form, 2026-12-04:
      * 1 MiB pure I-call + wait 31.3 -> 36.3 us at 4 ranks, 45.4 -> 52.0 at 8; 2 ranks 26.9 -> 24.3) */
-    if (!TLMPI_ENV_I(LAUNCH_THREAD) || mode == 2 || (mode == 0 && gpu_sharers >= 3) || !tlmpi_cu.write_value32) {
+    if (!TLMPI_ENV_I(LAUNCH_THREAD) || mode == 2 || (mode == 0 && gpu_sharers >= 3)) {
         return;
     }
-    if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
-        w = NULL;
-    } else if (cudaHostGetDevicePointer(&dw, w, 0) == cudaSuccess) {
-        *(volatile unsigned *)w = 0;
-        if (tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)dw, 1, 0) == CUDA_SUCCESS &&
-            tlmpi_gpu_sync(ctx->stream, &who, "the launch word's self-test") == cudaSuccess &&
-            *(volatile unsigned *)w == 1) {
-            ctx->launch_word = w;
-            ctx->launch_word_dev = dw;
-            ctx->launch_seq = 1;
-            return;
-        }
+    if ((why = mapped_word_create(ctx, "the launch word's self-test", &w, &dw)) != NULL) {
+        tlmpi_debug(CUDA, "device %d: the launch thread's starts complete through their events alone (%s)", ctx->dev,
+                    why);
+        return;
     }
-    (void)cudaGetLastError();
-    if (w) {
-        cudaFreeHost(w);
-    }
-    tlmpi_debug(CUDA, "device %d: the launch thread's starts complete through their events alone (no usable "
-                "GPU-written host word)", ctx->dev);
+    ctx->launch_word = w;
+    ctx->launch_word_dev = dw;
+    ctx->launch_seq = 1;
 }
 
 static void ctx_free(tlmpi_gpu_ctx_t *ctx)

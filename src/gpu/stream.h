@@ -140,10 +140,10 @@ int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 /* A mark whose event the launch thread records after the launch it makes (tier/kernel_call.c):
  * the event taken, nothing recorded; _test and _wait look at m->lstate first. 0 or a cudaError_t. */
 int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
-/* The launch thread's job, after the launch and the event record of a deferred mark on ctx->stream:
- * the GPU writes the next value of ctx->launch_word after them, and m->word / m->target say which
+/* The launch thread's job, after the launch and the event record of a deferred mark on m->ctx's stream:
+ * the GPU writes the next value of the context's launch_word after them, and m->word / m->target say which
  * (nothing when the context has no word or the write cannot be queued). */
-void tlmpi_gpu_mark_word(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
+void tlmpi_gpu_mark_word(tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s);
 void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m);

@@ -29,8 +29,8 @@
 struct deferred_launch {
     int dev;
     void *stream, *event;
-    tlmpi_gpu_ctx_t *ctx;       /* with mark: the GPU writes ctx's launch word after the work */
-    tlmpi_gpu_mark_t *mark;     /* (NULL: the event alone); lives until the job's state is set */
+    tlmpi_gpu_mark_t *mark;     /* the GPU writes its context's launch word after the work (NULL: the
+                                   event alone); lives until the job's state is set */
     int (*launch)(void *arg, const void *in, void *out, void *stream);
     const void *in;
     void *out;
@@ -54,7 +54,7 @@ static int deferred_run(void *p)
         e = (int)cudaEventRecord((cudaEvent_t)d->event, (cudaStream_t)d->stream);
     }
     if (e == 0 && d->mark) {
-        tlmpi_gpu_mark_word(d->ctx, d->mark);
+        tlmpi_gpu_mark_word(d->mark);
     }
     if (e != 0) {
         (void)cudaGetLastError();
@@ -94,7 +94,6 @@ static int kernel_call_deferred(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, co
     d.dev = tc->dev;
     d.stream = tc->ctx->stream;
     d.event = pd->mark.event;
-    d.ctx = tc->ctx;
     d.mark = tc->ctx->launch_word && c->msg_bytes >= (size_t)TLMPI_ENV_I(LAUNCH_WORD_MIN) ? &pd->mark : NULL;
     d.launch = k->launch;
     d.in = c->in;

@@ -43,7 +43,7 @@ static void job_done(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m, int with_word)
     ck_assert_int_eq(tlmpi_gpu_mark_deferred(ctx, m), 0);
     ck_assert_ptr_null((void *)m->word);
     if (with_word) {
-        tlmpi_gpu_mark_word(ctx, m);
+        tlmpi_gpu_mark_word(m);
     }
     __atomic_store_n(&m->lstate, 1, __ATOMIC_RELEASE);
 }
