@@ -1241,7 +1241,7 @@ static void form_overlap(void)
 {
     int c, si, rep, i, reps = o.lat_reps;
     launch_counts_fn lc;
-    tlmpi_status_t (*lw)(unsigned long long *);
+    tlmpi_status_t (*lw)(unsigned long long *, unsigned long long *);
     *(void **)&lc = dlsym(RTLD_DEFAULT, "tlmpi_get_launch_stats");
     *(void **)&lw = dlsym(RTLD_DEFAULT, "tlmpi_get_launch_word_stats");
     if (g_rank == 0) {
@@ -1257,7 +1257,7 @@ static void form_overlap(void)
             int iters = b >= o.large ? 10 : o.lat_iters;
             double pure[MAX_REPS], pm[MAX_REPS], ini[MAX_REPS], im[MAX_REPS], wt[MAX_REPS], wm[MAX_REPS], ov[MAX_REPS],
                 om[MAX_REPS], w3[MAX_REPS], w3m[MAX_REPS], dn[MAX_REPS], dnm[MAX_REPS], mp, mi, mw, mo, ovl;
-            unsigned long long l0 = 0, l1 = 0, li = 0, w0 = 0, w1 = 0;
+            unsigned long long l0 = 0, l1 = 0, li = 0, w0 = 0, w1 = 0, k0 = 0, k1 = 0;
             unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS];
             char path[128] = "";
             MPI_Request q;
@@ -1278,7 +1278,7 @@ static void form_overlap(void)
                 if (rep == 0) {
                     snap(c, pb); snap_algos(c, ab);
                     if (lc) lc(&l0, &li);
-                    if (lw) lw(&w0);
+                    if (lw) lw(&w0, &k0);
                 }
                 {
                     double ti = 0, tw = 0, tt = 0;
@@ -1325,17 +1325,20 @@ static void form_overlap(void)
                     form_reduce(ndone / iters * 1e-4, dn, dnm, rep); /* x 1e6 in form_reduce: percent */
                 }
                 if (rep == 0) {
-                    unsigned ran = 0, all = 0, wr = 0, wall = 0;
+                    unsigned ran = 0, all = 0, wr = 0, wall = 0, kw = 0, kall = 0;
                     snap(c, pa); snap_algos(c, aa);
                     served(pb, pa, ab, aa, path, sizeof path);
                     if (lc) lc(&l1, &li);
-                    if (lw) lw(&w1);
+                    if (lw) lw(&w1, &k1);
                     ran = lc && l1 - l0 >= (unsigned long long)iters ? 1u : 0u;
                     wr = lw && w1 - w0 >= (unsigned long long)iters ? 1u : 0u; /* every start through the word */
+                    kw = lw && k1 - k0 >= (unsigned long long)iters ? 1u : 0u; /* ... written by its kernel */
                     PMPI_Allreduce(&ran, &all, 1, MPI_UNSIGNED, MPI_BAND, g_comm);
                     PMPI_Allreduce(&wr, &wall, 1, MPI_UNSIGNED, MPI_BAND, g_comm);
+                    PMPI_Allreduce(&kw, &kall, 1, MPI_UNSIGNED, MPI_BAND, g_comm);
                     snprintf(path + strlen(path), sizeof path - strlen(path), " launch=%s word=%s",
-                             !lc ? "unknown" : all ? "thread" : "inline", !lw ? "unknown" : wall ? "on" : "off");
+                             !lc ? "unknown" : all ? "thread" : "inline",
+                             !lw ? "unknown" : kall ? "kernel" : wall ? "stream" : "off");
                 }
             }
             mp = median(pure, reps);

@@ -163,6 +163,19 @@ typedef struct {
     int ctas;                           /* CTAs, 1..TLMPI_NODE_MAX_CTAS, the same on every rank */
     unsigned long long epoch;           /* in/out: barrier epoch (running total of this communicator);
                                            unused where the descriptor has dev_epoch */
+    /* Completion word (the non-blocking forms' MPI_Wait / MPI_Test: src/gpu/stream.c marks). With
+     * done_word set, the launch's last CTA to finish, after every CTA's stores (user buffers, peers'
+     * pools) are visible at system scope, stores done_value into that host-mapped 32-bit word, unless
+     * this rank's error record is set (a wait timed out: the host learns it from the stream). CTAs
+     * count themselves in a u64 of the own pool header; done_ctas is that counter's running total
+     * over this communicator's launches that carried a word (in/out; the launcher adds a->ctas), so a
+     * CTA that never counts (the wrap barrier timed out) leaves every later target unreached: the
+     * word falls silent and the event decides. Launches of one communicator never overlap (call
+     * order), and launches without a word leave the counter alone. On return 0, done_word is NULL
+     * when the launch does not write it (LL and barrier kinds, count 0: nothing launched). */
+    void *done_word;
+    unsigned done_value;
+    unsigned long long done_ctas;
 } tlmpi_node_args_t;
 
 /* 1 if the node kernels reduce (dtype, op) (same set as tlmpi_cuda_reduce). */

@@ -114,7 +114,10 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
             if (!tlmpi_cuda_node_supported(a->dtype, a->op)) return (int)cudaErrorInvalidValue;
             elem = TLMPI_DT_ELEM_SIZE(a->dtype);
         }
-        if (a->count == 0) return 0;
+        if (a->count == 0) {
+            a->done_word = nullptr; /* nothing launched: nothing writes it */
+            return 0;
+        }
         if (!a->in || !a->out || a->count > ((size_t)-1) / elem / (size_t)x->nranks) return (int)cudaErrorInvalidValue;
         p.bytes = a->count * elem;
         if (is_ll(a->kind)) {
@@ -146,11 +149,13 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
     }
     const void *fn = kernel_for(a->kind, a->dtype, a->op, x->mc_base != nullptr);
     if (!fn) return (int)cudaErrorInvalidValue;
+    done_in(a, &p, !is_ll(a->kind) && a->kind != TLMPI_NODE_BARRIER); // LL threads return on their own
     void *args[1] = { &p };
     const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
                                            static_cast<cudaStream_t>(stream));
     if (e != cudaSuccess) return (int)e;
     if (!x->dev_epoch) a->epoch += barriers;
+    done_commit(a, p);
     return 0;
 }
 

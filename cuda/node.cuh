@@ -38,11 +38,12 @@ constexpr int kNodeThreads = TLMPI_NODE_THREADS;
 constexpr int kMaxRanks = TLMPI_NODE_MAX_RANKS;
 constexpr int kMaxCtas = TLMPI_NODE_MAX_CTAS;
 // pool header: flags[kMaxCtas][kMaxRanks] (u64), then the timed-out claim word, the device-resident
-// epoch and its arrival counter (node_enter)
+// epoch and its arrival counter (node_enter), the completion word's CTA counter (node_exit)
 constexpr size_t kFlagsBytes = sizeof(unsigned long long) * kMaxCtas * kMaxRanks;
 constexpr size_t kClaimOff = kFlagsBytes;
 constexpr size_t kEpochOff = kClaimOff + 8;
 constexpr size_t kArriveOff = kClaimOff + 16;
+constexpr size_t kDoneOff = kClaimOff + 24;  // CTAs of the launches with a completion word (node_exit)
 static_assert(kClaimOff + 64 <= TLMPI_NODE_HDR_BYTES, "pool header");
 static_assert(kEpochOff == TLMPI_NODE_EPOCH_OFF, "kernels.h names the epoch word's offset");
 
@@ -57,6 +58,9 @@ struct Params {
     unsigned long long epoch;  // barrier epoch before the call (x.dev_epoch: unused, node_enter reads it)
     unsigned barriers;         // epoch steps the call takes (x.dev_epoch: node_enter advances by them)
     int kind;
+    unsigned *done_word;       // host-mapped completion word (NULL: none; node_exit)
+    unsigned done_value;
+    unsigned long long done_target;  // the own header's CTA counter once every CTA of this launch counted
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -221,6 +225,31 @@ __device__ __forceinline__ unsigned long long node_enter(const Params &p, bool *
     bool e##_ok;                                                                                 \
     const unsigned long long e = ::tlmpi::node::node_enter(p, &e##_ok);                          \
     if (!e##_ok) return
+
+// ---------------------------------------------------------------------------------------------
+// Completion word (kernels.h: tlmpi_node_args_t.done_word): the last statement of every node kernel
+// but the LL and barrier ones (whose threads may return on their own; the launcher offers them no
+// word). Every thread of the CTA is past its last store (bar.sync); thread 0 makes them visible at
+// system scope (fence.sc.sys is cumulative over what the bar.sync ordered before it), then counts the
+// CTA in the own header; the CTA whose count reaches the launch's target knows every CTA's stores are
+// visible (each fenced before its count), fences again and stores the word for the host, unless a
+// wait of this rank timed out (the record's set flag is written before that CTA counted). A CTA that
+// returned early from its algorithm (a wait timed out) counts too; one that left at node_enter does
+// not, and no later target is reached (the host then goes by the event: kernels.h). The host reads
+// the word with no CUDA call: MPI_Wait on a finished start costs a load, not an event query.
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ void node_exit(const Params &p)
+{
+    if (!p.done_word) return;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    unsigned long long *cnt = reinterpret_cast<unsigned long long *>(static_cast<char *>(p.x.base[p.x.rank]) + kDoneOff);
+    __threadfence_system();
+    if (atomicAdd(cnt, 1ull) + 1ull != p.done_target) return;
+    __threadfence_system();
+    if (p.x.err && reinterpret_cast<const volatile tlmpi_node_err_t *>(p.x.err)->set) return;
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p.done_word), "r"(p.done_value) : "memory");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Partition: the step's range of a slot (`full` bytes, the same in every step of the call) split

@@ -114,6 +114,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_ipc(const __
     TLMPI_NODE_ENTER(p, ep);
     IpcTransport t{ p.x, ep, p.kind };
     ag_push(p, t);
+    node_exit(p);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_nvls(const __grid_constant__ Params p)
@@ -121,6 +122,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_nvls(const _
     TLMPI_NODE_ENTER(p, ep);
     NvlsTransport<TLMPI_DT_U8, Sum> t{ { p.x, ep, p.kind } };
     ag_push(p, t);
+    node_exit(p);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __grid_constant__ Params p)
@@ -128,6 +130,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __
     TLMPI_NODE_ENTER(p, ep);
     IpcTransport t{ p.x, ep, p.kind };
     ag_pull(p, t);
+    node_exit(p);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_ipc(const __grid
     TLMPI_NODE_ENTER(p, ep);
     IpcTransport t{ p.x, ep, p.kind };
     ar1<DT, Op>(p, t);
+    node_exit(p);
 }
 
 template <int DT, typename Op>
@@ -55,6 +56,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_nvls(const __gri
     TLMPI_NODE_ENTER(p, ep);
     NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
     ar1<DT, Op>(p, t);
+    node_exit(p);
 }
 
 template <int DT, typename Op> struct Ar1K {

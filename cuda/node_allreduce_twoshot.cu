@@ -92,6 +92,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_ipc(const __grid
     TLMPI_NODE_ENTER(p, ep);
     IpcTransport t{ p.x, ep, p.kind };
     ar2<DT, Op>(p, t);
+    node_exit(p);
 }
 
 template <int DT, typename Op>
@@ -100,6 +101,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_nvls(const __gri
     TLMPI_NODE_ENTER(p, ep);
     NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
     ar2<DT, Op>(p, t);
+    node_exit(p);
 }
 
 template <int DT, typename Op> struct Ar2K {

@@ -213,6 +213,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_direct_ipc(const 
     TLMPI_NODE_ENTER(q.p, ep);
     IpcTransport t{ q.p.x, ep, q.p.kind };
     ar_direct<DT, Op>(q, t);
+    node_exit(q.p);
 }
 
 template <int DT, typename Op>
@@ -221,6 +222,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const
     TLMPI_NODE_ENTER(q.p, ep);
     IpcTransport t{ q.p.x, ep, q.p.kind };
     rsb_direct<DT, Op>(q, t);
+    node_exit(q.p);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_direct_ipc(const __grid_constant__ DParams q)
@@ -228,6 +230,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_direct_ipc(const 
     TLMPI_NODE_ENTER(q.p, ep);
     IpcTransport t{ q.p.x, ep, q.p.kind };
     ag_direct(q, t);
+    node_exit(q.p);
 }
 
 template <int DT, typename Op> struct ArDirectK {
@@ -270,7 +273,10 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
         if (!tlmpi_cuda_node_supported(a->dtype, a->op)) return (int)cudaErrorInvalidValue;
         elem = TLMPI_DT_ELEM_SIZE(a->dtype);
     }
-    if (a->count == 0) return 0;
+    if (a->count == 0) {
+        a->done_word = nullptr;
+        return 0;
+    }
     if (a->count > ((size_t)-1) / elem / (size_t)x->nranks) return (int)cudaErrorInvalidValue;
     for (int q = 0; q < x->nranks; q++)
         if (!d->in[q] || !d->out[q] || !aligned16(d->out[q]) || (!ag && !aligned16(d->in[q])))
@@ -302,7 +308,11 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
     q.d = *d;
     const void *fn = direct_fn(a->kind, a->dtype, a->op);
     if (!fn) return (int)cudaErrorInvalidValue;
+    done_in(a, &q.p, true);
     void *args[1] = { &q };
-    return (int)cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
-                                 static_cast<cudaStream_t>(stream));
+    const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
+                                           static_cast<cudaStream_t>(stream));
+    if (e != cudaSuccess) return (int)e;
+    done_commit(a, q.p);
+    return 0;
 }

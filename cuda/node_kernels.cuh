@@ -89,6 +89,21 @@ __device__ __forceinline__ void reduce_piece(const X &t, const char *in, char *o
     }
 }
 
+// The launch's completion word (kernels.h: tlmpi_node_args_t.done_word) into its parameters: the
+// kinds whose kernels end in node_exit take it (`takes`), the others clear a->done_word. After a
+// successful launch that takes it, done_commit advances the communicator's running CTA total.
+inline void done_in(tlmpi_node_args_t *a, Params *p, bool takes)
+{
+    if (!takes) a->done_word = nullptr;
+    p->done_word = static_cast<unsigned *>(a->done_word);
+    p->done_value = a->done_value;
+    p->done_target = a->done_ctas + (unsigned long long)a->ctas;
+}
+inline void done_commit(tlmpi_node_args_t *a, const Params &p)
+{
+    if (a->done_word) a->done_ctas = p.done_target;
+}
+
 struct NoExtra {
     __device__ __forceinline__ void vec(size_t, uint4) const {}
     template <int E> __device__ __forceinline__ void elem(size_t, Vec<E>) const {}

@@ -52,6 +52,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_ipc(const __grid
     TLMPI_NODE_ENTER(p, ep);
     IpcTransport t{ p.x, ep, p.kind };
     rsb<DT, Op>(p, t);
+    node_exit(p);
 }
 
 template <int DT, typename Op>
@@ -60,6 +61,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_nvls(const __gri
     TLMPI_NODE_ENTER(p, ep);
     NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
     rsb<DT, Op>(p, t);
+    node_exit(p);
 }
 
 template <int DT, typename Op> struct RsbK {

@@ -147,10 +147,11 @@ tlmpi_status_t tlmpi_get_launch_stats(unsigned long long *thread_launches, unsig
 /**
  * \brief Of the launch thread's launches, the starts whose completion the GPU reported by writing a
  * host word (TLMPI_LAUNCH_WORD), since MPI_Init: so that a benchmark can say which way its starts
- * completed. Not reset by tlmpi_reset_stats.
- * \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for a NULL pointer.
+ * completed. kernel_words (may be NULL): of those, the words the collective's own kernel wrote (the
+ * node tier), the others being a stream write after the start. Not reset by tlmpi_reset_stats.
+ * \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for a NULL words.
  */
-tlmpi_status_t tlmpi_get_launch_word_stats(unsigned long long *words);
+tlmpi_status_t tlmpi_get_launch_word_stats(unsigned long long *words, unsigned long long *kernel_words);
 
 /** \brief Short names ("allreduce", "staging", ...); NULL when out of range. */
 const char *tlmpi_coll_name(tlmpi_coll_t coll);

@@ -59,8 +59,9 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
         if (lp || li) {
             fprintf(stderr, "tlmpi: launch thread (TLMPI_LAUNCH_THREAD): %lu launches made for started calls, %lu "
                     "started calls launched on their own thread while it slept, %lu sleeps; %lu starts completed "
-                    "through the launch word (TLMPI_LAUNCH_WORD)\n", lp, li, ls,
-                    __atomic_load_n(&tlmpi_launcher_words_, __ATOMIC_RELAXED));
+                    "through the launch word (TLMPI_LAUNCH_WORD), %lu of them written by their own kernel\n", lp, li,
+                    ls, __atomic_load_n(&tlmpi_launcher_words_, __ATOMIC_RELAXED),
+                    __atomic_load_n(&tlmpi_launcher_kwords_, __ATOMIC_RELAXED));
         }
     }
     tlmpi_turn_counts(&taken, &lost);

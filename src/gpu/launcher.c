@@ -277,14 +277,17 @@ void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, 
     if (sleeps) *sleeps = n_sleeps;
 }
 
-unsigned long tlmpi_launcher_words_;
+unsigned long tlmpi_launcher_words_, tlmpi_launcher_kwords_;
 
-TLMPI_EXPORT tlmpi_status_t tlmpi_get_launch_word_stats(unsigned long long *words)
+TLMPI_EXPORT tlmpi_status_t tlmpi_get_launch_word_stats(unsigned long long *words, unsigned long long *kernel_words)
 {
     if (!words) {
         return TLMPI_ERR_INVALID_ARG;
     }
     *words = __atomic_load_n(&tlmpi_launcher_words_, __ATOMIC_RELAXED);
+    if (kernel_words) {
+        *kernel_words = __atomic_load_n(&tlmpi_launcher_kwords_, __ATOMIC_RELAXED);
+    }
     return TLMPI_OK;
 }
 

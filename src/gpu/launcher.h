@@ -30,8 +30,9 @@
 typedef int (*tlmpi_launch_fn_t)(void *arg);
 
 extern unsigned long tlmpi_launcher_posted_; /* jobs posted (written under the post lock) */
-extern unsigned long tlmpi_launcher_words_;  /* starts whose completion word the thread had written
+extern unsigned long tlmpi_launcher_words_;  /* starts that complete through the launch word
                                                 (gpu/stream.c, TLMPI_LAUNCH_WORD) */
+extern unsigned long tlmpi_launcher_kwords_; /* of those, words their own kernel writes */
 extern unsigned long tlmpi_launcher_done_;   /* jobs run (written by the thread, release) */
 
 /* 1 when starts may post: TLMPI_LAUNCH_THREAD, and the thread runs (started here at the first ask)

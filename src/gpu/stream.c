@@ -316,7 +316,20 @@ int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
     return m->event ? 0 : (int)cudaErrorMemoryAllocation;
 }
 
-void tlmpi_gpu_mark_word(tlmpi_gpu_mark_t *m)
+int tlmpi_gpu_mark_word_offer(const tlmpi_gpu_mark_t *m, tlmpi_gpu_done_t *d)
+{
+    const tlmpi_gpu_ctx_t *ctx = m->ctx;
+
+    if (!ctx->launch_word) {
+        return 0;
+    }
+    d->word_dev = ctx->launch_word_dev;
+    d->value = ctx->launch_seq + 1;
+    d->taken = 0;
+    return 1;
+}
+
+void tlmpi_gpu_mark_word(tlmpi_gpu_mark_t *m, const tlmpi_gpu_done_t *d)
 {
     tlmpi_gpu_ctx_t *ctx = m->ctx;
     unsigned target = ctx->launch_seq + 1;
@@ -324,8 +337,11 @@ void tlmpi_gpu_mark_word(tlmpi_gpu_mark_t *m)
     if (!ctx->launch_word) {
         return;
     }
-    if (tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)ctx->launch_word_dev, target, 0) !=
-        CUDA_SUCCESS) {
+    if (d && d->taken && d->value == target) {
+        __atomic_add_fetch(&tlmpi_launcher_kwords_, 1, __ATOMIC_RELAXED); /* the kernel writes it */
+    } else if (!ctx->launch_memop ||
+               tlmpi_cu.write_value32((CUstream)ctx->stream, (CUdeviceptr)(uintptr_t)ctx->launch_word_dev, target, 0) !=
+                   CUDA_SUCCESS) {
         (void)cudaGetLastError();
         return; /* the event alone */
     }
@@ -497,12 +513,16 @@ static void ctx_setup_launch_word(tlmpi_gpu_ctx_t *ctx, int gpu_sharers)
     const char *why;
 
     ctx->launch_word = NULL;
-    /* auto: not where 3 or more ranks share the GPU; there (under MPS) the stream operation after a start
-     * delayed its completion by more than the word saved (H200, bench/node_bench -S form, 2026-12-04:
-     * 1 MiB pure I-call + wait 31.3 -> 36.3 us at 4 ranks, 45.4 -> 52.0 at 8; 2 ranks 26.9 -> 24.3) */
-    if (!TLMPI_ENV_I(LAUNCH_THREAD) || mode == 2 || (mode == 0 && gpu_sharers >= 3)) {
+    ctx->launch_memop = 0;
+    if (!TLMPI_ENV_I(LAUNCH_THREAD) || mode == 2) {
         return;
     }
+    /* The node kernels write the word themselves (their last CTA: cuda/node.cuh node_exit), at no cost
+     * the start's completion notices. Other starts get the stream write, but under auto not where 3 or
+     * more ranks share the GPU: there (under MPS) that extra stream operation delayed the start's
+     * completion by more than the word saved (H200, bench/node_bench -S form, 2026-12-04: 1 MiB pure
+     * I-call + wait 31.3 -> 36.3 us at 4 ranks, 45.4 -> 52.0 at 8; 2 ranks 26.9 -> 24.3). */
+    ctx->launch_memop = mode == 1 || gpu_sharers < 3;
     if ((why = mapped_word_create(ctx, "the launch word's self-test", &w, &dw)) != NULL) {
         tlmpi_debug(CUDA, "device %d: the launch thread's starts complete through their events alone (%s)", ctx->dev,
                     why);

@@ -36,6 +36,7 @@ typedef struct tlmpi_gpu_ctx {
                                        starts (TLMPI_LAUNCH_WORD; NULL: none), in stream order */
     void *launch_word_dev;          /* its device address */
     unsigned launch_seq;            /* last value enqueued for launch_word (the launch thread's) */
+    int launch_memop;               /* starts whose kernels do not write the word get a stream write */
     /* call order across streams (order.c), once the comm has had a stream-ordered call */
     int order_on;                   /* order_ev exists and orders every device call of the comm */
     struct tlmpi_gpu_order *order;  /* its event (shared with the graphs that wait on it) */
@@ -140,10 +141,20 @@ int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 /* A mark whose event the launch thread records after the launch it makes (tier/kernel_call.c):
  * the event taken, nothing recorded; _test and _wait look at m->lstate first. 0 or a cudaError_t. */
 int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
-/* The launch thread's job, after the launch and the event record of a deferred mark on m->ctx's stream:
- * the GPU writes the next value of the context's launch_word after them, and m->word / m->target say which
- * (nothing when the context has no word or the write cannot be queued). */
-void tlmpi_gpu_mark_word(tlmpi_gpu_mark_t *m);
+/* The launch word offered to a start's launch (the launch thread's job, before the launch): the next
+ * value of m->ctx's launch_word, which the launch's kernels write once done, setting taken (the node
+ * tier's kernels: cuda/kernels.h done_word). 1 with *d filled, 0 when the context has no word. */
+typedef struct {
+    void *word_dev;             /* device address of the context's launch_word */
+    unsigned value;             /* the value to write there */
+    int taken;                  /* set by a launch whose kernels write it */
+} tlmpi_gpu_done_t;
+int tlmpi_gpu_mark_word_offer(const tlmpi_gpu_mark_t *m, tlmpi_gpu_done_t *d);
+/* The job, after the launch and the event record of a deferred mark on m->ctx's stream: m->word /
+ * m->target say which value of launch_word means the start is done: the one the kernels write (d->taken),
+ * else one the stream writes after them (ctx->launch_memop), else nothing (the event alone). d: the
+ * offer made to the launch, or NULL. */
+void tlmpi_gpu_mark_word(tlmpi_gpu_mark_t *m, const tlmpi_gpu_done_t *d);
 int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m);
 int tlmpi_gpu_mark_wait(tlmpi_gpu_mark_t *m, const tlmpi_wait_who_t *who, const char *what, long grace_s);
 void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m);

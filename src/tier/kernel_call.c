@@ -9,7 +9,9 @@
  * returns). A started call (non-blocking, persistent) whose kernel kind already launched once on
  * this thread hands its launch to the launch thread (gpu/launcher.h) when that is awake: the
  * legacy-stream capture (ctx_begin) stays here, the job makes the launch and records the call's
- * mark, and the call returns without the launch's 4-5 us.
+ * mark, and the call returns without the launch's 4-5 us. The job offers the launch the context's
+ * launch word (gpu/stream.h: tlmpi_gpu_done_t): the node kernels write it themselves when done, and
+ * MPI_Wait / MPI_Test read it instead of querying the event.
  */
 #include "config.h"
 #include "tier.h"
@@ -31,7 +33,7 @@ struct deferred_launch {
     void *stream, *event;
     tlmpi_gpu_mark_t *mark;     /* the GPU writes its context's launch word after the work (NULL: the
                                    event alone); lives until the job's state is set */
-    int (*launch)(void *arg, const void *in, void *out, void *stream);
+    int (*launch)(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done);
     const void *in;
     void *out;
     _Alignas(16) unsigned char arg[TLMPI_LAUNCH_ARG_MAX - 64];
@@ -40,7 +42,8 @@ struct deferred_launch {
 static int deferred_run(void *p)
 {
     struct deferred_launch *d = p;
-    int cur = -1, e;
+    tlmpi_gpu_done_t done;
+    int cur = -1, e, offered;
 
     if (cudaGetDevice(&cur) != cudaSuccess || cur != d->dev) {
         (void)cudaGetLastError();
@@ -49,12 +52,14 @@ static int deferred_run(void *p)
             return e;
         }
     }
-    e = d->launch(d->arg, d->in, d->out, d->stream);
+    offered = d->mark && tlmpi_gpu_mark_word_offer(d->mark, &done);
+    e = d->launch(d->arg, d->in, d->out, d->stream, offered ? &done : NULL);
     if (e == 0) {
         e = (int)cudaEventRecord((cudaEvent_t)d->event, (cudaStream_t)d->stream);
     }
-    if (e == 0 && d->mark) {
-        tlmpi_gpu_mark_word(d->mark);
+    if (d->mark && (e == 0 || (offered && done.taken))) {
+        /* a kernel that took the word writes its value even when the record failed: never offered again */
+        tlmpi_gpu_mark_word(d->mark, offered ? &done : NULL);
     }
     if (e != 0) {
         (void)cudaGetLastError();
@@ -175,7 +180,7 @@ tlmpi_status_t tlmpi_tier_kernel_call(tlmpi_tier_comm_t *tc, const tlmpi_call_t 
         in = tin;
         out = tout;
     }
-    e = k->launch(k->arg, in, out, s);
+    e = k->launch(k->arg, in, out, s, NULL);
     if (TLMPI_UNLIKELY(e != 0)) {
         (void)cudaGetLastError();
         if (!__atomic_exchange_n(k->warned_p, 1, __ATOMIC_RELAXED)) {

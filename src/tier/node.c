@@ -161,6 +161,8 @@ struct tlmpi_node_comm {
                                    thread makes later starts' launches: kernel_call.c) */
     int ran;                    /* a collective kernel was launched (then on every rank: its barriers
                                    completed only because every peer launched its own) */
+    unsigned long long done_ctas; /* CTAs of the launches that wrote a completion word (kernels.h:
+                                   tlmpi_node_args_t.done_ctas; the launch thread's alone) */
 };
 
 /* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
@@ -543,22 +545,41 @@ static __attribute__((noreturn, noinline)) void node_earlier_timed_out(const tlm
     tlmpi_gpu_abort(tc->comm);
 }
 
+/* A completion word offered to a launch (the launch thread's starts: kernel_call.c) into its arguments:
+ * the kernel's last CTA writes it (kernels.h: done_word), counted on from the comm's running total. */
+static void node_done_offer(const struct tlmpi_node_comm *nc, tlmpi_node_args_t *a, const tlmpi_gpu_done_t *done)
+{
+    a->done_word = done ? done->word_dev : NULL;
+    a->done_value = done ? done->value : 0;
+    a->done_ctas = nc->done_ctas;
+}
+/* After the launch: whether its kernel writes the word (the LL kinds do not), and the new total. */
+static void node_done_taken(struct tlmpi_node_comm *nc, const tlmpi_node_args_t *a, tlmpi_gpu_done_t *done)
+{
+    if (done && a->done_word) {
+        nc->done_ctas = a->done_ctas;
+        done->taken = 1;
+    }
+}
+
 /* node_run's launch (tlmpi_tier_kernel_t): one node kernel, the comm's barrier epoch advanced. Self-
  * contained (the launch thread runs a copy: kernel_call.c) */
 struct node_launch {
     struct tlmpi_node_comm *nc;
     tlmpi_node_args_t args;
 };
-static int node_launch(void *arg, const void *in, void *out, void *stream)
+static int node_launch(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
 {
     struct node_launch *l = arg;
     int e;
 
     l->args.in = in;
     l->args.out = out;
+    node_done_offer(l->nc, &l->args, done);
     e = tlmpi_cuda_node_run(&l->nc->xp->x, &l->args, stream);
     if (e == 0) {
         l->nc->ran = 1;
+        node_done_taken(l->nc, &l->args, done);
     }
     return e;
 }
@@ -570,15 +591,17 @@ struct node_launch_direct {
     tlmpi_node_args_t args;
     const tlmpi_ipc_reg_t *reg; /* the request's: it outlives the launch (its release drains the launch thread) */
 };
-static int node_launch_direct(void *arg, const void *in, void *out, void *stream)
+static int node_launch_direct(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
 {
     struct node_launch_direct *l = arg;
     int e;
 
     (void)in, (void)out;
+    node_done_offer(l->nc, &l->args, done);
     e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, &l->args, &l->reg->d, stream);
     if (e == 0) {
         l->nc->ran = 1;
+        node_done_taken(l->nc, &l->args, done);
     }
     return e;
 }
@@ -600,6 +623,9 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
                       : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, nc->xp->max_ctas);
     args->ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
     args->epoch = 0; /* dev_epoch: the kernels keep it */
+    args->done_word = NULL; /* the launch thread's launches may offer one (node_done_offer) */
+    args->done_value = 0;
+    args->done_ctas = 0;
     args->in = c->in;
     args->out = c->rbuf;
     *a_p = a;

@@ -202,8 +202,9 @@ typedef struct {
     size_t *scratch_bytes_p;
     int *warned_p;              /* the tier's once-flag of the launch-failure warning */
     /* enqueue the kernel on stream for these buffers: 0 (and the tier's bookkeeping done) or a
-     * cudaError_t (nothing enqueued) */
-    int (*launch)(void *arg, const void *in, void *out, void *stream);
+     * cudaError_t (nothing enqueued). done: a completion word offered by the launch thread (NULL:
+     * none); a launch whose kernels write it sets done->taken (gpu/stream.h) */
+    int (*launch)(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done);
     void *arg;
     /* the launch thread (gpu/launcher.h) may make a started call's launch: arg is self-contained
      * (no pointer into the caller's frame), arg_bytes of it are copied; 0: always on this thread.

@@ -21,11 +21,19 @@
  *    call from taking them, and every rank must end at the same epoch past 2^32;
  *  - a stuck rank (descriptor stuck = 1): every rank's wait times out within the bound and its
  *    error record names the stuck rank and the expected epoch;
+ *  - the completion word (done_word: what MPI_Wait reads for a start): 4 ranks, the device epoch,
+ *    every kind that writes it (pool kinds and the zero-copy allreduce, several steps, every CTA the
+ *    GPU allows) into outputs in mapped host memory: the host spins on each rank's word and, the
+ *    moment it holds the launch's value, checks the whole output with no synchronisation (a word
+ *    written before some CTA's stores were visible shows poison); the CTA counter's running total;
+ *    the LL kinds decline the word (done_word NULL, word unchanged); a set error record keeps that
+ *    rank's word unwritten;
  *  - results bitwise against the host reference (elemref.h), outputs poisoned first, the poison
  *    around every output intact afterwards.
  * Default (make check): data areas of 64 KiB for every n, 1 MiB for n = 4, bursts of 100 calls;
  * --full: 1 MiB for every n, bursts of 300 (about 3 minutes on an H200); --wrap-only: the LL wrap
- * case alone.
+ * case alone; --done-only: the completion word alone; --done-early: the same with every word due at
+ * its launch's first CTA (what a kernel without the CTA counter would do): must FAIL.
  * Fresh random data each run (seed printed; TLMPI_TEST_SEED=N repeats). Exit 77 without a GPU.
  */
 #include "config.h"
@@ -53,6 +61,7 @@ static const char *kind_names[TLMPI_NODE_KIND_COUNT] = {
     [TLMPI_NODE_AG_PUSH] = "ag_push", [TLMPI_NODE_AG_PULL] = "ag_pull",     [TLMPI_NODE_RSB_PULL] = "rsb",
     [TLMPI_NODE_AR_ONESHOT] = "ar_oneshot", [TLMPI_NODE_AR_TWOSHOT] = "ar_twoshot", [TLMPI_NODE_AG_LL] = "ag_ll",
     [TLMPI_NODE_RSB_LL] = "rsb_ll",   [TLMPI_NODE_AR_LL] = "ar_ll",         [TLMPI_NODE_BARRIER] = "barrier",
+    [TLMPI_NODE_AG_DIRECT] = "ag_direct", [TLMPI_NODE_RSB_DIRECT] = "rsb_direct", [TLMPI_NODE_AR_DIRECT] = "ar_direct",
 };
 
 static void setup(int n, size_t data_bytes, double timeout_s)
@@ -426,10 +435,181 @@ static void stuck_rank(void)
     teardown();
 }
 
+/* The completion word (kernels.h done_word), 4 ranks, device epoch: see the header. I32 sums (exact). */
+static int done_early; /* --done-early: every launch's target is its first CTA's count (the word written as
+                          soon as one CTA finished, as a kernel without the counter would): must FAIL */
+static void done_words(int rounds)
+{
+    const int kinds[] = { TLMPI_NODE_AR_ONESHOT, TLMPI_NODE_AR_TWOSHOT, TLMPI_NODE_RSB_PULL, TLMPI_NODE_AG_PUSH,
+                          TLMPI_NODE_AG_PULL,    TLMPI_NODE_AR_DIRECT,  TLMPI_NODE_AR_LL };
+    const size_t data = 1 << 20, count = (5u << 20) / 4 / 4; /* 1.25 MiB a block: several data halves */
+    unsigned *w_h[MAXR];
+    void *w_d[MAXR];
+    int32_t *in_h[MAXR], *out_h[MAXR], *ref = malloc(4 * count * 4);
+    void *in_d[MAXR], *out_d[MAXR];
+    unsigned long long tot[MAXR], hdr;
+    unsigned value = 0;
+    int r, q, k, v, bad = 0;
+    size_t i;
+
+    dev_ep = 1;
+    setup(4, data, 10.0);
+    for (r = 0; r < nr; r++) {
+        CK(cudaHostAlloc((void **)&w_h[r], 64, cudaHostAllocMapped));
+        *(volatile unsigned *)w_h[r] = 0;
+        CK(cudaHostGetDevicePointer(&w_d[r], w_h[r], 0));
+        in_h[r] = malloc(4 * count * 4);
+        CK(cudaMalloc(&in_d[r], 4 * count * 4));
+        CK(cudaHostAlloc((void **)&out_h[r], 4 * count * 4, cudaHostAllocMapped));
+        CK(cudaHostGetDevicePointer(&out_d[r], out_h[r], 0));
+        tot[r] = 0;
+    }
+    for (k = 0; k < (int)(sizeof(kinds) / sizeof(kinds[0])); k++) {
+        const int kind = kinds[k], ag = is_ag(kind), rsb = is_rsb(kind), ll = is_ll(kind);
+        const size_t n = ll ? TLMPI_NODE_LL_MAX_BYTES / 4 : count; /* elements: a block (ag: bytes / 4) */
+        const size_t in_n = rsb ? 4 * n : n, out_n = ag ? 4 * n : n;
+        for (v = 0; v < rounds && !bad; v++) {
+            const unsigned val = ++value;
+            for (r = 0; r < nr; r++) {
+                for (i = 0; i < in_n; i++) in_h[r][i] = (int32_t)(rnd64() >> 40);
+                CK(cudaMemcpy(in_d[r], in_h[r], in_n * 4, cudaMemcpyHostToDevice));
+                memset(out_h[r], POISON, out_n * 4);
+            }
+            CK(cudaDeviceSynchronize());
+            for (r = 0; r < nr; r++) {
+                tlmpi_node_args_t a;
+                int e;
+                memset(&a, 0, sizeof(a));
+                a.kind = kind;
+                a.dtype = TLMPI_DT_I32;
+                a.op = TLMPI_OP_SUM;
+                a.in = in_d[r];
+                a.out = out_d[r];
+                a.count = ag ? n * 4 : n;
+                a.ctas = ll ? 1 : max_ctas;
+                a.done_word = w_d[r];
+                a.done_value = val;
+                a.done_ctas = tot[r] - (done_early && !ll ? (unsigned long long)(a.ctas - 1) : 0);
+                if (kind == TLMPI_NODE_AR_DIRECT) {
+                    tlmpi_node_direct_t d;
+                    for (q = 0; q < nr; q++) {
+                        d.in[q] = in_d[q];
+                        d.out[q] = out_d[q];
+                    }
+                    e = tlmpi_cuda_node_run_direct(&xp[r], &a, &d, st[r]);
+                } else {
+                    e = tlmpi_cuda_node_run(&xp[r], &a, st[r]);
+                }
+                if (e) {
+                    printf("FAIL: done word: launch %s: %s\n", kind_names[kind],
+                           cudaGetErrorString((cudaError_t)e));
+                    exit(1);
+                }
+                if (done_early && !ll) a.done_ctas = tot[r] + (unsigned long long)a.ctas; /* what the counter holds */
+                if ((a.done_word == NULL) != ll || a.done_ctas != tot[r] + (ll ? 0 : (unsigned long long)a.ctas)) {
+                    printf("FAIL: done word: %s: the launcher %s the word (CTA total %llu -> %llu)\n",
+                           kind_names[kind], a.done_word ? "took" : "declined", tot[r],
+                           a.done_ctas);
+                    bad = 1;
+                }
+                tot[r] = a.done_ctas;
+            }
+            for (r = 0; r < nr && !bad && !ll; r++) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                while (*(volatile unsigned *)w_h[r] != val) {
+                    clock_gettime(CLOCK_MONOTONIC, &t1);
+                    if ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec) > 10.0) {
+                        printf("FAIL: done word: %s round %d: rank %d's word is %u after 10 s, want %u\n",
+                               kind_names[kind], v, r, *(volatile unsigned *)w_h[r], val);
+                        bad = 1;
+                        break;
+                    }
+                }
+                if (bad) break;
+                __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                /* the word holds the value: the whole output must be there now, with no synchronisation */
+                for (i = 0; i < out_n && !bad; i++) {
+                    int32_t want = 0;
+                    if (ag) {
+                        want = in_h[i / n][i % n];
+                    } else {
+                        for (q = 0; q < nr; q++) want += in_h[q][(rsb ? (size_t)r * n : 0) + i];
+                    }
+                    if (((volatile int32_t *)out_h[r])[i] != want) {
+                        printf("FAIL: done word: %s round %d: rank %d's word was written before its output: element %zu "
+                               "of %zu is 0x%x, want 0x%x\n", kind_names[kind], v, r, i,
+                               out_n, (unsigned)((volatile int32_t *)out_h[r])[i], (unsigned)want);
+                        bad = 1;
+                    }
+                }
+            }
+            if (sync_all("done word")) bad = 1;
+            for (r = 0; r < nr && ll && !bad; r++) {
+                if (*(volatile unsigned *)w_h[r] == val) {
+                    printf("FAIL: done word: an LL kernel wrote the word it declined (rank %d)\n", r);
+                    bad = 1;
+                }
+            }
+            cases++;
+        }
+    }
+    for (r = 0; r < nr && !bad; r++) { /* the header's counter is the running total */
+        CK(cudaMemcpy(&hdr, (char *)pool[r] + TLMPI_NODE_EPOCH_OFF + 16, sizeof(hdr), cudaMemcpyDeviceToHost));
+        if (hdr != tot[r]) {
+            printf("FAIL: done word: rank %d's CTA counter %llu, want %llu\n", r, hdr, tot[r]);
+            bad = 1;
+        }
+    }
+    if (!bad) { /* a set error record (a wait of this rank timed out): that rank's word is not written */
+        const unsigned val = ++value;
+        err_h[1]->set = 1;
+        for (r = 0; r < nr; r++) {
+            tlmpi_node_args_t a;
+            memset(&a, 0, sizeof(a));
+            a.kind = TLMPI_NODE_AR_ONESHOT;
+            a.dtype = TLMPI_DT_I32;
+            a.op = TLMPI_OP_SUM;
+            a.in = in_d[r];
+            a.out = out_d[r];
+            a.count = 4096;
+            a.ctas = 2;
+            a.done_word = w_d[r];
+            a.done_value = val;
+            a.done_ctas = tot[r];
+            CK((cudaError_t)tlmpi_cuda_node_run(&xp[r], &a, st[r]));
+            tot[r] = a.done_ctas;
+        }
+        for (r = 0; r < nr; r++) CK(cudaStreamSynchronize(st[r]));
+        for (r = 0; r < nr; r++) {
+            if ((*(volatile unsigned *)w_h[r] == val) != (r != 1)) {
+                printf("FAIL: done word: rank %d's word %s with %s error record\n", r,
+                       r == 1 ? "written" : "not written", r == 1 ? "a set" : "no");
+                bad = 1;
+            }
+        }
+        err_h[1]->set = 0;
+        cases++;
+    }
+    for (r = 0; r < nr; r++) {
+        CK(cudaFreeHost(w_h[r]));
+        CK(cudaFreeHost(out_h[r]));
+        CK(cudaFree(in_d[r]));
+        free(in_h[r]);
+    }
+    free(ref);
+    teardown();
+    dev_ep = 0;
+    failures += bad;
+    printf("done word: %d kinds x %d rounds, %s\n", (int)(sizeof(kinds) / sizeof(kinds[0])), rounds, bad ? "FAIL" : "ok");
+}
+
 int main(int argc, char **argv)
 {
     int n, dev_count = 0, ns[] = { 2, 3, 4, 8 }, i, quick = !(argc > 1 && !strcmp(argv[1], "--full"));
     const int wrap_only = argc > 1 && !strcmp(argv[1], "--wrap-only"); /* the LL wrap case alone (mutant checks) */
+    const int done_only = argc > 1 && (!strcmp(argv[1], "--done-only") || !strcmp(argv[1], "--done-early"));
+    done_early = argc > 1 && !strcmp(argv[1], "--done-early");
     const char *seed_env = getenv("TLMPI_TEST_SEED");
     unsigned long long seed = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
     if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count < 1) {
@@ -438,6 +618,11 @@ int main(int argc, char **argv)
     }
     rng_state = seed ? seed : 1;
     printf("gpu_node_kernels: seed %llu (TLMPI_TEST_SEED)\n", seed);
+    if (done_only) {
+        done_words(40);
+        printf("gpu_node_kernels: %s (%d cases, %d failures)\n", failures ? "FAIL" : "PASS", cases, failures);
+        return failures ? 1 : 0;
+    }
     for (i = 0; i < 4 && !wrap_only; i++) {
         n = ns[i];
         setup(n, 65536, 10.0);
@@ -463,6 +648,7 @@ int main(int argc, char **argv)
     }
     ll_wrap(0);
     ll_wrap(1);
+    if (!wrap_only) done_words(quick ? 10 : 40);
     if (!wrap_only) stuck_rank();
     printf("gpu_node_kernels: %s (%d cases, %d failures)\n", failures ? "FAIL" : "PASS", cases, failures);
     return failures ? 1 : 0;
