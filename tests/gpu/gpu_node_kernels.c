@@ -528,8 +528,9 @@ static void done_words(int rounds)
                 }
                 if (bad) break;
                 __atomic_thread_fence(__ATOMIC_ACQUIRE);
-                /* the word holds the value: the whole output must be there now, with no synchronisation */
-                for (i = 0; i < out_n && !bad; i++) {
+                /* the word holds the value: the whole output must be there now, with no synchronisation;
+                 * from the end, where the last step's pieces (written last) lie */
+                for (i = out_n; i-- > 0 && !bad;) {
                     int32_t want = 0;
                     if (ag) {
                         want = in_h[i / n][i % n];
