@@ -5,6 +5,13 @@
  * under the sleep lock before it waits on the condition; a producer that publishes and then sees
  * `sleeping` (both sequentially consistent) signals under the same lock, so no wake is lost; a kick
  * (a wake without a job) bumps a counter the thread re-checks under that lock.
+ *
+ * The consumer role: whoever runs jobs holds it (an exchange; one store releases it), so jobs run one at
+ * a time and in order whoever runs them. The thread takes it whenever jobs are queued; a thread that
+ * waits for a job (a state wait, a drain, room for a post) takes it itself after ~10 us and runs the jobs
+ * up to the one it waits for. A launch thread that is not running when its job comes (16 cores for 8
+ * ranks' busy compute and launch threads: it waits out a scheduler time slice) then delays that start
+ * until its MPI_Wait, not by milliseconds.
  */
 #include "config.h"
 #include "launcher.h"
@@ -38,7 +45,10 @@ static int started;      /* the thread runs (1), could not be started (-1), not 
 static int sleeping;     /* the thread waits on sleep_cond */
 static int stopping;     /* finalize: the thread leaves when the ring is empty */
 static unsigned kicks;   /* wakes without a job (tlmpi_launcher_kick), under sleep_lock */
-static unsigned long n_inline, n_sleeps;
+static int consumer;     /* the consumer role (1: a thread runs jobs) */
+static unsigned long head; /* the next job to run: the role holder's */
+static int t_hold;       /* tests: the thread leaves the jobs to the waiters */
+static unsigned long n_inline, n_sleeps, n_helped;
 static long t_spin_us = -1, t_timeout_s = -1;
 static int t_enabled = -1;
 
@@ -74,17 +84,49 @@ static int enabled(void)
     return t_enabled >= 0 ? t_enabled : (int)TLMPI_ENV_I(LAUNCH_THREAD);
 }
 
+static int take_role(void)
+{
+    return !__atomic_load_n(&consumer, __ATOMIC_RELAXED) && !__atomic_exchange_n(&consumer, 1, __ATOMIC_ACQUIRE);
+}
+
+static void drop_role(void)
+{
+    __atomic_store_n(&consumer, 0, __ATOMIC_RELEASE);
+}
+
+/* With the role: run the queued jobs in order, until cond(arg) holds (NULL: until none is queued).
+ * Returns how many ran. */
+static unsigned long run_jobs(int (*cond)(const void *), const void *arg)
+{
+    unsigned long n = 0;
+
+    while (head != __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_ACQUIRE) && !(cond && cond(arg))) {
+        job_t *j = &ring[head % TLMPI_LAUNCH_QUEUE];
+        int e = j->fn(j->arg);
+
+        __atomic_store_n(j->state, e == 0 ? 1 : (e > 0 ? -e : e), __ATOMIC_RELEASE);
+        head++;
+        n++;
+        __atomic_store_n(&tlmpi_launcher_done_, head, __ATOMIC_RELEASE);
+    }
+    return n;
+}
+
+static int idle(void)
+{
+    return __atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_ACQUIRE);
+}
+
 static void *launcher_main(void *unused)
 {
-    unsigned long head = 0;
-
     (void)unused;
     for (;;) {
         double idle_since = now_s();
         unsigned spins = 0;
 
         /* spin for work, for the spin window */
-        while (head == __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_ACQUIRE)) {
+        while (idle()) {
             if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
                 return NULL;
             }
@@ -98,7 +140,8 @@ static void *launcher_main(void *unused)
                 pthread_mutex_lock(&sleep_lock);
                 k0 = kicks;
                 __atomic_store_n(&sleeping, 1, __ATOMIC_SEQ_CST);
-                while (head == __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_SEQ_CST) &&
+                while (__atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_SEQ_CST) ==
+                           __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_SEQ_CST) &&
                        !__atomic_load_n(&stopping, __ATOMIC_SEQ_CST) && kicks == k0) {
                     n_sleeps++;
                     pthread_cond_wait(&sleep_cond, &sleep_lock);
@@ -108,13 +151,11 @@ static void *launcher_main(void *unused)
                 idle_since = now_s();
             }
         }
-        {
-            job_t *j = &ring[head % TLMPI_LAUNCH_QUEUE];
-            int e = j->fn(j->arg);
-
-            __atomic_store_n(j->state, e == 0 ? 1 : (e > 0 ? -e : e), __ATOMIC_RELEASE);
-            head++;
-            __atomic_store_n(&tlmpi_launcher_done_, head, __ATOMIC_RELEASE);
+        if (!__atomic_load_n(&t_hold, __ATOMIC_RELAXED) && take_role()) {
+            run_jobs(NULL, NULL);
+            drop_role();
+        } else {
+            cpu_relax(); /* a waiter runs them */
         }
     }
 }
@@ -166,7 +207,8 @@ static __attribute__((noreturn, noinline)) void launcher_timed_out(const char *w
     tlmpi_gpu_abort(MPI_COMM_NULL);
 }
 
-/* Spin (then yield) until cond(arg) holds, bounded by TLMPI_TIMEOUT. */
+/* Spin until cond(arg) holds, bounded by TLMPI_TIMEOUT; past ~10 us run the queued jobs here when no
+ * one else does (the consumer role), then yield. */
 static void bounded_wait(int (*cond)(const void *), const void *arg, const char *what)
 {
     unsigned spins = 0;
@@ -174,7 +216,20 @@ static void bounded_wait(int (*cond)(const void *), const void *arg, const char 
     long limit = timeout_s();
 
     while (!cond(arg)) {
-        if (++spins < 1024) {
+        if (++spins < 256) {
+            cpu_relax();
+            continue;
+        }
+        if (take_role()) {
+            unsigned long n = run_jobs(cond, arg);
+
+            drop_role();
+            if (n) {
+                __atomic_fetch_add(&n_helped, n, __ATOMIC_RELAXED);
+                continue;
+            }
+        }
+        if (spins < 1024) {
             cpu_relax();
             continue;
         }
@@ -220,6 +275,11 @@ int tlmpi_launcher_post(tlmpi_launch_fn_t fn, const void *arg, size_t bytes, int
         tlmpi_launcher_kick();
     }
     return 0;
+}
+
+int tlmpi_launcher_is_thread(void)
+{
+    return __atomic_load_n(&started, __ATOMIC_ACQUIRE) == 1 && pthread_equal(pthread_self(), thread);
 }
 
 void tlmpi_launcher_kick(void)
@@ -270,11 +330,13 @@ void tlmpi_launcher_finalize(void)
     __atomic_store_n(&started, 0, __ATOMIC_RELEASE);
 }
 
-void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, unsigned long *sleeps)
+void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, unsigned long *sleeps,
+                          unsigned long *helped)
 {
     if (posted) *posted = __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_RELAXED);
     if (inline_starts) *inline_starts = __atomic_load_n(&n_inline, __ATOMIC_RELAXED);
     if (sleeps) *sleeps = n_sleeps;
+    if (helped) *helped = __atomic_load_n(&n_helped, __ATOMIC_RELAXED);
 }
 
 unsigned long tlmpi_launcher_words_, tlmpi_launcher_kwords_;
@@ -300,6 +362,11 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_launch_stats(unsigned long long *thread_la
     *thread_launches = __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_RELAXED);
     *inline_launches = __atomic_load_n(&n_inline, __ATOMIC_RELAXED);
     return TLMPI_OK;
+}
+
+void tlmpi_launcher_test_hold(int hold)
+{
+    __atomic_store_n(&t_hold, hold, __ATOMIC_RELAXED);
 }
 
 void tlmpi_launcher_test_config(long spin, long timeout, int on)

@@ -9,6 +9,10 @@
  *     stream waits), so the stream sees the calls in call order, as the pools and epochs assume;
  *   - the result: each job writes its outcome into its state word (release): 1 done, a negated error
  *     code when its run failed; the request tests that word before its event (stream.c: marks);
+ *   - progress without the thread: a thread that waits for a job (MPI_Wait on a start, a drain, a post
+ *     that needs room) runs the queued jobs itself, in order, once it has waited ~10 us and the thread
+ *     is not running one (launcher.c: the consumer role), so a launch thread that is not scheduled
+ *     delays a start only until its wait;
  *   - idleness: after its last job the thread spins TLMPI_LAUNCH_SPIN us (yielding the core to any
  *     runnable thread after the first 200 us), then sleeps. A start that
  *     finds it asleep launches on its own thread, as without the launcher (the queue is empty then),
@@ -26,7 +30,8 @@
 #define TLMPI_LAUNCH_ARG_MAX 512 /* bytes of a job's argument, copied into the queue */
 #define TLMPI_LAUNCH_QUEUE 256   /* jobs queued at once (a post beyond waits for room) */
 
-/* A job's run: 0 done, else an error code (a cudaError_t); it runs on the launch thread. */
+/* A job's run: 0 done, else an error code (a cudaError_t); it runs on the launch thread, or on a thread
+ * that waits for it (leaving that thread's current device as it found it). */
 typedef int (*tlmpi_launch_fn_t)(void *arg);
 
 extern unsigned long tlmpi_launcher_posted_; /* jobs posted (written under the post lock) */
@@ -41,6 +46,8 @@ int tlmpi_launcher_ready(void);
 /* Post fn(arg) with bytes of arg copied; *state is set to 0 here and written by the job. 0, or -1
  * when the thread is gone (nothing posted: run it yourself). */
 int tlmpi_launcher_post(tlmpi_launch_fn_t fn, const void *arg, size_t bytes, int *state);
+/* 1 on the launch thread itself. */
+int tlmpi_launcher_is_thread(void);
 /* Wake a sleeping thread (after a start launched on its own thread because it slept). */
 void tlmpi_launcher_kick(void);
 /* Wait (bounded) until every job posted so far has run. Cheap when none is pending. */
@@ -56,9 +63,13 @@ static inline void tlmpi_launcher_drain(const char *why)
 int tlmpi_launcher_state_wait(const int *state, const char *what);
 /* Drain and stop the thread (MPI_Finalize; a later ready() starts none). */
 void tlmpi_launcher_finalize(void);
-/* Counters for the stats: jobs run on the thread, starts that launched inline because it slept. */
-void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, unsigned long *sleeps);
-/* Test hooks (check_launcher): spin window and timeout in us / s, overriding the environment; 0 reset. */
+/* Counters for the stats: jobs posted, starts that launched inline because it slept, its sleeps, and
+ * jobs a waiting thread ran because the launch thread had not (any may be NULL). */
+void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, unsigned long *sleeps,
+                           unsigned long *helped);
+/* Test hooks (check_launcher): spin window and timeout in us / s, overriding the environment; 0 reset.
+ * hold: the thread stops taking jobs (the waiters must run them). */
 void tlmpi_launcher_test_config(long spin_us, long timeout_s, int enabled);
+void tlmpi_launcher_test_hold(int hold);
 
 #endif

@@ -43,13 +43,16 @@ static int deferred_run(void *p)
 {
     struct deferred_launch *d = p;
     tlmpi_gpu_done_t done;
-    int cur = -1, e, offered;
+    int cur = -1, e, offered, restore = -1;
 
     if (cudaGetDevice(&cur) != cudaSuccess || cur != d->dev) {
         (void)cudaGetLastError();
         if ((e = (int)cudaSetDevice(d->dev)) != cudaSuccess) {
             (void)cudaGetLastError();
             return e;
+        }
+        if (!tlmpi_launcher_is_thread()) {
+            restore = cur; /* a waiting application thread runs this job (launcher.h): its device stays */
         }
     }
     offered = d->mark && tlmpi_gpu_mark_word_offer(d->mark, &done);
@@ -63,6 +66,9 @@ static int deferred_run(void *p)
     }
     if (e != 0) {
         (void)cudaGetLastError();
+    }
+    if (restore >= 0) {
+        (void)cudaSetDevice(restore);
     }
     return e;
 }

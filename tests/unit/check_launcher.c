@@ -3,7 +3,9 @@
  * of its own; no MPI run, no GPU) of the launch thread's queue (src/gpu/launcher.c) with jobs that
  * are plain functions: FIFO order from one producer and per producer from several, every job run
  * exactly once, the state words (1 / the negated error), drain, a full queue, sleep after the spin
- * window (ready() then says no and counts the start), a post or a kick waking it, finalize.
+ * window (ready() then says no and counts the start), a post or a kick waking it, finalize; a thread
+ * that waits for a job the launch thread does not take (held) runs the jobs up to it itself, in order,
+ * and a post that waits for room does the same.
  */
 #include "config.h"
 #include "env.h"
@@ -20,8 +22,9 @@
 #define NPROD 3
 #define PER 20000
 
-static int log_prod[NPROD * PER + 8], log_seq[NPROD * PER + 8];
-static int n_log; /* written by the launch thread only */
+static int log_prod[NPROD * PER + 8], log_seq[NPROD * PER + 8], log_here[NPROD * PER + 8];
+static int n_log; /* written by the job's runner (one at a time: the consumer role) */
+static pthread_t main_thread;
 static int slow_us;
 
 typedef struct {
@@ -37,6 +40,7 @@ static int job(void *p)
     }
     log_prod[n_log] = a->prod;
     log_seq[n_log] = a->seq;
+    log_here[n_log] = pthread_equal(pthread_self(), main_thread);
     n_log++;
     return a->ret;
 }
@@ -47,6 +51,7 @@ static void setup(long spin_us)
     tlmpi_launcher_test_config(spin_us, 20, 1);
     n_log = 0;
     slow_us = 0;
+    main_thread = pthread_self();
 }
 
 /* ready() until it says yes (the thread started and awake), at most ~1 s; a no is followed by a
@@ -161,10 +166,10 @@ START_TEST(sleep_and_wake)
     setup(2000); /* 2 ms spin window */
     until_ready();
     usleep(50000); /* past the window: asleep */
-    tlmpi_launcher_counts(NULL, &inl0, &sleeps);
+    tlmpi_launcher_counts(NULL, &inl0, &sleeps, NULL);
     ck_assert_uint_ge(sleeps, 1);
     ck_assert_int_eq(tlmpi_launcher_ready(), 0); /* a start launches itself ... */
-    tlmpi_launcher_counts(NULL, &inl, NULL);
+    tlmpi_launcher_counts(NULL, &inl, NULL, NULL);
     ck_assert_uint_eq(inl, inl0 + 1);            /* ... and is counted */
     tlmpi_launcher_kick();                       /* ... then wakes it */
     until_ready();
@@ -175,8 +180,61 @@ START_TEST(sleep_and_wake)
     for (i = 0; i < 100 && !tlmpi_launcher_ready(); i++) {
         usleep(100);
     }
-    tlmpi_launcher_counts(&posted, NULL, NULL);
+    tlmpi_launcher_counts(&posted, NULL, NULL, NULL);
     ck_assert_uint_eq(posted, 1);
+    tlmpi_launcher_finalize();
+}
+END_TEST
+
+START_TEST(waiter_runs_jobs)
+{
+    static int st[TLMPI_LAUNCH_QUEUE + 20];
+    unsigned long h0 = 0, h1 = 0;
+    int i, n = TLMPI_LAUNCH_QUEUE + 20;
+
+    setup(100000);
+    tlmpi_launcher_test_config(100000, 5, 1); /* a wait nobody serves ends the test in 5 s */
+    until_ready();
+    tlmpi_launcher_test_hold(1); /* the thread is there and awake, but takes no job */
+    usleep(2000);
+    tlmpi_launcher_counts(NULL, NULL, NULL, &h0);
+    for (i = 0; i < 3; i++) {
+        jarg_t a = { 0, i, i == 1 ? 5 : 0 };
+
+        ck_assert_int_eq(tlmpi_launcher_post(job, &a, sizeof a, &st[i]), 0);
+    }
+    ck_assert_int_eq(tlmpi_launcher_state_wait(&st[1], "test"), -5); /* job 1's outcome ... */
+    ck_assert_int_eq(n_log, 2);                                       /* ... after job 0, both run here */
+    ck_assert_int_eq(log_seq[0], 0);
+    ck_assert_int_eq(log_seq[1], 1);
+    ck_assert_int_eq(log_here[0] && log_here[1], 1);
+    ck_assert_int_eq(st[0], 1);
+    ck_assert_int_eq(st[2], 0); /* the waiter stops at its own job */
+    tlmpi_launcher_counts(NULL, NULL, NULL, &h1);
+    ck_assert_uint_eq(h1, h0 + 2);
+    tlmpi_launcher_drain("test"); /* job 2, here too */
+    ck_assert_int_eq(n_log, 3);
+    ck_assert_int_eq(st[2], 1);
+    /* more posts than the queue holds: a post that waits for room runs jobs itself */
+    for (i = 0; i < n; i++) {
+        jarg_t a = { 0, 3 + i, 0 };
+
+        ck_assert_int_eq(tlmpi_launcher_post(job, &a, sizeof a, &st[i]), 0);
+    }
+    tlmpi_launcher_drain("test");
+    ck_assert_int_eq(n_log, 3 + n);
+    for (i = 0; i < 3 + n; i++) {
+        ck_assert_int_eq(log_seq[i], i);
+        ck_assert_int_eq(log_here[i], 1);
+    }
+    tlmpi_launcher_test_hold(0); /* the thread takes jobs again */
+    {
+        jarg_t a = { 0, 3 + n, 0 };
+        int s1 = 0;
+
+        ck_assert_int_eq(tlmpi_launcher_post(job, &a, sizeof a, &s1), 0);
+        ck_assert_int_eq(tlmpi_launcher_state_wait(&s1, "test"), 1);
+    }
     tlmpi_launcher_finalize();
 }
 END_TEST
@@ -208,6 +266,7 @@ int main(void)
     tcase_add_test(tc, fifo_per_producer);
     tcase_add_test(tc, full_queue_and_state_wait);
     tcase_add_test(tc, sleep_and_wake);
+    tcase_add_test(tc, waiter_runs_jobs);
     tcase_add_test(tc, disabled);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
