@@ -118,8 +118,11 @@ static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query,
     }
     unsigned spins = 0, rounds = 0, flags = 0;
     double t0 = 0;
-    int gentle = -1;
+    int gentle = -1, long_wait = 0;
     cudaError_t e;
+    /* past this the wait leaves the core to others between polls: a time, not a count of rounds (a round
+     * is a query, 3-7 us under MPS, or 512 spins on the word and a query, about 20 us) */
+    const double kYieldAfter = 300e-6;
 
     for (;;) {
         if (word) {
@@ -142,7 +145,7 @@ static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query,
         }
         (void)cudaGetLastError();
         rounds++;
-        if ((rounds & 63) == 1) {
+        if (rounds == 1 || (rounds & 63) == 1 || (!long_wait && (rounds & 7) == 1)) {
             double t = now_s();
 
             if (rounds == 1) {
@@ -150,8 +153,9 @@ static int wait_loop(volatile unsigned *word, unsigned target, query_fn_t query,
             } else if (limit > 0 && t - t0 > (double)limit) {
                 wait_timeout(who, what, t - t0, limit, grace_s);
             }
+            long_wait = long_wait || t - t0 > kYieldAfter;
         }
-        if (rounds > 64) {
+        if (long_wait) {
             if (gentle < 0) {
                 gentle = cudaGetDeviceFlags(&flags) == cudaSuccess && (flags & cudaDeviceScheduleBlockingSync);
             }
