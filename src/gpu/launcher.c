@@ -315,6 +315,17 @@ int tlmpi_launcher_state_wait(const int *state, const char *what)
     return __atomic_load_n(state, __ATOMIC_ACQUIRE);
 }
 
+int tlmpi_launcher_help(const int *state)
+{
+    if (!state_set(state) && take_role()) {
+        unsigned long n = run_jobs(state_set, state);
+
+        drop_role();
+        __atomic_fetch_add(&n_helped, n, __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(state, __ATOMIC_ACQUIRE);
+}
+
 void tlmpi_launcher_finalize(void)
 {
     if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) != 1) {

@@ -61,6 +61,9 @@ static inline void tlmpi_launcher_drain(const char *why)
 }
 /* Wait (bounded) until the job of *state has run: its outcome (1, or the negated error). */
 int tlmpi_launcher_state_wait(const int *state, const char *what);
+/* Without waiting: when no one runs jobs now, run the queued ones up to the job of *state here (an
+ * MPI_Test that finds its start still queued). Returns *state after (0: not run). */
+int tlmpi_launcher_help(const int *state);
 /* Drain and stop the thread (MPI_Finalize; a later ready() starts none). */
 void tlmpi_launcher_finalize(void);
 /* Counters for the stats: jobs posted, starts that launched inline because it slept, its sleeps, and

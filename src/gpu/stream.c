@@ -316,6 +316,7 @@ int tlmpi_gpu_mark_deferred(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
     m->lstate = 0;
     m->word = NULL;
     m->target = 0;
+    m->posted_at = now_s();
     m->event = mark_event_get(ctx->dev);
     return m->event ? 0 : (int)cudaErrorMemoryAllocation;
 }
@@ -363,6 +364,10 @@ int tlmpi_gpu_mark_test(tlmpi_gpu_mark_t *m)
     if (m->deferred) {
         int s = __atomic_load_n(&m->lstate, __ATOMIC_ACQUIRE);
 
+        if (s == 0 && now_s() - m->posted_at > TLMPI_MARK_HELP_S) {
+            /* still queued: the launch thread is not running (MPI_Test makes progress: launcher.h) */
+            s = tlmpi_launcher_help(&m->lstate);
+        }
         if (s <= 0) {
             return s; /* 0: not launched yet; < 0: the launch failed (negated) */
         }

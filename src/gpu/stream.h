@@ -136,7 +136,10 @@ typedef struct {
     volatile unsigned *word;    /* set by that job: ctx->launch_word reaches target when the work is
                                    done (NULL: the event alone); read once lstate is 1 */
     unsigned target;
+    double posted_at;           /* when the job was posted (a test that finds it queued later than
+                                   TLMPI_MARK_HELP_S after runs the queue itself) */
 } tlmpi_gpu_mark_t;
+#define TLMPI_MARK_HELP_S 20e-6
 int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m);
 /* A mark whose event the launch thread records after the launch it makes (tier/kernel_call.c):
  * the event taken, nothing recorded; _test and _wait look at m->lstate first. 0 or a cudaError_t. */

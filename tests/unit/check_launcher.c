@@ -227,13 +227,33 @@ START_TEST(waiter_runs_jobs)
         ck_assert_int_eq(log_seq[i], i);
         ck_assert_int_eq(log_here[i], 1);
     }
-    tlmpi_launcher_test_hold(0); /* the thread takes jobs again */
-    {
+    { /* help (MPI_Test's): runs the queue up to the job, without waiting */
         jarg_t a = { 0, 3 + n, 0 };
         int s1 = 0;
 
         ck_assert_int_eq(tlmpi_launcher_post(job, &a, sizeof a, &s1), 0);
-        ck_assert_int_eq(tlmpi_launcher_state_wait(&s1, "test"), 1);
+        ck_assert_int_eq(tlmpi_launcher_help(&s1), 1);
+        ck_assert_int_eq(n_log, 4 + n);
+        ck_assert_int_eq(log_here[3 + n], 1);
+        ck_assert_int_eq(tlmpi_launcher_help(&s1), 1); /* done: nothing more */
+    }
+    tlmpi_launcher_test_hold(0); /* the thread takes jobs again */
+    {
+        jarg_t a = { 0, 4 + n, 0 }, b = { 0, 5 + n, 0 };
+        int s1 = 0, s2 = 0;
+        struct timespec t0, t1;
+
+        slow_us = 100000; /* the thread holds the role for 100 ms per job */
+        ck_assert_int_eq(tlmpi_launcher_post(job, &a, sizeof a, &s1), 0);
+        usleep(20000);
+        ck_assert_int_eq(tlmpi_launcher_post(job, &b, sizeof b, &s2), 0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ck_assert_int_eq(tlmpi_launcher_help(&s2), 0); /* someone runs jobs: help returns at once */
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ck_assert((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec) < 0.05);
+        ck_assert_int_eq(tlmpi_launcher_state_wait(&s2, "test"), 1);
+        ck_assert_int_eq(log_here[4 + n], 0); /* the thread ran it */
+        slow_us = 0;
     }
     tlmpi_launcher_finalize();
 }

@@ -10,16 +10,19 @@
  * kernels write it themselves) completes through it at any number of ranks on the GPU, with no stream
  * write, and the value is never offered twice; TLMPI_LAUNCH_WORD picks when a context has a word and
  * when starts whose kernels do not write it get a stream write (auto: fewer than 3 ranks on the GPU;
- * on; off: no word; never without the launch thread).
+ * on; off: no word; never without the launch thread); an MPI_Test that finds its start still queued
+ * after TLMPI_MARK_HELP_S runs the launch itself when the launch thread is not running.
  */
 #include "config.h"
 #include "cudawrap.h"
 #include "env.h"
+#include "launcher.h"
 #include "stream.h"
 #include "tlmpi.h"
 
 #include <check.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 extern int fake_cuda_events_pending; /* tests/fakes/fakecudart.c */
 
@@ -246,6 +249,41 @@ START_TEST(taken_value_never_offered_twice)
 }
 END_TEST
 
+static int launched(void *unused)
+{
+    (void)unused;
+    return 0;
+}
+
+START_TEST(test_runs_a_queued_launch)
+{
+    tlmpi_gpu_ctx_t *c = ctx_with("off", 1);
+    tlmpi_gpu_mark_t m;
+    int i;
+
+    tlmpi_launcher_test_config(100000, 5, 1);
+    for (i = 0; i < 100000 && !tlmpi_launcher_ready(); i++) {
+        tlmpi_launcher_kick();
+        usleep(10);
+    }
+    ck_assert(tlmpi_launcher_ready());
+    tlmpi_launcher_test_hold(1); /* the launch thread is not running */
+    usleep(2000);
+    ck_assert_int_eq(tlmpi_gpu_mark_deferred(c, &m), 0);
+    ck_assert_int_eq(tlmpi_launcher_post(launched, &i, sizeof i, &m.lstate), 0);
+    m.posted_at += 3600; /* just posted: a test leaves the launch to the thread */
+    ck_assert_int_eq(tlmpi_gpu_mark_test(&m), 0);
+    ck_assert_int_eq(m.lstate, 0);
+    m.posted_at -= 3600 + 2 * TLMPI_MARK_HELP_S; /* queued for longer: the test launches it */
+    ck_assert_int_eq(tlmpi_gpu_mark_test(&m), 1);
+    ck_assert_int_eq(m.lstate, 1);
+    tlmpi_gpu_mark_release(&m);
+    tlmpi_launcher_test_hold(0);
+    tlmpi_launcher_finalize();
+    tlmpi_gpu_ctx_destroy(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mark");
@@ -261,6 +299,7 @@ int main(void)
     tcase_add_test(tc, stream_order_and_wrap);
     tcase_add_test(tc, kernel_word_where_gpu_shared);
     tcase_add_test(tc, taken_value_never_offered_twice);
+    tcase_add_test(tc, test_runs_a_queued_launch);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
