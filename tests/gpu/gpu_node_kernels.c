@@ -436,6 +436,25 @@ static void stuck_rank(void)
 }
 
 /* The completion word (kernels.h done_word), 4 ranks, device epoch: see the header. I32 sums (exact). */
+/* A launch of an I32 sum (allgather: count bytes) with a completion word. */
+static tlmpi_node_args_t done_args(int kind, void *in, void *out, size_t count, int ctas, void *word, unsigned value,
+                                   unsigned long long total)
+{
+    tlmpi_node_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.kind = kind;
+    a.dtype = TLMPI_DT_I32;
+    a.op = TLMPI_OP_SUM;
+    a.in = in;
+    a.out = out;
+    a.count = count;
+    a.ctas = ctas;
+    a.done_word = word;
+    a.done_value = value;
+    a.done_ctas = total;
+    return a;
+}
+
 static int done_early; /* --done-early: every launch's target is its first CTA's count (the word written as
                           soon as one CTA finished, as a kernel without the counter would): must FAIL */
 static void done_words(int rounds)
@@ -477,19 +496,10 @@ static void done_words(int rounds)
             }
             CK(cudaDeviceSynchronize());
             for (r = 0; r < nr; r++) {
-                tlmpi_node_args_t a;
+                const int ctas = ll ? 1 : max_ctas;
+                tlmpi_node_args_t a = done_args(kind, in_d[r], out_d[r], ag ? n * 4 : n, ctas, w_d[r], val,
+                                                tot[r] - (done_early && !ll ? (unsigned long long)(ctas - 1) : 0));
                 int e;
-                memset(&a, 0, sizeof(a));
-                a.kind = kind;
-                a.dtype = TLMPI_DT_I32;
-                a.op = TLMPI_OP_SUM;
-                a.in = in_d[r];
-                a.out = out_d[r];
-                a.count = ag ? n * 4 : n;
-                a.ctas = ll ? 1 : max_ctas;
-                a.done_word = w_d[r];
-                a.done_value = val;
-                a.done_ctas = tot[r] - (done_early && !ll ? (unsigned long long)(a.ctas - 1) : 0);
                 if (kind == TLMPI_NODE_AR_DIRECT) {
                     tlmpi_node_direct_t d;
                     for (q = 0; q < nr; q++) {
@@ -566,18 +576,7 @@ static void done_words(int rounds)
         const unsigned val = ++value;
         err_h[1]->set = 1;
         for (r = 0; r < nr; r++) {
-            tlmpi_node_args_t a;
-            memset(&a, 0, sizeof(a));
-            a.kind = TLMPI_NODE_AR_ONESHOT;
-            a.dtype = TLMPI_DT_I32;
-            a.op = TLMPI_OP_SUM;
-            a.in = in_d[r];
-            a.out = out_d[r];
-            a.count = 4096;
-            a.ctas = 2;
-            a.done_word = w_d[r];
-            a.done_value = val;
-            a.done_ctas = tot[r];
+            tlmpi_node_args_t a = done_args(TLMPI_NODE_AR_ONESHOT, in_d[r], out_d[r], 4096, 2, w_d[r], val, tot[r]);
             CK((cudaError_t)tlmpi_cuda_node_run(&xp[r], &a, st[r]));
             tot[r] = a.done_ctas;
         }
