@@ -280,7 +280,7 @@ EXTRA_DIST += tests/mpi/fault.sh
 # --- (tests/interpose), leak check under valgrind. Plain C (no Check): they also run on hosts
 # --- without Check. Linked with libtlmpi.la, so MPI_* resolves to tlmpi and PMPI_* to the MPI.
 MPI_TESTS = tests/mpi/mpi_coll tests/mpi/mpi_coll_np4 tests/mpi/mpi_errors tests/mpi/mpi_churn \
-    tests/mpi/mpi_half tests/mpi/mpi_half_np4
+    tests/mpi/mpi_half tests/mpi/mpi_half_np4 tests/mpi/mpi_fdx_np4
 check_PROGRAMS += $(MPI_TESTS)
 TESTS += $(MPI_TESTS)
 MPI_TEST_LDADD = libtlmpi.la -lm
@@ -292,6 +292,10 @@ tests_mpi_mpi_coll_np4_SOURCES = $(tests_mpi_mpi_coll_SOURCES)
 tests_mpi_mpi_coll_np4_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_coll_np4_LDADD = $(MPI_TEST_LDADD)
 tests_mpi_mpi_coll_np4_LDFLAGS = -no-install
+tests_mpi_mpi_fdx_np4_SOURCES = tests/mpi/mpi_fdx_np4.c tests/harness.h
+tests_mpi_mpi_fdx_np4_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_fdx_np4_LDADD = libtlmpi_core.la -lm
+tests_mpi_mpi_fdx_np4_LDFLAGS = -no-install
 tests_mpi_mpi_errors_SOURCES = tests/mpi/mpi_errors.c tests/harness.h
 tests_mpi_mpi_errors_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_errors_LDADD = $(MPI_TEST_LDADD)
