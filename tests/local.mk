@@ -162,6 +162,14 @@ tests_mpi_mpi_host_cache_SOURCES = tests/mpi/mpi_host_cache.c tests/harness.h
 tests_mpi_mpi_host_cache_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_host_cache_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_host_cache_LDFLAGS = -no-install
+# cuMem pools mapped between the ranks of one host (the GIN rail on fake nodes), with the fake CUDA
+# runtime's memfd-backed stand-ins for the driver's VMM calls; 4 ranks
+check_PROGRAMS += tests/mpi/mpi_cumem_np4
+TESTS += tests/mpi/mpi_cumem_np4
+tests_mpi_mpi_cumem_np4_SOURCES = tests/mpi/mpi_cumem_np4.c tests/harness.h
+tests_mpi_mpi_cumem_np4_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_cumem_np4_LDADD = tests/mpi/libfakecudart.la libtlmpi_core.la -lm
+tests_mpi_mpi_cumem_np4_LDFLAGS = -no-install
 # persistent requests' buffers registered for the node tier's zero-copy kernels (mappings shared and
 # released, the ranks agreeing), with the fake CUDA runtime; 2 and 3 ranks
 PERSIST_REG_TESTS = tests/mpi/mpi_persist_reg tests/mpi/mpi_persist_reg_np3

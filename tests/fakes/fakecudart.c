@@ -375,12 +375,91 @@ static CUresult fk_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f) { 
 static CUresult fk_attr(void *d, CUpointer_attribute at, CUdeviceptr p) { fk_alloc_t r; (void)at; if (find((void *)p, &r) < 0) return CUDA_ERROR_INVALID_VALUE; *(unsigned long long *)d = r.id; return CUDA_SUCCESS; }
 static CUresult fk_dev_get(CUdevice *d, int ordinal) { if (ordinal < 0 || ordinal >= ndev()) return CUDA_ERROR_INVALID_DEVICE; *d = ordinal; return CUDA_SUCCESS; }
 static CUresult fk_dev_attr(int *v, CUdevice_attribute at, CUdevice d) { return cudaDeviceGetAttribute(v, (enum cudaDeviceAttr)at, (int)d) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+/* cuMem shareable handles (src/transport/cumemshare.c): a handle is a descriptor of the allocation's memfd
+ * (cudaMalloc's of FK_SHARE_MIN bytes or more stand for cuMem allocations made POSIX-shareable); a
+ * mapping is the memfd mapped MAP_SHARED at the reserved address and registered as device memory. */
+#define FK_CUMEM 4
+static CUresult fk_retain(CUmemGenericAllocationHandle *h, void *p)
+{
+    fk_alloc_t a;
+    int i, fd = -1;
+
+    reg_begin();
+    i = scan((uintptr_t)p, &a);
+    if (i >= 0 && R[i].kind == FK_MEMFD && a.b == (uintptr_t)p) fd = dup(R[i].fd);
+    reg_end();
+    if (fd < 0) return CUDA_ERROR_INVALID_VALUE;
+    *h = (CUmemGenericAllocationHandle)fd;
+    return CUDA_SUCCESS;
+}
+static CUresult fk_export(void *sh, CUmemGenericAllocationHandle h, CUmemAllocationHandleType t, unsigned long long f)
+{
+    (void)f;
+    if (t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || getenv("FAKE_CUDA_CUMEM_EXPORT_REFUSE")) return CUDA_ERROR_NOT_SUPPORTED;
+    *(int *)sh = dup((int)h);
+    return *(int *)sh >= 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult fk_import(CUmemGenericAllocationHandle *h, void *os, CUmemAllocationHandleType t)
+{
+    int fd;
+    if (t != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || getenv("FAKE_CUDA_CUMEM_IMPORT_REFUSE")) return CUDA_ERROR_NOT_SUPPORTED;
+    if ((fd = dup((int)(intptr_t)os)) < 0) return CUDA_ERROR_INVALID_VALUE;
+    *h = (CUmemGenericAllocationHandle)fd;
+    return CUDA_SUCCESS;
+}
+static CUresult fk_props(CUmemAllocationProp *p, CUmemGenericAllocationHandle h)
+{
+    (void)h;
+    memset(p, 0, sizeof(*p));
+    p->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return CUDA_SUCCESS;
+}
+static CUresult fk_gran(size_t *g, const CUmemAllocationProp *p, CUmemAllocationGranularity_flags o) { (void)p; (void)o; *g = (size_t)sysconf(_SC_PAGESIZE); return CUDA_SUCCESS; }
+static CUresult fk_reserve(CUdeviceptr *p, size_t n, size_t al, CUdeviceptr at, unsigned long long f) { (void)al; (void)f; return (CUresult)fake_cuMemAddressReserve((void **)p, n, (void *)at); }
+static CUresult fk_map(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long f)
+{
+    int i;
+    (void)f;
+    if (mmap((void *)p, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, (int)h, (off_t)off) == MAP_FAILED) return CUDA_ERROR_INVALID_VALUE;
+    reg_begin();
+    i = reg_add((void *)p, n, FK_CUMEM, -1, 0);
+    reg_end();
+    return i < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+static CUresult fk_access(CUdeviceptr p, size_t n, const CUmemAccessDesc *d, size_t c) { (void)p; (void)n; (void)d; (void)c; return CUDA_SUCCESS; }
+static CUresult fk_unmap(CUdeviceptr p, size_t n)
+{
+    fk_alloc_t a;
+    int i;
+    reg_begin();
+    i = scan((uintptr_t)p, &a);
+    if (i >= 0 && R[i].kind == FK_CUMEM) reg_clear(i);
+    reg_end();
+    if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+    return mmap((void *)p, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+static CUresult fk_addr_free(CUdeviceptr p, size_t n) { return (CUresult)fake_cuMemAddressFree((void *)p, n); }
+static CUresult fk_release(CUmemGenericAllocationHandle h) { return close((int)h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+int fake_cuMemAddressReserve(void **p, size_t size, void *hint);
+int fake_cuMemAddressFree(void *p, size_t size);
+static const struct { const char *name; void *fn; } fk_syms[] = {
+    { "cuMemGetAddressRange", (void *)fk_range }, { "cuPointerGetAttribute", (void *)fk_attr },
+    { "cuStreamWriteValue32", (void *)fk_write }, { "cuDeviceGet", (void *)fk_dev_get },
+    { "cuDeviceGetAttribute", (void *)fk_dev_attr }, { "cuMemRetainAllocationHandle", (void *)fk_retain },
+    { "cuMemExportToShareableHandle", (void *)fk_export }, { "cuMemImportFromShareableHandle", (void *)fk_import },
+    { "cuMemGetAllocationPropertiesFromHandle", (void *)fk_props }, { "cuMemGetAllocationGranularity", (void *)fk_gran },
+    { "cuMemAddressReserve", (void *)fk_reserve }, { "cuMemMap", (void *)fk_map }, { "cuMemSetAccess", (void *)fk_access },
+    { "cuMemUnmap", (void *)fk_unmap }, { "cuMemAddressFree", (void *)fk_addr_free }, { "cuMemRelease", (void *)fk_release },
+};
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned v, unsigned long long f, enum cudaDriverEntryPointQueryResult *q) {
     (void)v; (void)f;
     if (!strncmp(sym, "cuMulticast", 11)) __atomic_fetch_add(&fake_cuda_multicast_requests, 1, __ATOMIC_RELAXED);
-    *fn = !strcmp(sym, "cuMemGetAddressRange") ? (void *)fk_range : !strcmp(sym, "cuPointerGetAttribute") ? (void *)fk_attr :
-                           !strcmp(sym, "cuStreamWriteValue32") ? (void *)fk_write : !strcmp(sym, "cuDeviceGet") ? (void *)fk_dev_get :
-                           !strcmp(sym, "cuDeviceGetAttribute") ? (void *)fk_dev_attr : NULL;
+    *fn = NULL;
+    for (size_t i = 0; i < sizeof(fk_syms) / sizeof(fk_syms[0]); i++) {
+        if (!strcmp(sym, fk_syms[i].name)) *fn = fk_syms[i].fn;
+    }
     if (q) *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess; }
 /* --- additions for tests/mpi/mpi_host_cache (host classification after each change of a range) ---
