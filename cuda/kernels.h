@@ -243,6 +243,11 @@ typedef struct {
     const void *gin_devcomm;
     void *gin_win;
     int gin_contexts;
+    int gin_world;                      /* 1: NCCL's LSA team is this rank alone (each rank its own NCCL
+                                           host: fake nodes sharing a GPU), node.base[] are the node's
+                                           pools mapped through src/transport/cumemshare.c, and the rail
+                                           peer of node n is world rank n * L + node.rank; 0: NCCL's rail
+                                           team, index n */
 } tlmpi_rail_xport_t;
 
 typedef enum { TLMPI_RAIL_AG = 0, TLMPI_RAIL_RSB, TLMPI_RAIL_AR, TLMPI_RAIL_KIND_COUNT } tlmpi_rail_kind_t;

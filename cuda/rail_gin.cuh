@@ -6,6 +6,10 @@
 // The pool is one NCCL window (ncclMemAlloc + ncclCommWindowRegister) of the whole communicator:
 // the node's ranks reach each other's pools through the window's LSA addresses (node.base[], as on
 // the ipc transport), the rail peers through GIN puts on the devcomm's rail team (peer = node index).
+// Where each rank is its own NCCL host (x.gin_world: fake nodes whose ranks share a GPU, which NCCL
+// refuses within one host), the LSA team is the rank alone: node.base[] are then the node's pools
+// mapped through cuMem descriptors (src/transport/cumemshare.c) and the peers are addressed in the
+// world team (node n's rank of this local index: n * L + local index).
 //   put     ncclGin::put(rail team, node n, window, dst offset, window, src offset, bytes), issued by
 //           the CTA (ncclCoopCta), on context blockIdx.x % contexts
 //   signal  ncclGin::signal(rail team, n, SignalInc{id(slot, this node, g)}) on the same context:
@@ -55,11 +59,16 @@ struct GinRail {
         return (ncclGinSignal_t)(((unsigned)slot * kMaxNodes + (unsigned)sender) * kMaxGroups + (unsigned)g);
     }
 
+    // node n's rank of this local index: in NCCL's rail team (index n), or in the world team where
+    // each rank is its own NCCL host (x.gin_world: the LSA team is one rank, the rail team everyone)
+    __device__ __forceinline__ ncclTeam team() const { return x.gin_world ? ncclTeamWorld(dc) : ncclTeamRail(dc); }
+    __device__ __forceinline__ int peer(int n) const { return x.gin_world ? n * x.node.nranks + x.node.rank : n; }
+
     __device__ __forceinline__ void put(int n, size_t off_src, size_t off_dst, size_t lo, size_t hi) const
     {
         if (hi <= lo) return;  // the same on every thread of the CTA
         ncclGin gin(dc, ctx());
-        gin.put(ncclTeamRail(dc), n, win, TLMPI_NODE_HDR_BYTES + off_dst + lo, win, TLMPI_NODE_HDR_BYTES + off_src + lo,
+        gin.put(team(), peer(n), win, TLMPI_NODE_HDR_BYTES + off_dst + lo, win, TLMPI_NODE_HDR_BYTES + off_src + lo,
                 hi - lo, ncclGin_None{}, ncclGin_None{}, ncclCoopCta());
     }
     __device__ __forceinline__ void signal(int n, int slot, int g) const
@@ -67,7 +76,7 @@ struct GinRail {
         __syncthreads();
         if (x.rail_stuck) return;
         ncclGin gin(dc, ctx());
-        gin.signal(ncclTeamRail(dc), n, ncclGin_SignalInc{ id(slot, x.node_index, g) }, ncclCoopCta());
+        gin.signal(team(), peer(n), ncclGin_SignalInc{ id(slot, x.node_index, g) }, ncclCoopCta());
     }
     __device__ __forceinline__ bool wait(int slot, int g, unsigned long long target, int step) const
     {

@@ -82,6 +82,7 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
             hf->x.gin_devcomm = dc->devcomm;
             hf->x.gin_win = dc->win;
             hf->x.gin_contexts = dc->gin_contexts;
+            hf->x.gin_world = dc->gin_world;
             snprintf(hf->gin_why, sizeof(hf->gin_why), "%s", gwhy);
             goto common;
         }

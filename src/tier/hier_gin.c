@@ -10,7 +10,12 @@
  *      ncclDevCommCreate with GIN_SIGNALS signals (the top-level ginSignalCount: the resource-list
  *      route drops them up to 2.30.7); GIN works where that succeeds with the same context count
  *      above 0 on every rank (agreed). Without an RDMA NIC with NCCL's GIN support it fails ("GIN not
- *      supported"), which is the answer.
+ *      supported"), which is the answer (or a GIN plugin: tests/gin-loopback).
+ * Fake nodes whose ranks share a GPU: NCCL refuses two ranks of one host on one GPU (v2.28.9-1
+ * src/init.cc:903), so each rank must be an NCCL host of its own (NCCL_HOSTID set, different on
+ * every rank: one PMPI_Allgather of its hash says so); then the devcomm is a world one (devcomm.h:
+ * NCCL's LSA team is the rank alone, the node's pools are mapped through cumemshare.h, the rail
+ * addressed in the world team).
  * What failed is torn down on every rank. The outcome is one info line per rank (why GIN is
  * unavailable), or a warning per rank where TLMPI_HIER_FUSED=gin asked for it and it failed. Fault
  * site gin_init: this rank's ncclDevCommCreate fails (the call is still made).
@@ -21,6 +26,7 @@
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #if defined(HAVE_CUDA) && defined(HAVE_NCCL)
 #include "devcomm.h"
@@ -31,11 +37,44 @@
 
 tlmpi_devcomm_t *tlmpi_hier_gin_create(tlmpi_tier_comm_t *tc, int asked, char *why, size_t len);
 
+/* Whether NCCL sees every rank of comm as a host of its own: NCCL_HOSTID set on every rank, no two
+ * alike (collective over a comm of at most 64 ranks, one host's; larger: 0 without communicating;
+ * the same answer everywhere). */
+static int hostid_per_rank(MPI_Comm comm, int size)
+{
+    const char *h = getenv("NCCL_HOSTID");
+    unsigned long long mine = 0, all[64];
+    int q, r, per_rank = 1;
+
+    if (size > 64) {
+        return 0;
+    }
+    for (; h && *h; h++) {
+        mine = (mine ^ (unsigned char)*h) * 1099511628211ull; /* FNV-1a */
+    }
+    mine |= 1ull << 63; /* set: never 0 */
+    if (!getenv("NCCL_HOSTID") || !*getenv("NCCL_HOSTID")) {
+        mine = 0;
+    }
+    if (PMPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, comm) != MPI_SUCCESS) {
+        return 0; /* MPI errors are fatal by default: the same everywhere */
+    }
+    for (q = 0; q < size && per_rank; q++) {
+        per_rank = all[q] != 0;
+        for (r = 0; r < q && per_rank; r++) {
+            per_rank = all[q] != all[r];
+        }
+    }
+    return per_rank;
+}
+
 tlmpi_devcomm_t *tlmpi_hier_gin_create(tlmpi_tier_comm_t *tc, int asked, char *why, size_t len)
 {
-    tlmpi_devcomm_gin_t gin = { GIN_SIGNALS, tc->local_rank, tc->local_size };
     size_t data = tlmpi_ipc_data_bytes((long long)TLMPI_ENV_I(NODE_POOL));
     int attempted = 0, shared = (tc->caps & TLMPI_CAP_SHARED_GPU) || tc->shared_gpu;
+    tlmpi_devcomm_gin_t gin = { GIN_SIGNALS, tc->local_rank, tc->local_size, 0, tc->gpu_sharers };
+
+    gin.world = hostid_per_rank(tc->comm, tc->size) && shared; /* collective first, on every rank */
     tlmpi_devcomm_t *dc = tlmpi_devcomm_create(tc->comm, tc->rank, tc->size, tc->dev, shared, data,
                                                tc->ctx ? tc->ctx->stream : NULL, &gin, &attempted, why, len);
 

@@ -106,6 +106,7 @@ static void devcomm_free(tlmpi_devcomm_t *dc)
 {
     ncclResult_t r;
 
+    tlmpi_cumem_unshare(dc->maps, TLMPI_NODE_MAX_RANKS); /* the peers' pools, before NCCL's teardown */
     if (dc->created && (r = tlmpi_nccl.ncclDevCommDestroy((ncclComm_t)dc->nccl, dc->devcomm)) != ncclSuccess) {
         tlmpi_info(NCCL, "devcomm transport: ncclDevCommDestroy: %s", nccl_err(r));
     }
@@ -201,10 +202,36 @@ static int devcomm_pointers(tlmpi_devcomm_t *dc, int rank, int size, int want_mc
     if (want_mc && !dc->t.x.mc_base) {
         snprintf(dc->mc_why, sizeof(dc->mc_why), "the devcomm has no multicast address");
     }
-    if ((dc->t.max_ctas = tlmpi_xport_max_ctas(dc->t.dev, 1)) <= 0) {
+    if ((dc->t.max_ctas = tlmpi_xport_max_ctas(dc->t.dev, dc->t.ranks_on_gpu)) <= 0) {
         snprintf(why, len, "no node kernel can run on device %d (occupancy query failed)", dc->t.dev);
         return -1;
     }
+    return 0;
+}
+
+/* A world GIN devcomm (devcomm.h: gin->world), collective over comm after ncclDevCommCreate succeeded
+ * everywhere: the node's pools mapped into each other (its ranks: one PMPI_Comm_split), base[] by local
+ * index, the own one the window's address devcomm_pointers gave. 0, or -1 on every rank with why. */
+static int devcomm_node_share(tlmpi_devcomm_t *dc, MPI_Comm comm, int rank, const tlmpi_devcomm_gin_t *gin, char *why,
+                              size_t len)
+{
+    void *base[TLMPI_NODE_MAX_RANKS], *own = dc->t.x.base[0];
+    MPI_Comm node = MPI_COMM_NULL;
+    int j, e;
+
+    if (PMPI_Comm_split(comm, rank / gin->local_size, gin->local_rank, &node) != MPI_SUCCESS) {
+        snprintf(why, len, "PMPI_Comm_split into the fake nodes failed");
+        return -1; /* the same on every rank (MPI errors are fatal by default) */
+    }
+    e = tlmpi_cumem_share(node, gin->local_rank, gin->local_size, dc->pool, dc->t.dev, base, dc->maps, why, len);
+    PMPI_Comm_free(&node);
+    if (e != 0) {
+        return -1;
+    }
+    for (j = 0; j < gin->local_size; j++) {
+        dc->t.x.base[j] = j == gin->local_rank ? own : base[j];
+    }
+    dc->gin_world = 1;
     return 0;
 }
 
@@ -223,8 +250,10 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     char mc_why[96] = "", hint[192] = "";
     const char *last = "";
     int v[2], ok, saved = -1, entered = 0, want_mc;
-    /* the LSA team the kernels need: the whole comm (node transport) or this rank's node (GIN) */
+    /* the LSA team the kernels need: the whole comm (node transport) or this rank's node (GIN); a
+     * world GIN devcomm's is the rank alone (its node's pools come from cumemshare) */
     const int lsa_rank = gin ? gin->local_rank : rank, lsa_size = gin ? gin->local_size : size;
+    const int world = gin && gin->world, nccl_lsa_rank = world ? 0 : lsa_rank, nccl_lsa_size = world ? 1 : lsa_size;
     const int most = gin ? TLMPI_NODE_MAX_RANKS * TLMPI_RAIL_MAX_NODES : TLMPI_NODE_MAX_RANKS;
 
     *attempted_p = 0;
@@ -235,7 +264,7 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     }
     /* 1: can every rank attempt it (here also: its memory and its device current), and may it ask
      * for multicast (never with GIN: the fused kernels have no NVLS form)? */
-    ok = tlmpi_devcomm_can(shared_gpu, gin ? 0 : size, why, len);
+    ok = tlmpi_devcomm_can(shared_gpu && !world, gin ? 0 : size, why, len);
     if (ok && gin) {
         const char *ge = getenv("NCCL_GIN_ENABLE");
         char b[16];
@@ -270,7 +299,7 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
         } else {
             entered = 1;
             dc->t.dev = dev;
-            dc->t.ranks_on_gpu = 1;
+            dc->t.ranks_on_gpu = world && gin->gpu_sharers > 1 ? gin->gpu_sharers : 1;
         }
     }
     v[0] = ok;
@@ -351,9 +380,16 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     } else if (gin && (dc->gin_contexts = tlmpi_cuda_devcomm_gin_contexts(dc->devcomm)) <= 0) {
         snprintf(why, len, "ncclDevCommCreate granted no GIN context");
     } else {
-        ok = devcomm_pointers(dc, lsa_rank, lsa_size, want_mc, why, len) == 0;
+        ok = devcomm_pointers(dc, nccl_lsa_rank, nccl_lsa_size, want_mc, why, len) == 0;
     }
     (void)cudaGetLastError();
+    if (world) {
+        /* the node's pools through cuMem descriptors (collective: agreed first) */
+        if (agree_step(comm, ok, "the GIN devcomm", why, len) != 0) {
+            goto fail;
+        }
+        ok = devcomm_node_share(dc, comm, rank, gin, why, len) == 0;
+    }
     if (tlmpi_xport_agree(comm, rank, size, ok, data_bytes, &dc->t, "could not create the devcomm", why, len) != 0) {
         goto fail;
     }

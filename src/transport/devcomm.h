@@ -32,6 +32,7 @@
 #ifndef TLMPI_DEVCOMM_H
 #define TLMPI_DEVCOMM_H
 
+#include "cumemshare.h"
 #include "xport.h"
 #include <mpi.h>
 #include <stddef.h>
@@ -45,6 +46,10 @@ typedef struct tlmpi_devcomm {
     int created;                        /* ncclDevCommCreate filled devcomm */
     int version;                        /* NCCL_VERSION_CODE (runtime = kernels' headers) */
     int gin_contexts;                   /* GIN contexts granted (a GIN devcomm; else 0) */
+    int gin_world;                      /* a GIN devcomm whose LSA team is this rank alone: the node's
+                                           pools mapped through cumemshare (maps), GIN peers in the
+                                           world team (kernels.h: tlmpi_rail_xport_t.gin_world) */
+    tlmpi_cumem_map_t maps[TLMPI_NODE_MAX_RANKS]; /* the node peers' pools (gin_world) */
     char mc_why[96];                    /* multicast: "" when NVLS, else why it is emulated */
 } tlmpi_devcomm_t;
 
@@ -70,10 +75,17 @@ void tlmpi_devcomm_version_string(int code, char *buf, size_t len);
 /* A devcomm for the fused 2D kernels' GIN rail (cuda/rail_gin.cuh) instead of the node transport:
  * the comm spans several nodes, the LSA team is this rank's node (local_rank of local_size), the
  * requirements ask for `signals` GIN signals and no multicast, the fault site is gin_init, and the
- * devcomm must grant the same context count above 0 on every rank. */
+ * devcomm must grant the same context count above 0 on every rank. world (the same on every rank):
+ * each rank is an NCCL host of its own (NCCL_HOSTID differs on every rank: fake nodes whose ranks
+ * share a GPU, which NCCL refuses within one host, v2.28.9-1 src/init.cc:903), so the GPU may be
+ * shared, NCCL's LSA team must be the rank alone, and the node's pools (ranks rank / local_size *
+ * local_size ..) are mapped through cumemshare.h after ncclDevCommCreate; gpu_sharers: ranks of the
+ * comm on this rank's GPU (the CTA limit). */
 typedef struct {
     int signals;
     int local_rank, local_size;
+    int world;
+    int gpu_sharers;
 } tlmpi_devcomm_gin_t;
 
 /* Collective over comm (gin NULL: size <= TLMPI_NODE_MAX_RANKS ranks on one node; else see above;
