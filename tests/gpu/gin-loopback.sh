@@ -15,7 +15,9 @@
 #           TLMPI_TIER=nccl): NCCL's collectives between fake hosts through ncclNet_v11
 #   hier    tlmpi's hier tier with TLMPI_HIER_FUSED=gin, TLMPI_STATS=1: 4 ranks as 2 fake nodes x 2
 #           (TLMPI_TOPO_RANKS_PER_NODE=2) and 8 as 2 x 4 and 4 x 2, gpu_hier, (a) NCCL_HOSTID per rank
-#           (what NCCL accepts on one GPU: NCCL's nodes are single ranks, its LSA team 1 rank) and
+#           (what NCCL accepts on one GPU: NCCL's nodes are single ranks, its LSA team 1 rank; tlmpi
+#           then makes a world GIN devcomm: the fake node's pools mapped through cuMem descriptors,
+#           src/transport/cumemshare.c, the rail peers addressed in NCCL's world team) and
 #           (b) NCCL_HOSTID per fake node (NCCL 2.28.9 refuses two ranks of one host on one GPU:
 #           "Duplicate GPU detected", v2.28.9-1:src/init.cc:903). The plan/info lines say which
 #           rail ran and why GIN was refused where it was.
