@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <time.h>
 
 #ifndef TST_MAX_PRINT
@@ -209,6 +210,23 @@ static inline void tst_totals(long *failures, long *checks)
 }
 
 /* Combine the verdict over all ranks; finalize; return the exit code. */
+/* Descriptors this process has open now (-1 if /proc/self/fd cannot be read): a leak check. */
+static inline int tst_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d) {
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(d);
+    return n;
+}
+
 static inline int tst_finish(void)
 {
     long all[2] = { 0, 0 };

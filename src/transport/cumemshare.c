@@ -4,6 +4,7 @@
 #include "config.h"
 #include "cumemshare.h"
 #include "fdx.h"
+#include "xport.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -174,7 +175,7 @@ int tlmpi_cumem_share(MPI_Comm comm, int rank, int size, void *ptr, int dev, voi
                       char *why, size_t len)
 {
     unsigned long long mine[2] = { 0, 0 }, all[2 * CUMEM_MAX_RANKS];
-    int fds[CUMEM_MAX_RANKS], fd = -1, ok = 1, allok = 0, q;
+    int fds[CUMEM_MAX_RANKS], fd = -1, ok = 1, q;
     size_t bytes = 0;
 
     if (size < 1 || size > CUMEM_MAX_RANKS || rank < 0 || rank >= size) {
@@ -204,10 +205,7 @@ int tlmpi_cumem_share(MPI_Comm comm, int rank, int size, void *ptr, int dev, voi
             ok = 0;
         }
     }
-    if (PMPI_Allreduce(&ok, &allok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !allok) {
-        if (ok) {
-            snprintf(why, len, "exporting the allocations failed on another rank");
-        }
+    if (tlmpi_xport_agree_step(comm, ok, "exporting the allocations", why, len) != 0) {
         goto out;
     }
     if (tlmpi_fdx_allgather(comm, rank, size, fd, fds, why, len) != 0) {
@@ -225,10 +223,7 @@ int tlmpi_cumem_share(MPI_Comm comm, int rank, int size, void *ptr, int dev, voi
             ok = 0; /* cumem_import closed it */
         }
     }
-    if (PMPI_Allreduce(&ok, &allok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !allok) {
-        if (ok) {
-            snprintf(why, len, "mapping the allocations failed on another rank");
-        }
+    if (tlmpi_xport_agree_step(comm, ok, "mapping the allocations", why, len) != 0) {
         tlmpi_cumem_unshare(maps, size);
         goto out;
     }

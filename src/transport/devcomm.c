@@ -145,21 +145,6 @@ static void symmetric_hint(int version, char *buf, size_t len)
              getenv("NCCL_CUMEM_ENABLE") ? "" : " (NCCL_CUMEM_ENABLE=1 if its default left it off)");
 }
 
-/* One agreement between the collective steps: 0 when ok on every rank, else -1 with why (this
- * rank's own reason, or that another failed). */
-static int agree_step(MPI_Comm comm, int ok, const char *step, char *why, size_t len)
-{
-    int all = 0;
-
-    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
-        snprintf(why, len, "PMPI_Allreduce after %s failed", step);
-        return -1;
-    }
-    if (!all && ok) {
-        snprintf(why, len, "%s failed on another rank", step);
-    }
-    return all ? 0 : -1;
-}
 
 /* Step 2, local part: the pool (zeroed, waited for) and the error record; 0 or -1 with why. */
 static int devcomm_pool(tlmpi_devcomm_t *dc, size_t total, void *stream, char *why, size_t len)
@@ -339,7 +324,7 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
         dc->version = tlmpi_nccl_runtime_version();
         ok = devcomm_pool(dc, total, stream, why, len) == 0;
     }
-    if (agree_step(comm, ok, "the devcomm transport's NCCL communicator or pool", why, len) != 0) {
+    if (tlmpi_xport_agree_step(comm, ok, "the devcomm transport's NCCL communicator or pool", why, len) != 0) {
         goto fail;
     }
     /* 3: the window (collective) */
@@ -350,7 +335,7 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
                  tlmpi_nccl.ncclGetLastError(nccl));
         dc->win = NULL;
     }
-    if (agree_step(comm, ok, "the devcomm pool's window registration", why, len) != 0) {
+    if (tlmpi_xport_agree_step(comm, ok, "the devcomm pool's window registration", why, len) != 0) {
         goto fail;
     }
     /* 4: the devcomm (collective; multicast only where allowed), then its addresses */
@@ -385,7 +370,7 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
     (void)cudaGetLastError();
     if (world) {
         /* the node's pools through cuMem descriptors (collective: agreed first) */
-        if (agree_step(comm, ok, "the GIN devcomm", why, len) != 0) {
+        if (tlmpi_xport_agree_step(comm, ok, "the GIN devcomm", why, len) != 0) {
             goto fail;
         }
         ok = devcomm_node_share(dc, comm, rank, gin, why, len) == 0;

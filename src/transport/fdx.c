@@ -4,6 +4,7 @@
 #include "config.h"
 #include "fdx.h"
 #include "env.h"
+#include "xport.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -62,6 +63,16 @@ static int fdx_readable(int fd, double deadline, const char *what, char *why, si
     }
 }
 
+/* A message of one buffer (iov) with room for one descriptor in its control part (cbuf). */
+static void fdx_msghdr(struct msghdr *h, struct iovec *iov, char *cbuf, size_t cbytes)
+{
+    memset(h, 0, sizeof(*h));
+    h->msg_iov = iov;
+    h->msg_iovlen = 1;
+    h->msg_control = cbuf;
+    h->msg_controllen = cbytes;
+}
+
 /* Send this rank's descriptor to rank q. 0, or -1 with why. */
 static int fdx_send(const char *key, int q, int rank, int fd, char *why, size_t len)
 {
@@ -82,12 +93,8 @@ static int fdx_send(const char *key, int q, int rank, int fd, char *why, size_t 
         return -1;
     }
     fdx_addr(&a, &alen, key, q);
-    memset(&h, 0, sizeof(h));
     memset(&c, 0, sizeof(c));
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = c.buf;
-    h.msg_controllen = sizeof(c.buf);
+    fdx_msghdr(&h, &iov, c.buf, sizeof(c.buf));
     cm = CMSG_FIRSTHDR(&h);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
@@ -129,11 +136,7 @@ static int fdx_receive(int l, int size, int *fds, double deadline, char *why, si
         close(s);
         return -1;
     }
-    memset(&h, 0, sizeof(h));
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = c.buf;
-    h.msg_controllen = sizeof(c.buf);
+    fdx_msghdr(&h, &iov, c.buf, sizeof(c.buf));
     n = recvmsg(s, &h, MSG_CMSG_CLOEXEC);
     cm = n == (ssize_t)sizeof(m) ? CMSG_FIRSTHDR(&h) : NULL;
     if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int))) {
@@ -155,20 +158,6 @@ static int fdx_receive(int l, int size, int *fds, double deadline, char *why, si
     return rc;
 }
 
-/* One agreement: MIN of ok over comm; 0 if everyone succeeded. */
-static int fdx_agree(MPI_Comm comm, int ok, const char *step, char *why, size_t len)
-{
-    int all = 0;
-
-    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
-        snprintf(why, len, "PMPI_Allreduce after %s failed", step);
-        return -1;
-    }
-    if (!all && ok) {
-        snprintf(why, len, "%s failed on another rank", step);
-    }
-    return all ? 0 : -1;
-}
 
 int tlmpi_fdx_allgather(MPI_Comm comm, int rank, int size, int fd, int *fds, char *why, size_t len)
 {
@@ -203,7 +192,7 @@ int tlmpi_fdx_allgather(MPI_Comm comm, int rank, int size, int fd, int *fds, cha
             ok = 0;
         }
     }
-    if (fdx_agree(comm, ok, "listening for descriptors", why, len) != 0) {
+    if (tlmpi_xport_agree_step(comm, ok, "listening for descriptors", why, len) != 0) {
         goto out;
     }
     deadline = fdx_now() + (double)(limit > 0 ? limit : 3600);
@@ -213,7 +202,7 @@ int tlmpi_fdx_allgather(MPI_Comm comm, int rank, int size, int fd, int *fds, cha
     for (q = 1; q < size && ok; q++) {
         ok = fdx_receive(l, size, fds, deadline, why, len) == 0;
     }
-    if (fdx_agree(comm, ok, "passing descriptors", why, len) != 0) {
+    if (tlmpi_xport_agree_step(comm, ok, "passing descriptors", why, len) != 0) {
         goto out;
     }
     close(l);

@@ -42,6 +42,20 @@ int tlmpi_xport_multicast_allowed(int dev, char *why, size_t len)
     return 0;
 }
 
+int tlmpi_xport_agree_step(MPI_Comm comm, int ok, const char *step, char *why, size_t len)
+{
+    int all = 0;
+
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        snprintf(why, len, "PMPI_Allreduce after %s failed", step);
+        return -1;
+    }
+    if (!all && ok) {
+        snprintf(why, len, "%s failed on another rank", step);
+    }
+    return all ? 0 : -1;
+}
+
 int tlmpi_xport_agree(MPI_Comm comm, int rank, int size, int ok, size_t data_bytes, tlmpi_xport_t *t,
                       const char *failed, char *why, size_t len)
 {

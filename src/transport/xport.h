@@ -44,5 +44,8 @@ int tlmpi_xport_multicast_allowed(int dev, char *why, size_t len);
  * that succeeded, why says "node rank(s) 1,3 <failed>". */
 int tlmpi_xport_agree(MPI_Comm comm, int rank, int size, int ok, size_t data_bytes, tlmpi_xport_t *t,
                       const char *failed, char *why, size_t len);
+/* One agreement between the collective steps of a setup (MIN of ok over comm): 0 when ok on every
+ * rank, else -1 with why (this rank's own reason, or that `step` failed on another rank). */
+int tlmpi_xport_agree_step(MPI_Comm comm, int ok, const char *step, char *why, size_t len);
 
 #endif

@@ -17,26 +17,9 @@
 #include "harness.h"
 
 #include <cuda_runtime_api.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #define POOL (1u << 20)
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-
-    if (!d) {
-        return -1;
-    }
-    while ((e = readdir(d)) != NULL) {
-        n += e->d_name[0] != '.';
-    }
-    closedir(d);
-    return n;
-}
 
 static void failing(const char *env, int who, const char *what)
 {
@@ -72,7 +55,7 @@ int main(int argc, char **argv)
         tst_skip("more than 8 ranks");
     }
     all = malloc(sizeof(uint64_t) * (size_t)tst_size);
-    before = open_fds();
+    before = tst_open_fds();
     for (round = 0; round < 3; round++) {
         token = tst_rand();
         TST_CHECK(cudaMalloc(&pool, POOL) == cudaSuccess, "cudaMalloc");
@@ -114,10 +97,10 @@ int main(int argc, char **argv)
         }
         cudaFree(pool);
     }
-    TST_CHECK(open_fds() == before, "descriptors open: %d before, %d after", before, open_fds());
+    TST_CHECK(tst_open_fds() == before, "descriptors open: %d before, %d after", before, tst_open_fds());
     failing("FAKE_CUDA_CUMEM_IMPORT_REFUSE", tst_size - 1, "an import refused");
     failing("FAKE_CUDA_CUMEM_EXPORT_REFUSE", 1 % tst_size, "an export refused");
-    TST_CHECK(open_fds() == before, "after the failures: descriptors open: %d before, %d after", before, open_fds());
+    TST_CHECK(tst_open_fds() == before, "after the failures: descriptors open: %d before, %d after", before, tst_open_fds());
     free(all);
     return tst_finish();
 }

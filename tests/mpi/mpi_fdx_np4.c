@@ -14,25 +14,8 @@
 #include "fdx.h"
 #include "harness.h"
 
-#include <dirent.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-
-    if (!d) {
-        return -1;
-    }
-    while ((e = readdir(d)) != NULL) {
-        n += e->d_name[0] != '.';
-    }
-    closedir(d);
-    return n;
-}
 
 static void exchange(MPI_Comm comm, const char *what)
 {
@@ -75,7 +58,7 @@ int main(int argc, char **argv)
 
     tst_init("mpi_fdx", &argc, &argv);
     tlmpi_env_load(NULL, NULL);
-    before = open_fds();
+    before = tst_open_fds();
     exchange(MPI_COMM_WORLD, "world 1");
     exchange(MPI_COMM_WORLD, "world 2");
     exchange(MPI_COMM_WORLD, "world 3");
@@ -98,6 +81,6 @@ int main(int argc, char **argv)
         TST_CHECK(fds[q] == -1, "after the failed exchange fds[%d] = %d", q, fds[q]);
     }
     free(fds);
-    TST_CHECK(open_fds() == before, "descriptors open: %d before, %d after", before, open_fds());
+    TST_CHECK(tst_open_fds() == before, "descriptors open: %d before, %d after", before, tst_open_fds());
     return tst_finish();
 }
