@@ -20,6 +20,11 @@ typedef struct {
     int magic, rank;
 } fdx_msg_t;
 #define FDX_MAGIC 0x74666478 /* "tfdx" */
+/* the control part of a message: room for one descriptor, aligned for its header */
+typedef union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+} fdx_cbuf_t;
 
 /* The abstract address of rank q's socket for key (sun_path[0] = 0); its length in *alen. */
 static void fdx_addr(struct sockaddr_un *a, socklen_t *alen, const char *key, int q)
@@ -80,10 +85,7 @@ static int fdx_send(const char *key, int q, int rank, int fd, char *why, size_t 
     socklen_t alen;
     fdx_msg_t m = { FDX_MAGIC, rank };
     struct iovec iov = { &m, sizeof(m) };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } c;
+    fdx_cbuf_t c;
     struct msghdr h;
     struct cmsghdr *cm;
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ok = 0;
@@ -116,10 +118,7 @@ static int fdx_receive(int l, int size, int *fds, double deadline, char *why, si
 {
     fdx_msg_t m;
     struct iovec iov = { &m, sizeof(m) };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } c;
+    fdx_cbuf_t c;
     struct msghdr h;
     struct cmsghdr *cm;
     int s, fd = -1, rc = -1;
