@@ -19,35 +19,26 @@ static const char *gpu_why = "not probed";
 #ifdef HAVE_CUDA
 tlmpi_cu_t tlmpi_cu;
 
-static void load_driver_entry_points(void)
+void *tlmpi_gpu_driver_entry(const char *sym)
 {
     enum cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
 
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess && q == cudaDriverEntryPointSuccess) {
-        tlmpi_cu.get_range = (tlmpi_cu_get_range_fn_t)fn;
+    if (cudaGetDriverEntryPointByVersion(sym, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        fn = NULL;
     }
-    fn = NULL;
-    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess && q == cudaDriverEntryPointSuccess) {
-        tlmpi_cu.get_attr = (tlmpi_cu_get_attr_fn_t)fn;
-    }
-    fn = NULL;
-    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess && q == cudaDriverEntryPointSuccess) {
-        tlmpi_cu.write_value32 = (tlmpi_cu_write_value_fn_t)fn;
-    }
-    fn = NULL;
-    if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess) {
-        tlmpi_cu.device_get = (tlmpi_cu_device_get_fn_t)fn;
-    }
-    fn = NULL;
-    if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess) {
-        tlmpi_cu.device_attr = (tlmpi_cu_device_attr_fn_t)fn;
-    }
+    (void)cudaGetLastError();
+    return fn;
+}
+
+static void load_driver_entry_points(void)
+{
+    tlmpi_cu.get_range = (tlmpi_cu_get_range_fn_t)tlmpi_gpu_driver_entry("cuMemGetAddressRange");
+    tlmpi_cu.get_attr = (tlmpi_cu_get_attr_fn_t)tlmpi_gpu_driver_entry("cuPointerGetAttribute");
+    tlmpi_cu.write_value32 = (tlmpi_cu_write_value_fn_t)tlmpi_gpu_driver_entry("cuStreamWriteValue32");
+    tlmpi_cu.device_get = (tlmpi_cu_device_get_fn_t)tlmpi_gpu_driver_entry("cuDeviceGet");
+    tlmpi_cu.device_attr = (tlmpi_cu_device_attr_fn_t)tlmpi_gpu_driver_entry("cuDeviceGetAttribute");
     (void)cudaGetLastError();
     if (!tlmpi_cu.get_range || !tlmpi_cu.get_attr) {
         tlmpi_cu.get_range = NULL;

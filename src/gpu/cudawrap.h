@@ -50,6 +50,9 @@ typedef struct {
     tlmpi_cu_device_attr_fn_t device_attr; /* cuDeviceGetAttribute */
 } tlmpi_cu_t;
 extern tlmpi_cu_t tlmpi_cu;
+/* A driver entry point by name (cudaGetDriverEntryPointByVersion, CUDA 12.0 ABI); NULL where the driver
+ * lacks it. */
+void *tlmpi_gpu_driver_entry(const char *sym);
 #endif
 
 #endif

@@ -112,6 +112,23 @@ static unsigned long run_jobs(int (*cond)(const void *), const void *arg)
     return n;
 }
 
+/* A waiting thread's turn: when no one runs jobs now, run them here until cond(arg) holds or none is
+ * queued, and count them. Returns how many ran. */
+static unsigned long help(int (*cond)(const void *), const void *arg)
+{
+    unsigned long n;
+
+    if (!take_role()) {
+        return 0;
+    }
+    n = run_jobs(cond, arg);
+    drop_role();
+    if (n) {
+        __atomic_fetch_add(&n_helped, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+
 static int idle(void)
 {
     return __atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) ==
@@ -220,14 +237,8 @@ static void bounded_wait(int (*cond)(const void *), const void *arg, const char 
             cpu_relax();
             continue;
         }
-        if (take_role()) {
-            unsigned long n = run_jobs(cond, arg);
-
-            drop_role();
-            if (n) {
-                __atomic_fetch_add(&n_helped, n, __ATOMIC_RELAXED);
-                continue;
-            }
+        if (help(cond, arg)) {
+            continue;
         }
         if (spins < 1024) {
             cpu_relax();
@@ -317,11 +328,8 @@ int tlmpi_launcher_state_wait(const int *state, const char *what)
 
 int tlmpi_launcher_help(const int *state)
 {
-    if (!state_set(state) && take_role()) {
-        unsigned long n = run_jobs(state_set, state);
-
-        drop_role();
-        __atomic_fetch_add(&n_helped, n, __ATOMIC_RELAXED);
+    if (!state_set(state)) {
+        (void)help(state_set, state);
     }
     return __atomic_load_n(state, __ATOMIC_ACQUIRE);
 }

@@ -38,7 +38,8 @@ extern unsigned long tlmpi_launcher_posted_; /* jobs posted (written under the p
 extern unsigned long tlmpi_launcher_words_;  /* starts that complete through the launch word
                                                 (gpu/stream.c, TLMPI_LAUNCH_WORD) */
 extern unsigned long tlmpi_launcher_kwords_; /* of those, words their own kernel writes */
-extern unsigned long tlmpi_launcher_done_;   /* jobs run (written by the thread, release) */
+extern unsigned long tlmpi_launcher_done_;   /* jobs run (written by whoever runs them: the thread or a
+                                                waiter, one at a time; release) */
 
 /* 1 when starts may post: TLMPI_LAUNCH_THREAD, and the thread runs (started here at the first ask)
  * and is awake; 0: launch on the calling thread (after tlmpi_launcher_kick). */

@@ -35,7 +35,8 @@ typedef struct tlmpi_gpu_ctx {
     volatile unsigned *launch_word; /* pinned, mapped host word the GPU writes after the launch thread's
                                        starts (TLMPI_LAUNCH_WORD; NULL: none), in stream order */
     void *launch_word_dev;          /* its device address */
-    unsigned launch_seq;            /* last value enqueued for launch_word (the launch thread's) */
+    unsigned launch_seq;            /* last value enqueued for launch_word (written by whoever runs the
+                                       launch queue's jobs, one at a time: gpu/launcher.c) */
     int launch_memop;               /* starts whose kernels do not write the word get a stream write */
     /* call order across streams (order.c), once the comm has had a stream-ordered call */
     int order_on;                   /* order_ev exists and orders every device call of the comm */

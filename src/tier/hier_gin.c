@@ -49,12 +49,11 @@ static int hostid_per_rank(MPI_Comm comm, int size)
     if (size > 64) {
         return 0;
     }
-    for (; h && *h; h++) {
-        mine = (mine ^ (unsigned char)*h) * 1099511628211ull; /* FNV-1a */
-    }
-    mine |= 1ull << 63; /* set: never 0 */
-    if (!getenv("NCCL_HOSTID") || !*getenv("NCCL_HOSTID")) {
-        mine = 0;
+    if (h && *h) { /* unset: 0 */
+        for (; *h; h++) {
+            mine = (mine ^ (unsigned char)*h) * 1099511628211ull; /* FNV-1a */
+        }
+        mine |= 1ull << 63; /* set: never 0 */
     }
     if (PMPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, comm) != MPI_SUCCESS) {
         return 0; /* MPI errors are fatal by default: the same everywhere */

@@ -162,7 +162,8 @@ struct tlmpi_node_comm {
     int ran;                    /* a collective kernel was launched (then on every rank: its barriers
                                    completed only because every peer launched its own) */
     unsigned long long done_ctas; /* CTAs of the launches that wrote a completion word (kernels.h:
-                                   tlmpi_node_args_t.done_ctas; the launch thread's alone) */
+                                   tlmpi_node_args_t.done_ctas; written only by the launch queue's jobs,
+                                   one at a time: gpu/launcher.c) */
 };
 
 /* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "cumemshare.h"
+#include "cudawrap.h"
 #include "fdx.h"
 #include "xport.h"
 
@@ -24,7 +25,6 @@ static struct {
     CUresult (*imp)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType);
     CUresult (*props)(CUmemAllocationProp *, CUmemGenericAllocationHandle);
     CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
-    CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr);
     CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
     CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
     CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
@@ -46,7 +46,6 @@ static void cu_load(void)
         { "cuMemImportFromShareableHandle", (void **)&cu.imp },
         { "cuMemGetAllocationPropertiesFromHandle", (void **)&cu.props },
         { "cuMemGetAllocationGranularity", (void **)&cu.gran },
-        { "cuMemGetAddressRange", (void **)&cu.range },
         { "cuMemAddressReserve", (void **)&cu.reserve },
         { "cuMemMap", (void **)&cu.map },
         { "cuMemSetAccess", (void **)&cu.access },
@@ -56,23 +55,19 @@ static void cu_load(void)
     };
     size_t i;
 
+    (void)tlmpi_gpu_probe(NULL); /* tlmpi_cu (cuMemGetAddressRange) */
+    if (!tlmpi_cu.get_range) {
+        cu_missing = "cuMemGetAddressRange";
+    }
     for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-        enum cudaDriverEntryPointQueryResult q;
-
-        *syms[i].fn = NULL;
-        if (cudaGetDriverEntryPointByVersion(syms[i].name, syms[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess || !*syms[i].fn) {
-            *syms[i].fn = NULL;
-            if (!cu_missing) {
-                cu_missing = syms[i].name;
-            }
+        if (!(*syms[i].fn = tlmpi_gpu_driver_entry(syms[i].name)) && !cu_missing) {
+            cu_missing = syms[i].name;
         }
     }
-    (void)cudaGetLastError();
 }
 
 /* This rank's allocation as a descriptor, and its size. 0, or -1 with why. */
-static int cumem_export(void *ptr, size_t bytes, int *fd, size_t *alloc_bytes, char *why, size_t len)
+static int cumem_export(void *ptr, int *fd, size_t *alloc_bytes, char *why, size_t len)
 {
     CUmemGenericAllocationHandle h;
     CUdeviceptr b = 0;
@@ -80,10 +75,9 @@ static int cumem_export(void *ptr, size_t bytes, int *fd, size_t *alloc_bytes, c
     CUresult r;
 
     *fd = -1;
-    if ((r = cu.range(&b, &s, (CUdeviceptr)(uintptr_t)ptr)) != CUDA_SUCCESS || b != (CUdeviceptr)(uintptr_t)ptr ||
-        s < bytes) {
-        snprintf(why, len, "%p is not the start of an allocation of %zu bytes or more (cuMemGetAddressRange: %d)", ptr,
-                 bytes, (int)r);
+    if ((r = tlmpi_cu.get_range(&b, &s, (CUdeviceptr)(uintptr_t)ptr)) != CUDA_SUCCESS ||
+        b != (CUdeviceptr)(uintptr_t)ptr) {
+        snprintf(why, len, "%p is not the start of an allocation (cuMemGetAddressRange: %d)", ptr, (int)r);
         return -1;
     }
     if ((r = cu.retain(&h, ptr)) != CUDA_SUCCESS) {
@@ -191,7 +185,7 @@ int tlmpi_cumem_share(MPI_Comm comm, int rank, int size, void *ptr, int dev, voi
         snprintf(why, len, "the driver lacks %s", cu_missing);
         ok = 0;
     } else {
-        ok = cumem_export(ptr, 1, &fd, &bytes, why, len) == 0;
+        ok = cumem_export(ptr, &fd, &bytes, why, len) == 0;
     }
     mine[0] = (unsigned long long)ok;
     mine[1] = (unsigned long long)bytes;

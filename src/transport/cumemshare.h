@@ -11,7 +11,7 @@
  * are gathered (PMPI_Allgather), the descriptors passed (fdx.h), and each rank imports every peer's
  * (cuMemImportFromShareableHandle), reserves an address range at the allocation's granularity, maps it
  * and makes it readable and writable from its device (cuMemAddressReserve, cuMemMap, cuMemSetAccess).
- * The driver entry points come through cudaGetDriverEntryPointByVersion (libcuda is never linked).
+ * The driver entry points come through tlmpi_gpu_driver_entry (libcuda is never linked).
  * A failure anywhere undoes this rank's mappings on every rank (agreed).
  */
 #ifndef TLMPI_CUMEMSHARE_H
@@ -27,8 +27,8 @@ typedef struct {
 } tlmpi_cumem_map_t;
 
 /* base[q] (size entries): rank q's allocation as mapped here (own: ptr itself), maps[q] what to unmap
- * (own: none). ptr must be the start of this rank's allocation, bytes its size at most (the whole
- * allocation is mapped). dev: this rank's device. 0, or -1 with why on every rank. */
+ * (own: none). ptr must be the start of this rank's allocation (the whole allocation is mapped).
+ * dev: this rank's device. 0, or -1 with why on every rank. */
 int tlmpi_cumem_share(MPI_Comm comm, int rank, int size, void *ptr, int dev, void **base, tlmpi_cumem_map_t *maps,
                       char *why, size_t len);
 /* Unmap and release what tlmpi_cumem_share mapped (size entries; the empty ones are skipped). Local. */

@@ -145,7 +145,6 @@ static void symmetric_hint(int version, char *buf, size_t len)
              getenv("NCCL_CUMEM_ENABLE") ? "" : " (NCCL_CUMEM_ENABLE=1 if its default left it off)");
 }
 
-
 /* Step 2, local part: the pool (zeroed, waited for) and the error record; 0 or -1 with why. */
 static int devcomm_pool(tlmpi_devcomm_t *dc, size_t total, void *stream, char *why, size_t len)
 {

@@ -379,6 +379,8 @@ static CUresult fk_dev_attr(int *v, CUdevice_attribute at, CUdevice d) { return 
  * (cudaMalloc's of FK_SHARE_MIN bytes or more stand for cuMem allocations made POSIX-shareable); a
  * mapping is the memfd mapped MAP_SHARED at the reserved address and registered as device memory. */
 #define FK_CUMEM 4
+int fake_cuMemAddressReserve(void **p, size_t size, void *hint); /* below: VMM reservations */
+int fake_cuMemAddressFree(void *p, size_t size);
 static CUresult fk_retain(CUmemGenericAllocationHandle *h, void *p)
 {
     fk_alloc_t a;
@@ -442,8 +444,6 @@ static CUresult fk_unmap(CUdeviceptr p, size_t n)
 }
 static CUresult fk_addr_free(CUdeviceptr p, size_t n) { return (CUresult)fake_cuMemAddressFree((void *)p, n); }
 static CUresult fk_release(CUmemGenericAllocationHandle h) { return close((int)h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
-int fake_cuMemAddressReserve(void **p, size_t size, void *hint);
-int fake_cuMemAddressFree(void *p, size_t size);
 static const struct { const char *name; void *fn; } fk_syms[] = {
     { "cuMemGetAddressRange", (void *)fk_range }, { "cuPointerGetAttribute", (void *)fk_attr },
     { "cuStreamWriteValue32", (void *)fk_write }, { "cuDeviceGet", (void *)fk_dev_get },
