@@ -52,15 +52,16 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     unsigned long taken, lost;
 
     if (TLMPI_ENV_I(STATS)) {
-        unsigned long lp, li, ls, lh;
+        unsigned long lp, li, ls, lh, lo;
 
         tlmpi_core_print_stats(stderr);
-        tlmpi_launcher_counts(&lp, &li, &ls, &lh);
+        tlmpi_launcher_counts(&lp, &li, &ls, &lh, &lo);
         if (lp || li) {
             fprintf(stderr, "tlmpi: launch thread (TLMPI_LAUNCH_THREAD): %lu launches queued for started calls (%lu "
-                    "of them made by a thread waiting for them), %lu started calls launched on their own thread "
+                    "of them made by a thread waiting for them, %lu by their own start because the thread was "
+                    "off its core: TLMPI_LAUNCH_HANDOFF), %lu started calls launched on their own thread "
                     "while it slept, %lu sleeps; %lu starts completed through the launch word (TLMPI_LAUNCH_WORD), "
-                    "%lu of them written by their own kernel\n", lp, lh, li, ls,
+                    "%lu of them written by their own kernel\n", lp, lh, lo, li, ls,
                     __atomic_load_n(&tlmpi_launcher_words_, __ATOMIC_RELAXED),
                     __atomic_load_n(&tlmpi_launcher_kwords_, __ATOMIC_RELAXED));
         }

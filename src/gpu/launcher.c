@@ -47,9 +47,10 @@ static int stopping;     /* finalize: the thread leaves when the ring is empty *
 static unsigned kicks;   /* wakes without a job (tlmpi_launcher_kick), under sleep_lock */
 static int consumer;     /* the consumer role (1: a thread runs jobs) */
 static unsigned long head; /* the next job to run: the role holder's */
+static unsigned long taken; /* 1 + the job being run or last run (written before its run) */
 static int t_hold;       /* tests: the thread leaves the jobs to the waiters */
-static unsigned long n_inline, n_sleeps, n_helped;
-static long t_spin_us = -1, t_timeout_s = -1;
+static unsigned long n_inline, n_sleeps, n_helped, n_handoff;
+static long t_spin_us = -1, t_timeout_s = -1, t_handoff_ns = -1;
 static int t_enabled = -1;
 
 static inline void cpu_relax(void)
@@ -72,6 +73,11 @@ static double now_s(void)
 static long spin_us(void)
 {
     return t_spin_us >= 0 ? t_spin_us : (long)TLMPI_ENV_I(LAUNCH_SPIN);
+}
+
+static long handoff_ns(void)
+{
+    return t_handoff_ns >= 0 ? t_handoff_ns : (long)TLMPI_ENV_I(LAUNCH_HANDOFF);
 }
 
 static long timeout_s(void)
@@ -102,7 +108,10 @@ static unsigned long run_jobs(int (*cond)(const void *), const void *arg)
 
     while (head != __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_ACQUIRE) && !(cond && cond(arg))) {
         job_t *j = &ring[head % TLMPI_LAUNCH_QUEUE];
-        int e = j->fn(j->arg);
+        int e;
+
+        __atomic_store_n(&taken, head + 1, __ATOMIC_RELEASE);
+        e = j->fn(j->arg);
 
         __atomic_store_n(j->state, e == 0 ? 1 : (e > 0 ? -e : e), __ATOMIC_RELEASE);
         head++;
@@ -260,9 +269,51 @@ static int room(const void *unused)
            __atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) < TLMPI_LAUNCH_QUEUE;
 }
 
+static int done_past(const void *t)
+{
+    return (long)(__atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) - *(const unsigned long *)t) > 0;
+}
+
+/* The handoff: job t was posted to an empty queue, so an awake thread spinning for work takes it within a
+ * few hundred ns. When it has not within TLMPI_LAUNCH_HANDOFF ns, it is not on a core (its core went to
+ * another thread: 8 ranks' compute, waits and launch threads on 16 cores), and would make this launch a
+ * scheduler slice late, after the application's compute; run it here instead, as a sleeping thread's
+ * start does. */
+static void handoff(unsigned long t)
+{
+    long ns = handoff_ns();
+    struct timespec t0, t1;
+    unsigned spins = 0;
+
+    if (ns <= 0) {
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while ((long)(__atomic_load_n(&taken, __ATOMIC_ACQUIRE) - t) <= 0) {
+        cpu_relax();
+        if ((++spins & 15u) == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > ns) {
+                unsigned long n;
+
+                if (!take_role()) {
+                    return; /* someone runs jobs now */
+                }
+                n = run_jobs(done_past, &t);
+                drop_role();
+                if (n) {
+                    __atomic_fetch_add(&n_handoff, n, __ATOMIC_RELAXED);
+                }
+                return;
+            }
+        }
+    }
+}
+
 int tlmpi_launcher_post(tlmpi_launch_fn_t fn, const void *arg, size_t bytes, int *state)
 {
     unsigned long t;
+    int empty;
     job_t *j;
 
     if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) != 1 || bytes > TLMPI_LAUNCH_ARG_MAX ||
@@ -275,6 +326,7 @@ int tlmpi_launcher_post(tlmpi_launch_fn_t fn, const void *arg, size_t bytes, int
         bounded_wait(room, NULL, "room in its queue");
     }
     t = tlmpi_launcher_posted_;
+    empty = __atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) == t && !__atomic_load_n(&consumer, __ATOMIC_ACQUIRE);
     j = &ring[t % TLMPI_LAUNCH_QUEUE];
     j->fn = fn;
     j->state = state;
@@ -284,6 +336,8 @@ int tlmpi_launcher_post(tlmpi_launch_fn_t fn, const void *arg, size_t bytes, int
     pthread_mutex_unlock(&post_lock);
     if (TLMPI_UNLIKELY(__atomic_load_n(&sleeping, __ATOMIC_SEQ_CST))) {
         tlmpi_launcher_kick();
+    } else if (empty) {
+        handoff(t);
     }
     return 0;
 }
@@ -350,8 +404,9 @@ void tlmpi_launcher_finalize(void)
 }
 
 void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, unsigned long *sleeps,
-                          unsigned long *helped)
+                          unsigned long *helped, unsigned long *handed)
 {
+    if (handed) *handed = __atomic_load_n(&n_handoff, __ATOMIC_RELAXED);
     if (posted) *posted = __atomic_load_n(&tlmpi_launcher_posted_, __ATOMIC_RELAXED);
     if (inline_starts) *inline_starts = __atomic_load_n(&n_inline, __ATOMIC_RELAXED);
     if (sleeps) *sleeps = n_sleeps;
@@ -386,6 +441,11 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_launch_stats(unsigned long long *thread_la
 void tlmpi_launcher_test_hold(int hold)
 {
     __atomic_store_n(&t_hold, hold, __ATOMIC_RELAXED);
+}
+
+void tlmpi_launcher_test_handoff(long ns)
+{
+    t_handoff_ns = ns >= 0 ? ns : -1;
 }
 
 void tlmpi_launcher_test_config(long spin, long timeout, int on)

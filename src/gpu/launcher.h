@@ -13,6 +13,11 @@
  *     that needs room) runs the queued jobs itself, in order, once it has waited ~10 us and the thread
  *     is not running one (launcher.c: the consumer role), so a launch thread that is not scheduled
  *     delays a start only until its wait;
+ *   - the handoff: a start posted to an empty queue waits up to TLMPI_LAUNCH_HANDOFF ns (2 us) for the
+ *     awake thread to take its job (a spinning thread takes it in a few hundred ns) and otherwise runs
+ *     it itself: the thread is then off its core (more busy threads than cores: 8 ranks' compute, waits
+ *     and launch threads on 16 cores), and a start it launched a scheduler slice later would lose the
+ *     whole overlap with the application's compute;
  *   - idleness: after its last job the thread spins TLMPI_LAUNCH_SPIN us (yielding the core to any
  *     runnable thread after the first 200 us), then sleeps. A start that
  *     finds it asleep launches on its own thread, as without the launcher (the queue is empty then),
@@ -67,13 +72,16 @@ int tlmpi_launcher_state_wait(const int *state, const char *what);
 int tlmpi_launcher_help(const int *state);
 /* Drain and stop the thread (MPI_Finalize; a later ready() starts none). */
 void tlmpi_launcher_finalize(void);
-/* Counters for the stats: jobs posted, starts that launched inline because it slept, its sleeps, and
- * jobs a waiting thread ran because the launch thread had not (any may be NULL). */
+/* Counters for the stats: jobs posted, starts that launched inline because it slept, its sleeps, jobs
+ * a waiting thread ran because the launch thread had not, and jobs their poster ran because the awake
+ * thread did not take them within TLMPI_LAUNCH_HANDOFF (any may be NULL). */
 void tlmpi_launcher_counts(unsigned long *posted, unsigned long *inline_starts, unsigned long *sleeps,
-                           unsigned long *helped);
+                           unsigned long *helped, unsigned long *handed);
 /* Test hooks (check_launcher): spin window and timeout in us / s, overriding the environment; 0 reset.
  * hold: the thread stops taking jobs (the waiters must run them). */
 void tlmpi_launcher_test_config(long spin_us, long timeout_s, int enabled);
+/* Test hook: the handoff bound in ns, overriding TLMPI_LAUNCH_HANDOFF (0: no handoff; -1: reset). */
+void tlmpi_launcher_test_handoff(long ns);
 void tlmpi_launcher_test_hold(int hold);
 
 #endif

@@ -5,7 +5,8 @@
  * exactly once, the state words (1 / the negated error), drain, a full queue, sleep after the spin
  * window (ready() then says no and counts the start), a post or a kick waking it, finalize; a thread
  * that waits for a job the launch thread does not take (held) runs the jobs up to it itself, in order,
- * and a post that waits for room does the same.
+ * and a post that waits for room does the same; a start posted to an empty queue that the awake thread
+ * does not take within the handoff bound runs its job itself, one that the thread takes does not.
  */
 #include "config.h"
 #include "env.h"
@@ -49,6 +50,7 @@ static void setup(long spin_us)
 {
     ck_assert_int_eq(tlmpi_env_load(NULL, NULL), 0);
     tlmpi_launcher_test_config(spin_us, 20, 1);
+    tlmpi_launcher_test_handoff(-1);
     n_log = 0;
     slow_us = 0;
     main_thread = pthread_self();
@@ -166,10 +168,10 @@ START_TEST(sleep_and_wake)
     setup(2000); /* 2 ms spin window */
     until_ready();
     usleep(50000); /* past the window: asleep */
-    tlmpi_launcher_counts(NULL, &inl0, &sleeps, NULL);
+    tlmpi_launcher_counts(NULL, &inl0, &sleeps, NULL, NULL);
     ck_assert_uint_ge(sleeps, 1);
     ck_assert_int_eq(tlmpi_launcher_ready(), 0); /* a start launches itself ... */
-    tlmpi_launcher_counts(NULL, &inl, NULL, NULL);
+    tlmpi_launcher_counts(NULL, &inl, NULL, NULL, NULL);
     ck_assert_uint_eq(inl, inl0 + 1);            /* ... and is counted */
     tlmpi_launcher_kick();                       /* ... then wakes it */
     until_ready();
@@ -180,7 +182,7 @@ START_TEST(sleep_and_wake)
     for (i = 0; i < 100 && !tlmpi_launcher_ready(); i++) {
         usleep(100);
     }
-    tlmpi_launcher_counts(&posted, NULL, NULL, NULL);
+    tlmpi_launcher_counts(&posted, NULL, NULL, NULL, NULL);
     ck_assert_uint_eq(posted, 1);
     tlmpi_launcher_finalize();
 }
@@ -194,10 +196,11 @@ START_TEST(waiter_runs_jobs)
 
     setup(100000);
     tlmpi_launcher_test_config(100000, 5, 1); /* a wait nobody serves ends the test in 5 s */
+    tlmpi_launcher_test_handoff(0);           /* the posts return at once: the waiters run the jobs */
     until_ready();
     tlmpi_launcher_test_hold(1); /* the thread is there and awake, but takes no job */
     usleep(2000);
-    tlmpi_launcher_counts(NULL, NULL, NULL, &h0);
+    tlmpi_launcher_counts(NULL, NULL, NULL, &h0, NULL);
     for (i = 0; i < 3; i++) {
         jarg_t a = { 0, i, i == 1 ? 5 : 0 };
 
@@ -210,7 +213,7 @@ START_TEST(waiter_runs_jobs)
     ck_assert_int_eq(log_here[0] && log_here[1], 1);
     ck_assert_int_eq(st[0], 1);
     ck_assert_int_eq(st[2], 0); /* the waiter stops at its own job */
-    tlmpi_launcher_counts(NULL, NULL, NULL, &h1);
+    tlmpi_launcher_counts(NULL, NULL, NULL, &h1, NULL);
     ck_assert_uint_eq(h1, h0 + 2);
     tlmpi_launcher_drain("test"); /* job 2, here too */
     ck_assert_int_eq(n_log, 3);
@@ -259,6 +262,42 @@ START_TEST(waiter_runs_jobs)
 }
 END_TEST
 
+START_TEST(handoff_runs_untaken_job)
+{
+    unsigned long o0 = 0, o1 = 0;
+    int st[4] = { 0 }, i;
+
+    setup(100000);
+    tlmpi_launcher_test_handoff(2000);
+    until_ready();
+    tlmpi_launcher_test_hold(1); /* awake, but it takes no job: as a thread off its core */
+    usleep(2000);
+    tlmpi_launcher_counts(NULL, NULL, NULL, NULL, &o0);
+    for (i = 0; i < 3; i++) {
+        jarg_t a = { 0, i, i == 1 ? 9 : 0 };
+
+        ck_assert_int_eq(tlmpi_launcher_post(job, &a, sizeof a, &st[i]), 0);
+        ck_assert_int_eq(st[i], i == 1 ? -9 : 1); /* run before the post returned ... */
+        ck_assert_int_eq(n_log, i + 1);
+        ck_assert_int_eq(log_here[i], 1); /* ... by the poster */
+    }
+    tlmpi_launcher_counts(NULL, NULL, NULL, NULL, &o1);
+    ck_assert_uint_eq(o1, o0 + 3);
+    tlmpi_launcher_test_hold(0);
+    tlmpi_launcher_test_handoff(1000000000L); /* 1 s: the awake thread takes it long before */
+    {
+        jarg_t a = { 0, 3, 0 };
+
+        ck_assert_int_eq(tlmpi_launcher_post(job, &a, sizeof a, &st[3]), 0);
+        ck_assert_int_eq(tlmpi_launcher_state_wait(&st[3], "test"), 1);
+        ck_assert_int_eq(log_here[3], 0); /* the thread ran it */
+    }
+    tlmpi_launcher_counts(NULL, NULL, NULL, NULL, &o1);
+    ck_assert_uint_eq(o1, o0 + 3);
+    tlmpi_launcher_finalize();
+}
+END_TEST
+
 START_TEST(disabled)
 {
     int st = 7;
@@ -287,6 +326,7 @@ int main(void)
     tcase_add_test(tc, full_queue_and_state_wait);
     tcase_add_test(tc, sleep_and_wake);
     tcase_add_test(tc, waiter_runs_jobs);
+    tcase_add_test(tc, handoff_runs_untaken_job);
     tcase_add_test(tc, disabled);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
