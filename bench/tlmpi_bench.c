@@ -51,7 +51,7 @@
 extern char **environ;
 
 #define BENCH_MAX_SIZES 64
-#define BENCH_MAX_MODES 10
+#define BENCH_MAX_MODES 15
 #define BENCH_MAX_REPS 1024
 #define BENCH_GEN_LEN 1024
 
@@ -64,12 +64,20 @@ static const int dt_sizes[DT_COUNT] = {4, 8, 4, 2, 2, 1};
 /* node and hier (forced tiers; hier: its auto algorithm, the fused kernels where their rail exists),
  * hier-steps (hier's host-ordered steps: the tables name hier/2d, allreduce hier/oneshot up to
  * 64 KiB), node-flat (the node tier on the same ranks as one node: a communicator of its own, built
- * with TLMPI_TOPO_RANKS_PER_NODE=0, so a run on fake nodes measures 2D and flat side by side) and
+ * with TLMPI_TOPO_RANKS_PER_NODE=0, so a run on fake nodes measures 2D and flat side by side),
+ * hier-gin and hier-emulated (hier on a communicator of its own each, built with TLMPI_HIER_FUSED=gin
+ * resp. emulated, so both rails of the fused kernels are measured in one run; a row's algorithm field
+ * says which rail served, from the communicator's plan: fused-gin:ctx=C:groups=G with NCCL's granted
+ * context count, fused-emulated:groups=G, or steps where the fused kernels are not set up),
+ * hier-gin-g1, hier-gin-g2, hier-gin-g4 (hier-gin with TLMPI_HIER_GROUPS=1, 2, 4: the rail groups knob
+ * in one run; the GIN context count is NCCL's, NCCL_GIN_NCONTEXTS, one per process) and
  * tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE; every other mode runs without one) are
  * measured only when -M names them */
-typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_TUNED, MODE_HIER_STEPS, MODE_NODE_FLAT, MODE_COUNT } bench_mode_t;
+typedef enum { MODE_AUTO, MODE_NCCL, MODE_STAGING, MODE_MPI, MODE_RAW_NCCL, MODE_NODE, MODE_HIER, MODE_TUNED, MODE_HIER_STEPS, MODE_NODE_FLAT,
+               MODE_HIER_GIN, MODE_HIER_EMULATED, MODE_HIER_GIN_G1, MODE_HIER_GIN_G2, MODE_HIER_GIN_G4, MODE_COUNT } bench_mode_t;
 #define MODE_DEFAULT_COUNT (MODE_RAW_NCCL + 1)
-static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier", "tuned", "hier-steps", "node-flat"};
+static const char *const mode_names[MODE_COUNT] = {"auto", "nccl", "staging", "mpi", "raw-nccl", "node", "hier", "tuned", "hier-steps", "node-flat",
+                                                    "hier-gin", "hier-emulated", "hier-gin-g1", "hier-gin-g2", "hier-gin-g4"};
 
 static const tlmpi_coll_t coll_ids[3] = {TLMPI_COLL_ALLREDUCE, TLMPI_COLL_ALLGATHER,
                                          TLMPI_COLL_REDUCE_SCATTER_BLOCK};
@@ -98,7 +106,9 @@ typedef struct {
 static int g_rank, g_size;
 static MPI_Comm g_comm;
 static MPI_Comm g_flat = MPI_COMM_NULL; /* mode node-flat's communicator (built on first use) */
-static MPI_Comm g_coll = MPI_COMM_NULL; /* the measured collectives' communicator: g_comm, or g_flat */
+/* the communicators of modes hier-gin, hier-emulated, hier-gin-g1, -g2, -g4 (built on first use) */
+static MPI_Comm g_hier_comms[MODE_COUNT]; /* MPI_COMM_NULL until built (main sets them) */
+static MPI_Comm g_coll = MPI_COMM_NULL; /* the measured collectives' communicator: g_comm, or one above */
 static bench_opts_t g_o;
 static char g_host[MPI_MAX_PROCESSOR_NAME + 1];
 static char g_gpu[256];
@@ -667,14 +677,15 @@ static const char *algo_of(const char *path)
     return "default";
 }
 
-/* tlmpi-<version>/<mode>/<path>/<algorithm>/<mpi>/<nccl>/<cuda>/gpus=G/<knobs>/#<hash> */
-static void make_generation(const char *mode, const char *path, char *out, size_t len)
+/* tlmpi-<version>/<mode>/<path>/<algorithm>/<mpi>/<nccl>/<cuda>/gpus=G/<knobs>/#<hash>; algo (may be
+ * NULL or empty): the algorithm as the communicator's plan says (hier: its rail), else from the path */
+static void make_generation(const char *mode, const char *path, const char *algo, char *out, size_t len)
 {
     char readable[3 * BENCH_GEN_LEN];
     uint64_t h;
 
     snprintf(readable, sizeof(readable), "tlmpi-%s/%s/%s/%s/%s/gpus=%d/%s", tlmpi_version(), mode, path,
-             algo_of(path), g_versions, g_ngpus, g_knobs);
+             algo && *algo ? algo : algo_of(path), g_versions, g_ngpus, g_knobs);
     h = fnv1a(fnv1a(14695981039346656037ull, readable), g_hashbase);
     snprintf(out, len, "%s/#%08x", readable, (unsigned)(h ^ (h >> 32)));
 }
@@ -701,6 +712,7 @@ static void csv_field(FILE *f, const char *s, int last)
 typedef struct {
     const char *coll, *mode;
     char path[96];
+    char algo[96];                  /* hier modes: the rail that served (rail_served), else "" */
     size_t bytes;
     int iters;
     double avg_us, min_us, max_us, algbw, busbw;
@@ -717,9 +729,12 @@ static void emit_row(const bench_row_t *r)
     if (g_rank != 0) {
         return;
     }
-    make_generation(r->mode, r->path, gen, sizeof(gen));
+    make_generation(r->mode, r->path, r->algo, gen, sizeof(gen));
     printf("%-15s %-9s %-12s %12zu %11.2f %11.2f %11.2f %7d %10.2f %10.2f  %-5s", r->coll, r->mode, r->path,
            r->bytes, r->avg_us, r->min_us, r->max_us, r->iters, r->algbw, r->busbw, r->valid);
+    if (r->algo[0]) {
+        printf("  %s", r->algo);
+    }
     if (r->have_d) {
         printf("  %+.3f [%+.3f, %+.3f] us (%+.2f%%)", r->d_raw_us, r->d_raw_lo_us, r->d_raw_hi_us,
                r->avg_us > r->d_raw_us ? 100.0 * r->d_raw_us / (r->avg_us - r->d_raw_us) : 0.0);
@@ -837,28 +852,102 @@ typedef struct {
     int iters;
     double avg[BENCH_MAX_REPS], mn[BENCH_MAX_REPS], mx[BENCH_MAX_REPS];
     uint64_t calls[TLMPI_PATH_COUNT]; /* tlmpi's counters: calls of this mode, per path */
+    char rail[96];      /* hier modes: rail_served after the calls */
     long long bad;      /* -1 = not checked */
 } bench_meas_t;
 
-/* Mode node-flat's communicator: a dup of the world whose tlmpi state is built (tlmpi_comm_describe)
- * while TLMPI_TOPO_RANKS_PER_NODE is 0, so its topology is the real one (one node here) whatever
- * fake nodes the other modes' communicator has. Collective. */
-static int flat_comm(void)
+/* A mode's own communicator: a dup of the world whose tlmpi state is built (tlmpi_comm_describe, with
+ * the current TLMPI_TIER) while the settings TLMPI_<var[i]> are val[i] (n of them); then each is set
+ * back to its environment value (deflt[i] where unset). Mode node-flat: TOPO_RANKS_PER_NODE=0, so its
+ * topology is the real one (one node here) whatever fake nodes the other modes' communicator has;
+ * hier-gin / hier-emulated: HIER_FUSED=gin / emulated, hier-gin-gG also HIER_GROUPS=G (both read at
+ * the hier tier's setup). Collective. */
+static int mode_comm(MPI_Comm *c, int n, const char *const *var, const char *const *val, const char *const *deflt)
 {
-    char d[256], was[32];
-    const char *env = getenv("TLMPI_TOPO_RANKS_PER_NODE");
+    char d[2048], was[2][64], name[64];
+    const char *env;
+    int i, ok = 1;
 
-    if (g_flat != MPI_COMM_NULL) {
+    if (*c != MPI_COMM_NULL) {
         return 1;
     }
-    snprintf(was, sizeof(was), "%s", env && *env ? env : "0");
-    if (tlmpi_config_set("TOPO_RANKS_PER_NODE", "0") != TLMPI_OK) {
-        return 0;
+    for (i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "TLMPI_%s", var[i]);
+        env = getenv(name);
+        snprintf(was[i], sizeof(was[i]), "%s", env && *env ? env : deflt[i]);
+        ok = ok && tlmpi_config_set(var[i], val[i]) == TLMPI_OK;
     }
-    MPI_OK(PMPI_Comm_dup(MPI_COMM_WORLD, &g_flat));
-    tlmpi_comm_describe(g_flat, d, sizeof(d));
-    tlmpi_config_set("TOPO_RANKS_PER_NODE", was);
-    return 1;
+    if (ok) {
+        MPI_OK(PMPI_Comm_dup(MPI_COMM_WORLD, c));
+        tlmpi_comm_describe(*c, d, sizeof(d));
+    }
+    for (i = 0; i < n; i++) {
+        tlmpi_config_set(var[i], was[i]);
+    }
+    return ok;
+}
+
+/* Build (first use) mode's own communicator into *mc; 0 where it cannot be. */
+static int own_comm(int mode, MPI_Comm *mc)
+{
+    static const char *const flat_var[1] = { "TOPO_RANKS_PER_NODE" }, *const flat_val[1] = { "0" };
+    static const char *const hier_var[2] = { "HIER_FUSED", "HIER_GROUPS" }, *const hier_def[2] = { "auto", "0" };
+    const char *hier_val[2] = { mode == MODE_HIER_EMULATED ? "emulated" : "gin",
+                                mode == MODE_HIER_GIN_G1 ? "1" : mode == MODE_HIER_GIN_G2 ? "2"
+                                                            : mode == MODE_HIER_GIN_G4 ? "4" : "0" };
+
+    if (mode == MODE_NODE_FLAT) {
+        return mode_comm(mc, 1, flat_var, flat_val, flat_val);
+    }
+    /* hier-gin and hier-emulated keep the environment's TLMPI_HIER_GROUPS (default auto) */
+    return mode_comm(mc, mode == MODE_HIER_GIN || mode == MODE_HIER_EMULATED ? 1 : 2, hier_var, hier_val, hier_def);
+}
+
+/* Which rail served a hier mode's calls, from comm's plan (hier_describe's "fused: ..." part, the same
+ * on every rank: the rail is agreed): fused-gin:ctx=C:groups=G (C: the GIN contexts NCCL granted),
+ * fused-emulated:groups=G, steps (no fused kernels: hier's host-ordered steps), no-hier (the hier
+ * tier is not set up on comm). */
+static void rail_served(MPI_Comm comm, char *out, size_t len)
+{
+    static char d[4096];
+    const char *f, *g, *x;
+    int groups = 0, ctx = 0;
+
+    d[0] = 0;
+    tlmpi_comm_describe(comm, d, sizeof(d));
+    f = strstr(d, "; hier: ") ? strstr(strstr(d, "; hier: "), "fused: ") : NULL;
+    if (!f) {
+        snprintf(out, len, "no-hier");
+        return;
+    }
+    g = strstr(f, " rail groups");
+    if (g) {
+        for (x = g; x > f && isdigit((unsigned char)x[-1]); x--) {
+        }
+        groups = atoi(x);
+    }
+    if (!strncmp(f, "fused: GIN rail", 15)) {
+        x = strstr(f, "contexts granted");
+        if (x) {
+            for (x--; x > f && x[-1] == ' '; x--) {
+            }
+            for (; x > f && isdigit((unsigned char)x[-1]); x--) {
+            }
+            ctx = atoi(x);
+        }
+        snprintf(out, len, "fused-gin:ctx=%d:groups=%d%s", ctx, groups, strstr(f, "testing: TLMPI_FAULT") ? ":FAULT" : "");
+    } else if (!strncmp(f, "fused: emulated rail", 20)) {
+        snprintf(out, len, "fused-emulated:groups=%d", groups);
+    } else {
+        snprintf(out, len, "steps");
+    }
+}
+
+/* modes measured on a hier communicator of their own (own_comm) */
+static int own_hier_comm(int mode)
+{
+    return mode == MODE_HIER_GIN || mode == MODE_HIER_EMULATED || mode == MODE_HIER_GIN_G1 || mode == MODE_HIER_GIN_G2 ||
+           mode == MODE_HIER_GIN_G4;
 }
 
 static int set_tier(int mode)
@@ -882,15 +971,17 @@ static int set_tier(int mode)
     } else {
         /* the tuning file only in mode tuned: TLMPI_TUNING_FILE in the environment is set aside */
         s = tlmpi_config_set("TUNING_FILE", "");
-        s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode == MODE_HIER_STEPS ? "hier"
+        s = s == TLMPI_OK ? tlmpi_config_set("TIER", mode == MODE_HIER_STEPS || own_hier_comm(mode) ? "hier"
                                                      : mode == MODE_NODE_FLAT ? "node"
                                                                               : mode_names[mode])
                           : s;
-        if (s == TLMPI_OK && mode == MODE_NODE_FLAT) {
-            if (!flat_comm()) {
+        if (s == TLMPI_OK && (mode == MODE_NODE_FLAT || own_hier_comm(mode))) {
+            MPI_Comm *mc = mode == MODE_NODE_FLAT ? &g_flat : &g_hier_comms[mode];
+
+            if (!own_comm(mode, mc)) {
                 s = TLMPI_ERR_INVALID_ARG;
             } else {
-                g_coll = g_flat;
+                g_coll = *mc;
             }
         }
     }
@@ -1006,6 +1097,9 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
                 for (p = 0; p < TLMPI_PATH_COUNT; p++) {
                     m->calls[p] += after[p] - before[p];
                 }
+                if (c.mode == MODE_HIER || c.mode == MODE_HIER_STEPS || own_hier_comm(c.mode)) {
+                    rail_served(g_coll, m->rail, sizeof(m->rail));
+                }
             }
         }
         /* paired differences against raw NCCL, before median() reorders the per-rep arrays */
@@ -1053,6 +1147,7 @@ static void bench_coll(int ci, int have_raw, void *sbuf, void *rbuf, void *hbuf)
                 snprintf(row.path, sizeof(row.path), "raw-nccl");
             } else {
                 path_served(m->calls, row.path, sizeof(row.path));
+                snprintf(row.algo, sizeof(row.algo), "%s", m->rail);
             }
             row.bytes = c.bytes;
             row.iters = m->iters;
@@ -1201,6 +1296,7 @@ static void usage(void)
            "             sizes are NCCL's S: the full vector (allreduce), sendcount*n*elem (allgather),\n"
            "             recvcount*n*elem (reduce_scatter); rounded down to whole elements per rank\n"
            "  -M LIST    modes, each measured in this run: auto,nccl,staging,mpi,raw-nccl (default), node, hier, hier-steps, node-flat,\n"
+           "             hier-gin, hier-emulated, hier-gin-g1, hier-gin-g2, hier-gin-g4,\n"
            "             tuned (auto with the tuning file $TLMPI_BENCH_TUNING_FILE)\n"
            "  -T TYPE    float|double|int|bf16|f16|char (default float)\n"
            "  -i N       timed iterations per measurement (default 0 = enough for -w seconds, 5..1000)\n"
@@ -1330,6 +1426,9 @@ int main(int argc, char **argv)
     struct cudaDeviceProp prop;
 
     MPI_Init(&argc, &argv);
+    for (i = 0; i < MODE_COUNT; i++) {
+        g_hier_comms[i] = MPI_COMM_NULL;
+    }
     PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &g_size);
     rc = parse_opts(argc, argv);
@@ -1430,7 +1529,7 @@ int main(int argc, char **argv)
     }
     if (g_rank == 0) {
         char gen[4 * BENCH_GEN_LEN];
-        make_generation("<mode>", "<path>", gen, sizeof(gen));
+        make_generation("<mode>", "<path>", NULL, gen, sizeof(gen));
         printf("# tlmpi_bench: tlmpi %s, %d rank(s) on %d GPU(s) (%s), %s\n", tlmpi_version(), g_size, g_ngpus,
                g_gpu, g_host);
         printf("# generation template: %s\n", gen);
@@ -1462,6 +1561,11 @@ int main(int argc, char **argv)
     }
     if (g_rank == 0 && g_any_fail) {
         fprintf(stderr, "tlmpi_bench: VALIDATION FAILED for at least one row\n");
+    }
+    for (i = 0; i < MODE_COUNT; i++) {
+        if (g_hier_comms[i] != MPI_COMM_NULL) {
+            PMPI_Comm_free(&g_hier_comms[i]);
+        }
     }
     if (g_flat != MPI_COMM_NULL) {
         PMPI_Comm_free(&g_flat);

@@ -248,6 +248,10 @@ typedef struct {
                                            pools mapped through src/transport/cumemshare.c, and the rail
                                            peer of node n is world rank n * L + node.rank; 0: NCCL's rail
                                            team, index n */
+    int gin_wait;                       /* testing (TLMPI_FAULT, GIN rail only; 0 on the normal path): a
+                                           mutant of the per-context wait target, 1 (gin_wait_full): the
+                                           grid-wide target on each context, 2 (gin_wait_short):
+                                           target / (2 x contexts) */
 } tlmpi_rail_xport_t;
 
 typedef enum { TLMPI_RAIL_AG = 0, TLMPI_RAIL_RSB, TLMPI_RAIL_AR, TLMPI_RAIL_KIND_COUNT } tlmpi_rail_kind_t;

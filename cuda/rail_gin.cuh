@@ -20,7 +20,9 @@
 //           timeout (2.28.9 has no device-side wait timeout; 2.31's would replace the loop). A
 //           context sees only the increments sent through it, so it waits for target / contexts:
 //           the host makes the CTA count a multiple of the granted context count, the same on all
-//           ranks, so every context gets ctas / contexts increments per step
+//           ranks, so every context gets ctas / contexts increments per step (the testing mutants
+//           of TLMPI_FAULT, gin_wait_full and gin_wait_short, wait for target and for
+//           target / (2 x contexts) instead: tests/gpu/gin-loopback.sh's ctx step)
 //   flush   ncclGin::flush(ncclCoopCta): the CTA's put sources may be rewritten (end of each step)
 // Not run on any machine of this project yet (no RDMA NIC with NCCL's GIN support here).
 #ifndef TLMPI_CUDA_RAIL_GIN_CUH
@@ -81,7 +83,10 @@ struct GinRail {
     __device__ __forceinline__ bool wait(int slot, int g, unsigned long long target, int step) const
     {
         const int m = (int)threadIdx.x;
-        const unsigned long long want = target / (unsigned long long)contexts;
+        // x.gin_wait: the fault sites gin_wait_full / gin_wait_short (0 but under TLMPI_FAULT)
+        const unsigned long long want = __builtin_expect(x.gin_wait != 0, 0)
+                                            ? (x.gin_wait == 1 ? target : target / (2ull * (unsigned long long)contexts))
+                                            : target / (unsigned long long)contexts;
         int ok = 1;
         if (m < x.nnodes && m != x.node_index) {
             ncclGin gin(dc, ctx());

@@ -23,6 +23,9 @@ typedef enum {
     TLMPI_FAULT_TURN_STUCK,      /* this rank never gets the GPU turn (turn.h): every rank's take ends at TLMPI_TIMEOUT */
     TLMPI_FAULT_NODE_LATE,       /* this rank's node kernels pause 2 ms after each barrier (a late peer: the others
                                     must not leave a call while it still reads their buffers) */
+    TLMPI_FAULT_GIN_WAIT_FULL,   /* mutant of the GIN rail's waits: each context waits for the grid-wide target
+                                    (hangs into TLMPI_TIMEOUT where more than one context was granted) */
+    TLMPI_FAULT_GIN_WAIT_SHORT,  /* mutant of the GIN rail's waits: target / (2 x contexts), returns early */
     TLMPI_FAULT_COUNT
 } tlmpi_fault_site_t;
 

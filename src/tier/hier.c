@@ -167,7 +167,7 @@ static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
 {
     static const char *const rail_names[4] = { "auto", "nccl", "staging", "ipc (emulated rail)" };
     const struct tlmpi_hier_comm *hc = tc->state[TLMPI_TIER_HIER];
-    char np[512], rp[512], fd[256];
+    char np[512], rp[512], fd[384];
 
     if (!hc) {
         snprintf(buf, len, "not set up");

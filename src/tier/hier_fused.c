@@ -141,6 +141,9 @@ common:
     /* fault sites: this rank never arrives at node barriers / never signals its rail peers */
     hf->x.node.stuck = tlmpi_fault_hit(BARRIER_STUCK);
     hf->x.rail_stuck = tlmpi_fault_hit(RAIL_STUCK);
+    /* mutants of the GIN rail's per-context wait target (the emulated rail has no contexts and
+     * ignores them); 0, the normal path, unless TLMPI_FAULT names them */
+    hf->x.gin_wait = tlmpi_fault_hit(GIN_WAIT_FULL) ? 1 : tlmpi_fault_hit(GIN_WAIT_SHORT) ? 2 : 0;
     /* auto (0): one group on the emulated rail, whose synchronous copies leave a group nothing to
      * hide behind (measured: docs/PERFORMANCE.md, rail groups); two on the GIN rail, whose puts are
      * asynchronous (the model's choice, not measured). The rail is agreed, so g is the same everywhere. */
@@ -162,8 +165,11 @@ void tlmpi_hier_fused_describe(const tlmpi_hier_fused_t *hf, char *buf, size_t l
     } else {
         snprintf(rail, sizeof(rail), "emulated rail (CUDA IPC copies + signal atomics; GIN: %s)", hf->gin_why);
     }
-    snprintf(buf, len, "fused: %s, %d rail groups, pool %zu MiB, %zu KiB per block and step, %d CTAs max", rail,
-             hf->groups, data >> 20, tlmpi_cuda_rail_chunk(data, hf->x.nnodes, hf->x.node.nranks) >> 10, hf->xp->max_ctas);
+    snprintf(buf, len, "fused: %s, %d rail groups, pool %zu MiB, %zu KiB per block and step, %d CTAs max%s%s%s", rail,
+             hf->groups, data >> 20, tlmpi_cuda_rail_chunk(data, hf->x.nnodes, hf->x.node.nranks) >> 10, hf->xp->max_ctas,
+             hf->x.gin_wait ? "; testing: TLMPI_FAULT=" : "",
+             hf->x.gin_wait == 1 ? "gin_wait_full" : hf->x.gin_wait == 2 ? "gin_wait_short" : "",
+             !hf->x.gin_wait ? "" : hf->dc ? " (this rank's GIN waits use the mutant target)" : " (ignored: the emulated rail)");
 }
 
 /* A device wait of the kernel gave up (TLMPI_TIMEOUT): one line saying who waited for what, then
@@ -171,21 +177,24 @@ void tlmpi_hier_fused_describe(const tlmpi_hier_fused_t *hf, char *buf, size_t l
 static __attribute__((noreturn, noinline)) void fused_timed_out(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
                                                                 const tlmpi_hier_fused_t *hf, volatile tlmpi_node_err_t *r)
 {
-    char what[192];
+    char what[224], ctx[48] = "";
 
     if (r->rail) {
-        snprintf(what, sizeof(what), "rail step %d of the call, signal slot %d group %d, CTA %d, waiting for the rail "
-                 "peer on node %d (world rank %d)", r->barrier, r->slot, r->group, r->cta, r->peer,
+        if (hf->dc && hf->x.gin_contexts > 0) {
+            snprintf(ctx, sizeof(ctx), " (GIN context %d of %d)", r->cta % hf->x.gin_contexts, hf->x.gin_contexts);
+        }
+        snprintf(what, sizeof(what), "rail step %d of the call, signal slot %d group %d, CTA %d%s, waiting for the rail "
+                 "peer on node %d (world rank %d)", r->barrier, r->slot, r->group, r->cta, ctx, r->peer,
                  r->peer * hf->x.node.nranks + hf->x.node.rank);
     } else {
         snprintf(what, sizeof(what), "node barrier %d of the call, CTA slot %d, waiting for local rank %d (world rank %d)",
                  r->barrier, r->cta, r->peer, hf->x.node_index * hf->x.node.nranks + r->peer);
     }
     tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d, node %d, local rank %d) of communicator #%u (%d ranks) in "
-                "%s on tier hier (algorithm fused, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) at %s: "
-                "expected %llu, seen %llu; calling MPI_Abort",
+                "%s on tier hier (algorithm fused, %s rail, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) at "
+                "%s: expected %llu, seen %llu; calling MPI_Abort",
                 tc->rank, tlmpi_g.world_rank, hf->x.node_index, hf->x.node.rank, tc->id, tc->size,
-                tlmpi_coll_name(c->coll), c->msg_bytes, (long)TLMPI_ENV_I(TIMEOUT), what,
+                tlmpi_coll_name(c->coll), hf->dc ? "GIN" : "emulated", c->msg_bytes, (long)TLMPI_ENV_I(TIMEOUT), what,
                 (unsigned long long)r->expected, (unsigned long long)r->seen);
     tlmpi_gpu_abort(tc->comm);
 }

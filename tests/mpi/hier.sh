@@ -7,8 +7,10 @@
 # with the emulated rail, whose plan line must name G rail groups, 1 for auto; on a GPU host every collective must run hier/fused and no sub-comm step; on the
 # CPU box their launches fail on the stand-ins and every rank stages those calls, with one warning). Under make check: the CPU stand-ins (the node tier's steps fall back to staging,
 # the fake NCCL really communicates); HIER_PROG=tests/gpu/gpu_hier and HIER_LAYOUTS run it on a GPU
-# host (tests/gpu/hier.sh). Each run has TLMPI_TIMEOUT=60 and runs under `timeout`. One line per
-# run, exit 1 on any failure, 77 where mpi_hier is not built.
+# host (tests/gpu/hier.sh). Then, on the CPU box (HIER_FAULT=0 leaves it out), 4 = 2 x 2 fused with
+# TLMPI_FAULT=gin_wait_full:1,gin_wait_short:2: the GIN wait mutants reach the rail descriptor of the
+# ranks named and no other (their plan lines). Each run has TLMPI_TIMEOUT=60 and runs under `timeout`.
+# One line per run, exit 1 on any failure, 77 where mpi_hier is not built.
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${top_srcdir:-$here/../..}
 builddir=${1:-${top_builddir:-.}}
@@ -76,6 +78,42 @@ for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused0}; do
         grep -E 'FAIL|TLMPI_TIMEOUT|ERROR' "$log" | head -12 | sed 's/^/    /'
     fi
 done
+# the GIN wait mutants' fault sites (TLMPI_FAULT=gin_wait_full:1,gin_wait_short:2, src/core/fault.c)
+# reach the fused kernels' rail descriptor (tlmpi_rail_xport_t.gin_wait, copied into every launch) on
+# the ranks they name and no other: the plan line of rank 1 and 2 says which, the emulated rail
+# ignores them, mpi_hier still passes. CPU box only (HIER_FAULT=0 leaves it out); the GPU host runs
+# them on the GIN rail (tests/gpu/gin-loopback.sh, step ctx).
+if [ -z "${HIER_MPIRUN:-}" ] && [ "${HIER_FAULT:-1}" = 1 ]; then
+    log=$work/np4-rpn2-fault-gin_wait.log
+    s=$(date +%s)
+    timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np 4 --env TLMPI_TIER=hier --env HIER_EXPECT_FALLBACK=1 \
+        --env TLMPI_TOPO_RANKS_PER_NODE=2 --env TLMPI_HIER_RAIL=auto --env TLMPI_TIMEOUT=60 --env TLMPI_HIER_FUSED=auto \
+        --env TLMPI_HIER_GROUPS=1 --env TLMPI_LOG_LEVEL=info --env TLMPI_TEST_ITERS=20 \
+        --env TLMPI_FAULT=gin_wait_full:1,gin_wait_short:2 -- "$prog" >"$log" 2>&1
+    rc=$?
+    t=$(( $(date +%s) - s ))
+    runs=$((runs + 1))
+    res=$(grep -m1 -E '^mpi_hier: (PASS|FAIL|SKIP)' "$log")
+    bad=
+    echo "$res" | grep -q PASS || bad="exit $rc, ${res:-no result line}"
+    for r in 0 1 2 3; do
+        case $r in 1) w=gin_wait_full ;; 2) w=gin_wait_short ;; *) w= ;; esac
+        p=$(grep -m1 " r$r TLMPI INFO .* plan: .*fused: emulated rail" "$log")
+        if [ -z "$p" ]; then
+            bad="${bad:+$bad; }rank $r: no plan line with the emulated rail"
+        elif [ -n "$w" ] && ! echo "$p" | grep -q "testing: TLMPI_FAULT=$w (ignored: the emulated rail)"; then
+            bad="${bad:+$bad; }rank $r: the plan line does not show $w in the rail descriptor"
+        elif [ -z "$w" ] && echo "$p" | grep -q "testing: TLMPI_FAULT"; then
+            bad="${bad:+$bad; }rank $r: a mutant in the rail descriptor, TLMPI_FAULT named ranks 1 and 2"
+        fi
+    done
+    if [ -z "$bad" ]; then
+        echo "hier np=4 nodes=2x2 fused groups=1 TLMPI_FAULT=gin_wait_full:1,gin_wait_short:2: PASS, $t s (the mutants in rank 1's and 2's rail descriptors only)"
+    else
+        fails=$((fails + 1))
+        echo "hier np=4 nodes=2x2 fused groups=1 TLMPI_FAULT=gin_wait_full:1,gin_wait_short:2: FAIL ($t s): $bad; $log"
+    fi
+fi
 [ $fails = 0 ] && { echo "hier: PASS $runs/$runs runs"; exit 0; }
 echo "hier: FAIL: $fails of $runs runs failed"
 exit 1

@@ -1,9 +1,10 @@
 /*
  * Unit tests (Check, fork mode, no MPI run): the TLMPI_* table and its parsers (src/env.c), status
- * strings and the coll/path names (src/status.c).
+ * strings and the coll/path names (src/status.c), TLMPI_FAULT's sites (src/core/fault.c).
  */
 #include "config.h"
 #include "env.h"
+#include "fault.h"
 #include "tlmpi.h"
 
 #include <check.h>
@@ -342,6 +343,37 @@ START_TEST(test_coll_path_names)
 }
 END_TEST
 
+/* ---- TLMPI_FAULT: every site named in the variable's help, parsed per rank -------------------- */
+
+START_TEST(test_fault_sites)
+{
+    const char *help = tlmpi_env_desc[TLMPI_ENV_FAULT].help;
+    char want[64];
+    int i;
+
+    for (i = 0; i < TLMPI_FAULT_COUNT; i++) {
+        snprintf(want, sizeof(want), " %s (", tlmpi_fault_name((tlmpi_fault_site_t)i));
+        ck_assert_msg(strstr(help, want) != NULL, "TLMPI_FAULT's help (env.def) does not describe site %s",
+                      tlmpi_fault_name((tlmpi_fault_site_t)i));
+    }
+    ck_assert_str_eq(tlmpi_fault_name(TLMPI_FAULT_COUNT), "?");
+    /* the GIN wait mutants (hier_fused.c puts them in the fused kernels' descriptor): per rank */
+    ck_assert_uint_eq(tlmpi_fault_configure("gin_wait_full:1,gin_wait_short", 1),
+                      (1u << TLMPI_FAULT_GIN_WAIT_FULL) | (1u << TLMPI_FAULT_GIN_WAIT_SHORT));
+    ck_assert(tlmpi_fault_hit(GIN_WAIT_FULL));
+    ck_assert(tlmpi_fault_hit(GIN_WAIT_SHORT));
+    ck_assert_uint_eq(tlmpi_fault_configure("gin_wait_full:1,gin_wait_short", 0), 1u << TLMPI_FAULT_GIN_WAIT_SHORT);
+    ck_assert(!tlmpi_fault_hit(GIN_WAIT_FULL));
+    ck_assert(tlmpi_fault_hit(GIN_WAIT_SHORT));
+    /* unknown sites and bad ranks are ignored, the rest kept */
+    ck_assert_uint_eq(tlmpi_fault_configure("gin_wait_fool,rail_stuck:x,gin_wait_full:2", 2), 1u << TLMPI_FAULT_GIN_WAIT_FULL);
+    /* nothing set: nothing fires */
+    ck_assert_uint_eq(tlmpi_fault_configure("", 0), 0);
+    ck_assert(!tlmpi_fault_hit(GIN_WAIT_FULL));
+    ck_assert(!tlmpi_fault_hit(RAIL_STUCK));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("env");
@@ -360,6 +392,7 @@ int main(void)
     tcase_add_test(tc, test_env_set);
     tcase_add_test(ts, test_status_strings);
     tcase_add_test(ts, test_coll_path_names);
+    tcase_add_test(ts, test_fault_sites);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, ts);
     sr = srunner_create(s);
