@@ -145,7 +145,7 @@ tests_gpu_gpu_host_cache_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # host-buffer classification on "a GPU node" anywhere: the fake CUDA runtime of tests/fakes, linked
 # ahead of libtlmpi (and so of the real libcudart), reports one GPU and counts pointer queries
 check_LTLIBRARIES += tests/mpi/libfakecudart.la
-tests_mpi_libfakecudart_la_SOURCES = tests/fakes/fakecudart.c
+tests_mpi_libfakecudart_la_SOURCES = tests/fakes/fakecudart.c tests/fakes/fakecudart.h
 tests_mpi_libfakecudart_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_mpi_libfakecudart_la_LIBADD = -lpthread
 check_PROGRAMS += tests/mpi/mpi_host_classify
@@ -158,7 +158,7 @@ tests_mpi_mpi_host_classify_LDFLAGS = -no-install
 # mremap, cudaHostRegister, managed, VMM), with the fake CUDA runtime
 check_PROGRAMS += tests/mpi/mpi_host_cache
 TESTS += tests/mpi/mpi_host_cache
-tests_mpi_mpi_host_cache_SOURCES = tests/mpi/mpi_host_cache.c tests/harness.h
+tests_mpi_mpi_host_cache_SOURCES = tests/mpi/mpi_host_cache.c tests/harness.h tests/fakes/fakecudart.h
 tests_mpi_mpi_host_cache_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_host_cache_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_host_cache_LDFLAGS = -no-install

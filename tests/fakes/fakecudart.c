@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include "fakecudart.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -379,8 +380,6 @@ static CUresult fk_dev_attr(int *v, CUdevice_attribute at, CUdevice d) { return 
  * (cudaMalloc's of FK_SHARE_MIN bytes or more stand for cuMem allocations made POSIX-shareable); a
  * mapping is the memfd mapped MAP_SHARED at the reserved address and registered as device memory. */
 #define FK_CUMEM 4
-int fake_cuMemAddressReserve(void **p, size_t size, void *hint); /* below: VMM reservations */
-int fake_cuMemAddressFree(void *p, size_t size);
 static CUresult fk_retain(CUmemGenericAllocationHandle *h, void *p)
 {
     fk_alloc_t a;

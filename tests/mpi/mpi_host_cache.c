@@ -28,13 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-extern unsigned long fake_cuda_ptr_queries;
-extern void *fake_cuda_next_addr;
-cudaError_t fake_cuda_malloc_at(void **p, size_t n, void *want);
-int fake_cuMemAddressReserve(void **p, size_t size, void *hint);
-int fake_cuMemMap(void *p, size_t size);
-int fake_cuMemUnmap(void *p, size_t size);
-int fake_cuMemAddressFree(void *p, size_t size);
+#include "fakes/fakecudart.h"
 
 #define SZ ((size_t)1 << 20)
 #define N 16
