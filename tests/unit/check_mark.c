@@ -262,6 +262,7 @@ START_TEST(test_runs_a_queued_launch)
     int i;
 
     tlmpi_launcher_test_config(100000, 5, 1);
+    tlmpi_launcher_test_handoff(0); /* the post returns at once: its launch stays queued */
     for (i = 0; i < 100000 && !tlmpi_launcher_ready(); i++) {
         tlmpi_launcher_kick();
         usleep(10);
