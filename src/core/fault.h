@@ -26,6 +26,8 @@ typedef enum {
     TLMPI_FAULT_GIN_WAIT_FULL,   /* mutant of the GIN rail's waits: each context waits for the grid-wide target
                                     (hangs into TLMPI_TIMEOUT where more than one context was granted) */
     TLMPI_FAULT_GIN_WAIT_SHORT,  /* mutant of the GIN rail's waits: target / (2 x contexts), returns early */
+    TLMPI_FAULT_FDX_SILENT,      /* this rank sends no descriptor in a descriptor exchange (fdx.c): the peers'
+                                    receives end at TLMPI_TIMEOUT, naming it */
     TLMPI_FAULT_COUNT
 } tlmpi_fault_site_t;
 

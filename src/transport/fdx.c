@@ -4,6 +4,7 @@
 #include "config.h"
 #include "fdx.h"
 #include "env.h"
+#include "fault.h"
 #include "xport.h"
 
 #include <errno.h>
@@ -158,6 +159,22 @@ static int fdx_receive(int l, int size, int *fds, double deadline, char *why, si
 }
 
 
+/* After a failed exchange: append the peers whose descriptors had not come (whom this rank waited for). */
+static void fdx_missing(int rank, int size, const int *fds, char *why, size_t len)
+{
+    size_t n = strlen(why);
+    int q, k = 0;
+
+    for (q = 0; q < size && n + 16 < len; q++) {
+        if (q != rank && fds[q] < 0) {
+            n += (size_t)snprintf(why + n, len - n, "%s%d", k++ ? ", " : " (no descriptor from rank ", q);
+        }
+    }
+    if (k && n + 2 < len) {
+        snprintf(why + n, len - n, ")");
+    }
+}
+
 int tlmpi_fdx_allgather(MPI_Comm comm, int rank, int size, int fd, int *fds, char *why, size_t len)
 {
     static unsigned calls;
@@ -195,11 +212,14 @@ int tlmpi_fdx_allgather(MPI_Comm comm, int rank, int size, int fd, int *fds, cha
         goto out;
     }
     deadline = fdx_now() + (double)(limit > 0 ? limit : 3600);
-    for (q = 1; q < size && ok; q++) {
+    for (q = 1; q < size && ok && !tlmpi_fault_hit(FDX_SILENT); q++) {
         ok = fdx_send(key, (rank + q) % size, rank, fd, why, len) == 0;
     }
     for (q = 1; q < size && ok; q++) {
-        ok = fdx_receive(l, size, fds, deadline, why, len) == 0;
+        if (fdx_receive(l, size, fds, deadline, why, len) != 0) {
+            fdx_missing(rank, size, fds, why, len);
+            ok = 0;
+        }
     }
     if (tlmpi_xport_agree_step(comm, ok, "passing descriptors", why, len) != 0) {
         goto out;

@@ -5,12 +5,14 @@
  * peer's descriptor and must find that peer's token (gathered separately with PMPI_Allgather), so a
  * descriptor placed by arrival order instead of by its sender's rank, a lost or doubled one, or one
  * of another exchange fails. Three exchanges in a row (the keys must not collide), on
- * MPI_COMM_WORLD and on a split communicator (ranks 3, 1 of the odd half: ranks reorder); and a rank
- * without a descriptor makes every rank fail alike, nothing left open.
+ * MPI_COMM_WORLD and on a split communicator (ranks 3, 1 of the odd half: ranks reorder); a rank
+ * without a descriptor makes every rank fail alike, nothing left open; and a rank that sends nothing
+ * (TLMPI_FAULT=fdx_silent:3) makes the others' receives end at TLMPI_TIMEOUT naming rank 3 alone.
  */
 #define _GNU_SOURCE
 #include "config.h"
 #include "env.h"
+#include "fault.h"
 #include "fdx.h"
 #include "harness.h"
 
@@ -76,6 +78,34 @@ int main(int argc, char **argv)
         if (fd >= 0) {
             close(fd);
         }
+    }
+    for (int q = 0; q < tst_size; q++) {
+        TST_CHECK(fds[q] == -1, "after the failed exchange fds[%d] = %d", q, fds[q]);
+    }
+    /* the last rank sends nothing: the others wait TLMPI_TIMEOUT (2 s) and say whom they waited for */
+    {
+        int fd = memfd_create("tlmpi-fdx-test", MFD_CLOEXEC), silent = tst_size - 1;
+        char spec[32];
+        double t0;
+
+        setenv("TLMPI_TIMEOUT", "2", 1);
+        tlmpi_env_load(NULL, NULL);
+        snprintf(spec, sizeof(spec), "fdx_silent:%d", silent);
+        tlmpi_fault_configure(spec, tst_rank);
+        why[0] = '\0';
+        t0 = MPI_Wtime();
+        rc = tlmpi_fdx_allgather(MPI_COMM_WORLD, tst_rank, tst_size, fd, fds, why, sizeof(why));
+        TST_CHECK(rc == -1, "a silent rank: exchange returned %d", rc);
+        if (tst_rank != silent) {
+            char want[64];
+
+            snprintf(want, sizeof(want), "(no descriptor from rank %d)", silent);
+            TST_CHECK(strstr(why, want) != NULL, "a silent rank: the reason does not name it alone: %s", why);
+            TST_CHECK(MPI_Wtime() - t0 > 1.5, "a silent rank: gave up after %.1f s, before TLMPI_TIMEOUT",
+                      MPI_Wtime() - t0);
+        }
+        tlmpi_fault_configure("", tst_rank);
+        close(fd);
     }
     for (int q = 0; q < tst_size; q++) {
         TST_CHECK(fds[q] == -1, "after the failed exchange fds[%d] = %d", q, fds[q]);
