@@ -121,9 +121,9 @@ static unsigned long run_jobs(int (*cond)(const void *), const void *arg)
     return n;
 }
 
-/* A waiting thread's turn: when no one runs jobs now, run them here until cond(arg) holds or none is
- * queued, and count them. Returns how many ran. */
-static unsigned long help(int (*cond)(const void *), const void *arg)
+/* When no one runs jobs now, run them here until cond(arg) holds or none is queued, and add them to
+ * *count (a waiter's turn: n_helped; a start's handoff: n_handoff). Returns how many ran. */
+static unsigned long run_here(int (*cond)(const void *), const void *arg, unsigned long *count)
 {
     unsigned long n;
 
@@ -133,9 +133,19 @@ static unsigned long help(int (*cond)(const void *), const void *arg)
     n = run_jobs(cond, arg);
     drop_role();
     if (n) {
-        __atomic_fetch_add(&n_helped, n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(count, n, __ATOMIC_RELAXED);
     }
     return n;
+}
+
+static int drained(const void *target)
+{
+    return (long)(__atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) - *(const unsigned long *)target) >= 0;
+}
+
+static unsigned long help(int (*cond)(const void *), const void *arg)
+{
+    return run_here(cond, arg, &n_helped);
 }
 
 static int idle(void)
@@ -269,11 +279,6 @@ static int room(const void *unused)
            __atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) < TLMPI_LAUNCH_QUEUE;
 }
 
-static int done_past(const void *t)
-{
-    return (long)(__atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) - *(const unsigned long *)t) > 0;
-}
-
 /* The handoff: job t was posted to an empty queue, so an awake thread spinning for work takes it within a
  * few hundred ns. When it has not within TLMPI_LAUNCH_HANDOFF ns, it is not on a core (its core went to
  * another thread: 8 ranks' compute, waits and launch threads on 16 cores), and would make this launch a
@@ -281,31 +286,19 @@ static int done_past(const void *t)
  * start does. */
 static void handoff(unsigned long t)
 {
-    long ns = handoff_ns();
-    struct timespec t0, t1;
+    double limit = 1e-9 * (double)handoff_ns(), t0;
+    unsigned long after = t + 1; /* done: job t has run */
     unsigned spins = 0;
 
-    if (ns <= 0) {
+    if (limit <= 0) {
         return;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = now_s();
     while ((long)(__atomic_load_n(&taken, __ATOMIC_ACQUIRE) - t) <= 0) {
         cpu_relax();
-        if ((++spins & 15u) == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > ns) {
-                unsigned long n;
-
-                if (!take_role()) {
-                    return; /* someone runs jobs now */
-                }
-                n = run_jobs(done_past, &t);
-                drop_role();
-                if (n) {
-                    __atomic_fetch_add(&n_handoff, n, __ATOMIC_RELAXED);
-                }
-                return;
-            }
+        if ((++spins & 15u) == 0 && now_s() - t0 > limit) {
+            (void)run_here(drained, &after, &n_handoff); /* unless someone runs jobs now */
+            return;
         }
     }
 }
@@ -355,11 +348,6 @@ void tlmpi_launcher_kick(void)
         pthread_cond_signal(&sleep_cond);
         pthread_mutex_unlock(&sleep_lock);
     }
-}
-
-static int drained(const void *target)
-{
-    return (long)(__atomic_load_n(&tlmpi_launcher_done_, __ATOMIC_ACQUIRE) - *(const unsigned long *)target) >= 0;
 }
 
 void tlmpi_launcher_drain_slow(const char *why)
