@@ -158,8 +158,7 @@ static int fdx_receive(int l, int size, int *fds, double deadline, char *why, si
     return rc;
 }
 
-
-/* After a failed exchange: append the peers whose descriptors had not come (whom this rank waited for). */
+/* After a failed receive: append the peers whose descriptors had not come (whom this rank waited for). */
 static void fdx_missing(int rank, int size, const int *fds, char *why, size_t len)
 {
     size_t n = strlen(why);
