@@ -32,6 +32,17 @@
 // barrier whenever the epoch crosses a multiple of 2^32 (on the device: node.cuh's node_enter, with
 // the device-resident epoch; by the launcher otherwise: cuda/node.cu); no line is older.
 // Every poll is bounded (TLMPI_TIMEOUT): the error record names the peer, expected and seen flag.
+//
+// Code size. An 8-byte call runs one thread of one CTA on whichever SM the launch lands on, where
+// ranks share a GPU usually one whose instruction cache holds none of this process's copy of the
+// kernel, so the call pays a fetch for every stretch of code it executes, not only for what it
+// computes. The allgather's output loop is unrolled over the ranks (the received lines stay in
+// registers), and with the word store's alignment and tail cases inlined into each of its 8 copies
+// its kernel was 42 KiB of sm_90 code, twice the allreduce's (nvcc 13.0), and 1.0 us slower than it
+// at 8 ranks (kernel alone, H200 under MPS) where its traffic is the same as the reduce-scatter's.
+// The rare cases (unaligned or short words, a timed-out poll) are out of line (__noinline__): the
+// hot path of each word is one load or store, and the three kernels are 16-19 KiB. (That the code
+// size caused the 1.0 us is this file's hypothesis until the GPU bench confirms it: GPU-TESTS.md.)
 #include "node_kernels.cuh"
 
 using namespace tlmpi;
@@ -58,32 +69,48 @@ __device__ __forceinline__ uint4 ld_line(const char *p)
 }
 
 // One word (8 bytes, fewer at the payload's end: `avail`) of a user buffer at alignment ua.
-__device__ __forceinline__ uint2 ld_word(const char *p, size_t avail, int ua)
+// Loads and stores of a word at any alignment or length are out of line: the hot path (an aligned
+// whole word) is one instruction in the caller, so that each of the allgather's n output words costs
+// a few instructions of its unrolled loop, not a copy of the byte loops (see "Code size" above).
+__device__ __noinline__ uint2 ld_word_any(const char *p, size_t avail)
 {
-    if (avail >= 8) {
-        if (ua >= 8) return *reinterpret_cast<const uint2 *>(p);
-        if (ua >= 4) return make_uint2(reinterpret_cast<const unsigned *>(p)[0], reinterpret_cast<const unsigned *>(p)[1]);
-    }
+    if (avail >= 8 && ua_of(p) >= 4)
+        return make_uint2(reinterpret_cast<const unsigned *>(p)[0], reinterpret_cast<const unsigned *>(p)[1]);
     uint2 v = make_uint2(0u, 0u);
     unsigned char *d = reinterpret_cast<unsigned char *>(&v);
     for (size_t i = 0; i < 8 && i < avail; i++) d[i] = reinterpret_cast<const unsigned char *>(p)[i];
     return v;
 }
-__device__ __forceinline__ void st_word(char *p, uint2 v, size_t avail, int ua)
+__device__ __forceinline__ uint2 ld_word(const char *p, size_t avail)
 {
-    if (avail >= 8) {
-        if (ua >= 8) {
-            *reinterpret_cast<uint2 *>(p) = v;
-            return;
-        }
-        if (ua >= 4) {
-            reinterpret_cast<unsigned *>(p)[0] = v.x;
-            reinterpret_cast<unsigned *>(p)[1] = v.y;
-            return;
-        }
+    if (avail >= 8 && (reinterpret_cast<uintptr_t>(p) & 7u) == 0) return *reinterpret_cast<const uint2 *>(p);
+    return ld_word_any(p, avail);
+}
+__device__ __noinline__ void st_word_any(char *p, uint2 v, size_t avail)
+{
+    const int ua = ua_of(p);
+    if (avail >= 8 && ua >= 4) {
+        reinterpret_cast<unsigned *>(p)[0] = v.x;
+        reinterpret_cast<unsigned *>(p)[1] = v.y;
+        return;
     }
     const unsigned char *s = reinterpret_cast<const unsigned char *>(&v);
     for (size_t i = 0; i < 8 && i < avail; i++) reinterpret_cast<unsigned char *>(p)[i] = s[i];
+}
+// A poll gave up: the error record (out of line, as the byte loops above)
+__device__ __noinline__ void ll_timed_out(const tlmpi_node_xport_t &x, int kind, int peer, unsigned f, unsigned seen)
+{
+    report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, 1, peer, f, seen);
+}
+// `whole`: avail >= 8 and p 8-byte aligned (the caller decides once for all its words)
+__device__ __forceinline__ void st_word(char *p, uint2 v, size_t avail, bool whole)
+{
+    if (whole) *reinterpret_cast<uint2 *>(p) = v;
+    else st_word_any(p, v, avail);
+}
+__device__ __forceinline__ bool whole_word(const char *p, size_t avail, size_t stride = 0)
+{
+    return avail >= 8 && ((reinterpret_cast<uintptr_t>(p) | stride) & 7u) == 0;
 }
 
 template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(const Params &p, unsigned long long epoch)
@@ -110,11 +137,11 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
                 for (int s = 1; s < n; s++) {
                     const int q = r + s < n ? r + s : r + s - n;
                     const char *src = in_for(q) + w * 8;
-                    st_line(line(q, r, w), ld_word(src, avail, ua_of(src)), f);
+                    st_line(line(q, r, w), ld_word(src, avail), f);
                 }
             } else {
                 const char *src = p.in + w * 8;
-                const uint2 v = ld_word(src, avail, ua_of(src));
+                const uint2 v = ld_word(src, avail);
                 for (int s = 1; s < n; s++) {
                     const int q = r + s < n ? r + s : r + s - n;
                     st_line(line(q, r, w), v, f);
@@ -144,7 +171,7 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
 #pragma unroll
                     for (int j = 0; j < kMaxRanks; j++) // (no indexing of l by a run-time value: registers)
                         if (j == q) seen = l[j].y != f ? l[j].y : l[j].w;
-                    report_timeout(x, static_cast<char *>(x.base[r]), p.kind, 1, q, f, seen);
+                    ll_timed_out(x, p.kind, q, f, seen);
                     return;
                 }
                 if (spins > 4096) __nanosleep(64);
@@ -154,13 +181,14 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
                 if (miss & (1u << q)) l[q] = ld_line(line(r, q, w));
         }
         const char *own = in_for(r) + w * 8;
-        const uint2 mine = ld_word(own, avail, ua_of(own));
+        const uint2 mine = ld_word(own, avail);
         if constexpr (COLL == kAg) {
+            char *const dst = p.out + w * 8;
+            const bool whole = whole_word(dst, avail, P);  // every block's word alike
 #pragma unroll
             for (int q = 0; q < kMaxRanks; q++) {
                 if (q >= n) break;
-                char *dst = p.out + (size_t)q * P + w * 8;
-                st_word(dst, q == r ? mine : make_uint2(l[q].x, l[q].z), avail, ua_of(dst));
+                st_word(dst + (size_t)q * P, q == r ? mine : make_uint2(l[q].x, l[q].z), avail, whole);
             }
         } else {
             AccumFor<DT, Op, 8> a;
@@ -172,7 +200,7 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
                 else a.add(v);
             }
             char *dst = p.out + w * 8;
-            st_word(dst, a.get(), avail, ua_of(dst));
+            st_word(dst, a.get(), avail, whole_word(dst, avail));
         }
     }
 }
