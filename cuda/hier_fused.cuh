@@ -152,7 +152,7 @@ __device__ __forceinline__ void rs_puts(const RailParams &p, const R &t, const L
             const int n = (nd + j) % N;  // the other nodes first, the own node last
             const int blk = n * L + l;
             size_t lo, hi, glo, ghi;
-            cta_piece(full, len_of(blk), &lo, &hi);
+            t.node.piece(full, len_of(blk), &lo, &hi);
             gpart(lo, hi, g, G, &glo, &ghi);
             const char *own_in = p.in + in_off(blk);
             const int ua = ua_of(own_in);

@@ -33,7 +33,7 @@ template <class R> __device__ __forceinline__ void ag(const RailParams &p, const
         const int slot = (int)(tr % 3);
         const size_t off = (size_t)s * c, len = B - off < c ? B - off : c;
         size_t lo, hi;
-        cta_piece(p.nsteps == 1 ? len : c, len, &lo, &hi);
+        t.node.piece(p.nsteps == 1 ? len : c, len, &lo, &hi);
         const size_t own_slot = ly.inbox(slot, nd);
         const char *src = p.in + off;
         copy_piece(t.own() + own_slot, 16, src, ua_of(src), lo, hi);
@@ -78,14 +78,14 @@ template <class R> __device__ __forceinline__ void ag(const RailParams &p, const
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_emu(const __grid_constant__ RailParams p)
 {
-    rail::EmulatedRail t{ p.x, { p.x.node, p.epoch, TLMPI_NODE_AG_PULL } };
+    rail::EmulatedRail t{ p.x, { p.x.node, p.epoch, TLMPI_NODE_AG_PULL, grid_column() } };
     ag(p, t);
 }
 
 #ifdef TLMPI_RAIL_GIN
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_gin(const __grid_constant__ GinParams g)
 {
-    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_AG_PULL }, g.dc, g.win, g.contexts };
+    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_AG_PULL, grid_column() }, g.dc, g.win, g.contexts };
     ag(g.p, t);
 }
 #endif

@@ -45,7 +45,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
             for (int j = 1; j < L; j++) {
                 const int blk = n * L + (l + j) % L;
                 size_t lo, hi;
-                cta_piece(cs, slen(blk), &lo, &hi);
+                t.node.piece(cs, slen(blk), &lo, &hi);
                 const char *src = p.in + sin(blk);
                 copy_piece(t.own() + ly.stage(h, blk), 16, src, ua_of(src), lo, hi);
             }
@@ -55,7 +55,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
         // 3: per group, as soon as it is summed: the reduced own slice to the rail peers
         const int me = nd * L + l;
         size_t lo, hi;
-        cta_piece(cs, slen(me), &lo, &hi);
+        t.node.piece(cs, slen(me), &lo, &hi);
         for (int g = 0; g < G; g++) {
             size_t glo, ghi;
             gpart(lo, hi, g, G, &glo, &ghi);
@@ -76,7 +76,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
         for (int j = 1; j < L; j++) {
             const int q = (l + j) % L, blk = nd * L + q;
             size_t qlo, qhi;
-            cta_piece(cs, slen(blk), &qlo, &qhi);
+            t.node.piece(cs, slen(blk), &qlo, &qhi);
             pull_out(t, p, ly, sag, nd, q, sin(blk), qlo, qhi);
         }
         // 5: per group, the other nodes' slices: own rail's, then the node peers'
@@ -85,7 +85,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
             for (int j = 1; j < N; j++) {
                 const int n = (nd + j) % N, blk = n * L + l;
                 size_t a, b, glo, ghi;
-                cta_piece(cs, slen(blk), &a, &b);
+                t.node.piece(cs, slen(blk), &a, &b);
                 gpart(a, b, g, G, &glo, &ghi);
                 char *d = p.out + sin(blk);
                 copy_piece<true>(d, ua_of(d), t.own() + ly.inbox(sag, n), 16, glo, ghi);
@@ -96,7 +96,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
                 for (int i = 1; i < L; i++) {
                     const int q = (l + i) % L, blk = n * L + q;
                     size_t a, b, glo, ghi;
-                    cta_piece(cs, slen(blk), &a, &b);
+                    t.node.piece(cs, slen(blk), &a, &b);
                     gpart(a, b, g, G, &glo, &ghi);
                     pull_out(t, p, ly, sag, n, q, sin(blk), glo, ghi);
                 }
@@ -109,7 +109,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void ar(const
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_emu(const __grid_constant__ RailParams p)
 {
-    rail::EmulatedRail t{ p.x, { p.x.node, p.epoch, TLMPI_NODE_AR_TWOSHOT } };
+    rail::EmulatedRail t{ p.x, { p.x.node, p.epoch, TLMPI_NODE_AR_TWOSHOT, grid_column() } };
     ar<DT, Op>(p, t);
 }
 
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_emu(const __grid_
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_gin(const __grid_constant__ GinParams g)
 {
-    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_AR_TWOSHOT }, g.dc, g.win, g.contexts };
+    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_AR_TWOSHOT, grid_column() }, g.dc, g.win, g.contexts };
     ar<DT, Op>(g.p, t);
 }
 #endif

@@ -34,7 +34,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void rsb(cons
         const size_t off = (size_t)s * c, len = B - off < c ? B - off : c, full = p.nsteps == 1 ? len : c;
         const int h = (int)((p.epoch + (unsigned long long)kb + 1) & 1ull);
         size_t lo, hi;
-        cta_piece(full, len, &lo, &hi);
+        t.node.piece(full, len, &lo, &hi);
         for (int n = 0; n < N; n++)
             for (int j = 1; j < L; j++) {
                 const int blk = n * L + (l + j) % L;
@@ -58,7 +58,7 @@ template <int DT, typename Op, class R> __device__ __forceinline__ void rsb(cons
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_emu(const __grid_constant__ RailParams p)
 {
-    rail::EmulatedRail t{ p.x, { p.x.node, p.epoch, TLMPI_NODE_RSB_PULL } };
+    rail::EmulatedRail t{ p.x, { p.x.node, p.epoch, TLMPI_NODE_RSB_PULL, grid_column() } };
     rsb<DT, Op>(p, t);
 }
 
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_emu(const __grid
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_gin(const __grid_constant__ GinParams g)
 {
-    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_RSB_PULL }, g.dc, g.win, g.contexts };
+    rail::GinRail t{ g.p.x, { g.p.x.node, g.p.epoch, TLMPI_NODE_RSB_PULL, grid_column() }, g.dc, g.win, g.contexts };
     rsb<DT, Op>(g.p, t);
 }
 #endif

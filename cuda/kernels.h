@@ -75,13 +75,14 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
  * (cuda/node_ll.cu). An LL call counts as one barrier of the epoch; every 2^32 epochs the launcher
  * clears the region (one extra barrier) so that no line left from 2^32 epochs ago can pass.
  *
- * Barriers. Per CTA index b, a flag per peer in each rank's header; barrier number k of a call
+ * Barriers. Per column b of the call's partition (tlmpi_node_args_t.cols: one per CTA unless the
+ * caller says otherwise), a flag per peer in each rank's header; barrier number k of a call
  * stores epoch+k into every peer's flag[b][rank] (release, system scope) and waits (acquire) until
  * its own flag[b][p] >= epoch+k for every p. The epoch is a per-communicator running total: with
  * dev_epoch in the descriptor, a word of each rank's own pool header that the kernels read and
  * advance (nothing per call in the launch arguments: graph replays stay correct); without, kept by
  * the caller in tlmpi_node_args_t.epoch and advanced by the launcher by the barriers it launched.
- * Every rank of the node must launch the same kinds, sizes and CTA counts in the same order.
+ * Every rank of the node must launch the same kinds, sizes and column counts in the same order.
  *
  * Bounded waits. Each device wait gives up after timeout_ns (%globaltimer): the first CTA to give
  * up fills the host-mapped error record (tlmpi_node_err_t: who waited for what, expected / seen)
@@ -160,7 +161,12 @@ typedef struct {
     void *out;
     size_t count;                       /* elements of the message: allreduce: all of it; allgather /
                                            reduce_scatter_block: one rank's block. allgather: bytes */
-    int ctas;                           /* CTAs, 1..TLMPI_NODE_MAX_CTAS, the same on every rank */
+    int ctas;                           /* CTAs this rank launches, 1..cols */
+    int cols;                           /* columns of the call's partition, ctas..TLMPI_NODE_MAX_CTAS,
+                                           the same on every rank (0: ctas, which must then be the same
+                                           on every rank); each CTA takes columns b, b + ctas, ... in
+                                           turn (cuda/node.cuh: "Columns and CTAs"), so ranks may run
+                                           one call on different CTA counts. The LL kinds: cols == ctas */
     unsigned long long epoch;           /* in/out: barrier epoch (running total of this communicator);
                                            unused where the descriptor has dev_epoch */
     /* Completion word (the non-blocking forms' MPI_Wait / MPI_Test: src/gpu/stream.c marks). With

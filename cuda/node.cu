@@ -3,11 +3,13 @@
 // collective), and the CTA limits that keep every rank's CTAs resident.
 //
 // Algorithm (barrier kernel): one node barrier per CTA, no data.
-// Launch shape: `ctas` CTAs of 512 threads for every node kernel (kernels.h), chosen by the host and
-// the same on every rank. Steps: a message larger than one data half of the pool runs as several
+// Launch shape: `ctas` CTAs of 512 threads for every node kernel (kernels.h), chosen by the host;
+// the pool kinds' IPC kernels take `cols` columns (the same on every rank) on a CTA count of the
+// rank's own, in a variant of their own (kIpcCols) when there are more columns than CTAs; every
+// other launch has one column per CTA and the same CTA count on every rank. Steps: a message larger than one data half of the pool runs as several
 // steps inside the same kernel; the per-step chunk is a data half (pull allgather, both allreduces)
 // or a data half divided by the number of ranks (push allgather, reduce-scatter: n slots per step).
-// Sync protocol: see node.cuh (barriers per CTA index). Epochs: where the transport has dev_epoch
+// Sync protocol: see node.cuh (barriers per column). Epochs: where the transport has dev_epoch
 // (tlmpi's tiers) each kernel reads and advances the epoch word in its own pool header (node.cuh:
 // node_enter), so launches are replay-safe in CUDA graphs; otherwise (the kernel tests) they are
 // advanced here in the caller's args. An LL call counts as one, and the LL region is cleared once per
@@ -25,8 +27,7 @@ namespace {
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) barrier_ipc(const __grid_constant__ Params p)
 {
     TLMPI_NODE_ENTER(p, ep);
-    IpcTransport t{ p.x, ep, p.kind };
-    (void)t.barrier(1);
+    node_columns<false>(p, [&](Column c) { return IpcTransport{ p.x, ep, p.kind, c }.barrier(1); });
 }
 
 bool is_allgather(int kind) { return kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_AG_PULL || kind == TLMPI_NODE_AG_LL; }
@@ -46,14 +47,14 @@ size_t chunk_for(int kind, const tlmpi_node_xport_t &x)
     return c & ~(size_t)15;
 }
 
-const void *kernel_for(int kind, int dtype, int op, bool nvls)
+const void *kernel_for(int kind, int dtype, int op, int v)
 {
     switch (kind) {
     case TLMPI_NODE_AG_PUSH:
-    case TLMPI_NODE_AG_PULL: return allgather_fn(kind, nvls);
-    case TLMPI_NODE_RSB_PULL: return reduce_scatter_fn(dtype, op, nvls);
-    case TLMPI_NODE_AR_ONESHOT: return allreduce_oneshot_fn(dtype, op, nvls);
-    case TLMPI_NODE_AR_TWOSHOT: return allreduce_twoshot_fn(dtype, op, nvls);
+    case TLMPI_NODE_AG_PULL: return allgather_fn(kind, v);
+    case TLMPI_NODE_RSB_PULL: return reduce_scatter_fn(dtype, op, v);
+    case TLMPI_NODE_AR_ONESHOT: return allreduce_oneshot_fn(dtype, op, v);
+    case TLMPI_NODE_AR_TWOSHOT: return allreduce_twoshot_fn(dtype, op, v);
     case TLMPI_NODE_AG_LL:
     case TLMPI_NODE_RSB_LL:
     case TLMPI_NODE_AR_LL: return ll_fn(kind, dtype, op);
@@ -75,6 +76,7 @@ int clear_ll(const tlmpi_node_xport_t *x, unsigned long long epoch, cudaStream_t
     b.epoch = epoch;
     b.barriers = 1;
     b.kind = TLMPI_NODE_BARRIER;
+    b.cols = 1;
     void *args[1] = { &b };
     return (int)cudaLaunchKernel(barrier_fn(), dim3(1), dim3(kNodeThreads), args, 0, stream);
 }
@@ -103,6 +105,9 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
     p.out = static_cast<char *>(a->out);
     p.kind = a->kind;
     p.epoch = a->epoch;
+    // several columns per CTA: the pool kinds' IPC kernels only (kernels.h: cols)
+    if (!cols_in(a, &p, is_ll(a->kind) || a->kind == TLMPI_NODE_BARRIER || x->mc_base != nullptr))
+        return (int)cudaErrorInvalidValue;
     unsigned barriers = 1;
     if (a->kind == TLMPI_NODE_BARRIER) {
         p.bytes = 0;
@@ -147,7 +152,7 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
         a->epoch = ((a->epoch >> 32) + 1ull) << 32;
         p.epoch = a->epoch;
     }
-    const void *fn = kernel_for(a->kind, a->dtype, a->op, x->mc_base != nullptr);
+    const void *fn = kernel_for(a->kind, a->dtype, a->op, x->mc_base ? kNvls : p.cols > (unsigned)a->ctas ? kIpcCols : kIpc);
     if (!fn) return (int)cudaErrorInvalidValue;
     done_in(a, &p, !is_ll(a->kind) && a->kind != TLMPI_NODE_BARRIER); // LL threads return on their own
     void *args[1] = { &p };
@@ -164,10 +169,13 @@ extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
     const int sms = tlmpi_cuda_sm_count(dev);
     if (sms <= 0) return 0;
     // the heaviest kernels (float accumulation of f16, 64-bit products) bound the occupancy
-    const void *fns[] = { allgather_fn(TLMPI_NODE_AG_PUSH, false), allgather_fn(TLMPI_NODE_AG_PULL, false),
-                          reduce_scatter_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false), allreduce_oneshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false),
-                          allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, false),
-                          allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD, false), allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, true),
+    const void *fns[] = { allgather_fn(TLMPI_NODE_AG_PUSH, kIpc), allgather_fn(TLMPI_NODE_AG_PULL, kIpc),
+                          reduce_scatter_fn(TLMPI_DT_F16, TLMPI_OP_SUM, kIpc), allreduce_oneshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, kIpc),
+                          allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, kIpc),
+                          allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD, kIpc), allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, kNvls),
+                          allreduce_twoshot_fn(TLMPI_DT_F16, TLMPI_OP_SUM, kIpcCols),
+                          allreduce_twoshot_fn(TLMPI_DT_F64, TLMPI_OP_PROD, kIpcCols),
+                          reduce_scatter_fn(TLMPI_DT_F16, TLMPI_OP_SUM, kIpcCols),
                           ll_fn(TLMPI_NODE_AR_LL, TLMPI_DT_F16, TLMPI_OP_SUM), ll_fn(TLMPI_NODE_RSB_LL, TLMPI_DT_F64, TLMPI_OP_PROD),
                           direct_fn(TLMPI_NODE_AG_DIRECT, 0, 0), direct_fn(TLMPI_NODE_AR_DIRECT, TLMPI_DT_F16, TLMPI_OP_SUM),
                           direct_fn(TLMPI_NODE_RSB_DIRECT, TLMPI_DT_F64, TLMPI_OP_PROD),

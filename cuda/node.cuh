@@ -8,8 +8,9 @@
 //   char *X::data(int q)                         rank q's pool data area (symmetric: the same offset
 //                                                means the same slot on every rank)
 //   bool X::barrier(int k)                       barrier number k (1-based) of the call among the
-//                                                node's ranks, for this CTA index; false if a wait
+//                                                node's ranks, for this column; false if a wait
 //                                                timed out (the CTA must return)
+//   void X::piece(full, len, &lo, &hi)           this column's piece of a slice (col_piece)
 //   uint4 X::mc_load_reduce<Acc>(off, ...)       "multicast" load-reduce of one 16-byte vector at
 //   void X::mc_store(off, v)                     pool offset off over every rank, and a store into
 //                                                every rank's pool: NVLS multimem where the
@@ -22,9 +23,19 @@
 // barrier e + 1. A half is next written before barrier e + 2, i.e. after this rank passed barrier
 // e + 1, which no peer reaches before it finished its reads of barrier e's data. Kernel boundaries
 // carry the rule across calls of any size, kind and CTA count (a rank's previous kernels are
-// complete before its next one arrives at any barrier). Within a call every rank uses the same CTA
-// count and the same partition, so what CTA b of one rank writes before a barrier is exactly what CTA
-// b of the readers reads after it: the barriers are per CTA index.
+// complete before its next one arrives at any barrier). Within a call every rank uses the same
+// partition into columns (Params.cols), so what column b of one rank writes before a barrier is
+// exactly what column b of the readers reads after it: the barriers are per column.
+//
+// Columns and CTAs. A call's partition has `cols` columns, the same on every rank; each rank runs
+// them on its own number of CTAs (gridDim.x <= cols, the host's choice per rank and call: all of
+// them where nothing else of the process may be in flight on the GPU, fewer where another kernel
+// may be: src/tier/node.c). CTA b takes columns b, b + grid, b + 2 grid, ... one after the other,
+// each through the whole algorithm (node_columns). Every CTA of every rank is resident (the host
+// sizes grids so), and every CTA takes its columns in increasing order, so the lowest column not yet
+// done is always being worked on by every rank: no wait is for a column nobody will reach. With one
+// column per CTA (cols == grid, every launch but the node tier's where ranks share a GPU) this is
+// the plain one-piece-per-CTA kernel.
 #ifndef TLMPI_CUDA_NODE_CUH
 #define TLMPI_CUDA_NODE_CUH
 
@@ -47,6 +58,12 @@ constexpr size_t kDoneOff = kClaimOff + 24;  // CTAs of the launches with a comp
 static_assert(kClaimOff + 64 <= TLMPI_NODE_HDR_BYTES, "pool header");
 static_assert(kEpochOff == TLMPI_NODE_EPOCH_OFF, "kernels.h names the epoch word's offset");
 
+// A column of a call's partition (see "Columns and CTAs" above) and their number.
+struct Column {
+    unsigned i, n;  // this column, of n (Params.cols; the fused kernels: blockIdx.x of gridDim.x)
+};
+__device__ __forceinline__ Column grid_column() { return Column{ blockIdx.x, gridDim.x }; }
+
 // Launch parameters (one struct, passed by value).
 struct Params {
     tlmpi_node_xport_t x;
@@ -58,6 +75,7 @@ struct Params {
     unsigned long long epoch;  // barrier epoch before the call (x.dev_epoch: unused, node_enter reads it)
     unsigned barriers;         // epoch steps the call takes (x.dev_epoch: node_enter advances by them)
     int kind;
+    unsigned cols;             // columns of the partition, the same on every rank (>= gridDim.x)
     unsigned *done_word;       // host-mapped completion word (NULL: none; node_exit)
     unsigned done_value;
     unsigned long long done_target;  // the own header's CTA counter once every CTA of this launch counted
@@ -87,7 +105,8 @@ __device__ __forceinline__ unsigned long long globaltimer()
 // word in the own pool header makes it the only writer (no atomics on host memory).
 // rail != 0: a rail signal wait (cuda/rail.cuh): peer is the sending node, k the rail step, and
 // slot / group name the signal.
-__device__ __forceinline__ void report_timeout(const tlmpi_node_xport_t &x, char *own_base, int kind, int k,
+// cta: the barrier slot (the column; rail and LL waits: the CTA index).
+__device__ __forceinline__ void report_timeout(const tlmpi_node_xport_t &x, char *own_base, int kind, int cta, int k,
                                                int peer, unsigned long long expected, unsigned long long seen,
                                                int rail = 0, int slot = 0, int group = 0)
 {
@@ -96,7 +115,7 @@ __device__ __forceinline__ void report_timeout(const tlmpi_node_xport_t &x, char
     volatile tlmpi_node_err_t *e = static_cast<volatile tlmpi_node_err_t *>(x.err);
     e->rank = x.rank;
     e->kind = kind;
-    e->cta = (int)blockIdx.x;
+    e->cta = cta;
     e->peer = peer;
     e->barrier = k;
     e->rail = rail;
@@ -134,15 +153,16 @@ __device__ __forceinline__ bool poll_until(Load &&ld, unsigned long long target,
     return true;
 }
 
-// Barrier among the node's ranks for this CTA index, over flag words in the pools' headers
+// Barrier among the node's ranks for column b, over flag words in the pools' headers
 // (flags(q)[b][r]: written by rank r into rank q's header). Thread t < n stores the target into
 // rank t's flag for this rank (release), then waits for its own flag from rank t (acquire);
 // __syncthreads before (what the CTA wrote is ordered before the release: bar.sync + cumulative
 // release) and after (the acquire orders the CTA's later reads).
-__device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsigned long long target, int kind, int k)
+__device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsigned b, unsigned long long target, int kind,
+                                             int k)
 {
     const int n = x.nranks, t = (int)threadIdx.x;
-    const size_t slot = ((size_t)blockIdx.x * kMaxRanks) * sizeof(unsigned long long);
+    const size_t slot = ((size_t)b * kMaxRanks) * sizeof(unsigned long long);
     int ok = 1;
     __syncthreads();
     if (t < n) {
@@ -154,7 +174,7 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
         const unsigned long long *mine = reinterpret_cast<const unsigned long long *>(static_cast<char *>(x.base[x.rank]) + slot) + t;
         unsigned long long v;
         if (!poll_until([&] { return ld_acquire_sys(mine); }, target, x.timeout_ns, &v)) {
-            report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, k, t, target, v);
+            report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, (int)b, k, t, target, v);
             ok = 0;
         }
     }
@@ -177,15 +197,19 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
 // waits for another here, and a CTA that returns early (a wait timed out) has already arrived.
 //
 // Wrap (the LL lines carry the epoch's low 32 bits, node_ll.cu): when the call's epochs would cross
-// a multiple M of 2^32, every CTA first clears its share of the own LL region, then one barrier
+// a multiple M of 2^32, every column first clears its share of the own LL region, then one barrier
 // (target e + 1), and the call runs from epoch M: no line older than 2^32 epochs survives, no flag of
 // the new era is zero. The share is the LL kernel's own mapping of line index w to CTAs (thread
-// w % (grid * block)), so an LL call that wraps writes a peer's lines only after that peer's CTA of the
-// same index cleared them (its barrier); later calls of any CTA count run after this kernel.
+// w % (grid * block); an LL launch has one column per CTA), so an LL call that wraps writes a peer's
+// lines only after that peer's CTA of the same index cleared them (its barrier); later calls of any
+// CTA count run after this kernel, whose every column cleared its share before its barrier.
 // Every rank decides alike (the same epochs everywhere). Returns the call's epoch; false in *ok when
 // the wrap barrier timed out (the CTA must return).
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ unsigned long long node_enter(const Params &p, bool *ok)
+// kMulti: the kernel variant with several columns per CTA (node_columns); the other one's clearing
+// is written for one column per CTA (a loop over the columns there cost the two-shot kernels
+// registers, nvcc 13.0: spills where they had none).
+template <bool kMulti = false> __device__ __forceinline__ unsigned long long node_enter(const Params &p, bool *ok)
 {
     *ok = true;
     if (!p.x.dev_epoch) return p.epoch;
@@ -210,20 +234,49 @@ __device__ __forceinline__ unsigned long long node_enter(const Params &p, bool *
     if (((e + p.barriers) >> 32) != (e >> 32)) {
         constexpr size_t kLines = TLMPI_NODE_LL_SLOT / 16;  // lines per (half, sender)
         uint4 *ll = reinterpret_cast<uint4 *>(own + TLMPI_NODE_LL_OFF);
-        const size_t stride = (size_t)gridDim.x * blockDim.x;
-        for (size_t w = (size_t)blockIdx.x * blockDim.x + threadIdx.x; w < kLines; w += stride)
-            for (int hs = 0; hs < 2 * kMaxRanks; hs++) ll[(size_t)hs * kLines + w] = make_uint4(0u, 0u, 0u, 0u);
-        if (!flag_barrier(p.x, e + 1, p.kind, 0)) *ok = false;
+        if constexpr (!kMulti) {
+            const size_t stride = (size_t)gridDim.x * blockDim.x;
+            for (size_t w = (size_t)blockIdx.x * blockDim.x + threadIdx.x; w < kLines; w += stride)
+                for (int hs = 0; hs < 2 * kMaxRanks; hs++) ll[(size_t)hs * kLines + w] = make_uint4(0u, 0u, 0u, 0u);
+            if (!flag_barrier(p.x, blockIdx.x, e + 1, p.kind, 0)) *ok = false;
+        } else {
+            const size_t stride = (size_t)p.cols * blockDim.x;
+            for (unsigned c = blockIdx.x; c < p.cols; c += gridDim.x) {
+                for (size_t w = (size_t)c * blockDim.x + threadIdx.x; w < kLines; w += stride)
+                    for (int hs = 0; hs < 2 * kMaxRanks; hs++) ll[(size_t)hs * kLines + w] = make_uint4(0u, 0u, 0u, 0u);
+                if (!flag_barrier(p.x, c, e + 1, p.kind, 0)) {
+                    *ok = false;
+                    break;
+                }
+            }
+        }
         return ((e >> 32) + 1ull) << 32;
     }
     return e;
 }
 
+// This CTA's columns (see "Columns and CTAs" above): body(Column) runs the algorithm on one column and
+// returns false when a wait timed out, which ends the CTA's loop (the peers' waits on its later
+// columns time out too, and report). kMulti: the kernel variant for launches with more columns than
+// CTAs (its loop costs registers: nvcc 13.0 spills in some of the reductions with it); without, the
+// one column blockIdx.x of gridDim.x (the launcher picks: node.cu).
+template <bool kMulti, class Body> __device__ __forceinline__ void node_columns(const Params &p, Body &&body)
+{
+    if constexpr (!kMulti) {
+        (void)body(grid_column());
+    } else {
+        for (unsigned c = blockIdx.x; c < p.cols; c += gridDim.x)
+            if (!body(Column{ c, p.cols })) return;
+    }
+}
+
 // The first statement of every node kernel: the call's epoch into `e` (returns from the kernel when the
 // wrap's barrier timed out).
-#define TLMPI_NODE_ENTER(p, e)                                                                   \
+#define TLMPI_NODE_ENTER(p, e) TLMPI_NODE_ENTER_COLS(p, e, false)
+// the same in a kernel templated on kMulti (node_columns)
+#define TLMPI_NODE_ENTER_COLS(p, e, multi)                                                       \
     bool e##_ok;                                                                                 \
-    const unsigned long long e = ::tlmpi::node::node_enter(p, &e##_ok);                          \
+    const unsigned long long e = ::tlmpi::node::node_enter<multi>(p, &e##_ok);                   \
     if (!e##_ok) return
 
 // ---------------------------------------------------------------------------------------------
@@ -253,18 +306,19 @@ __device__ __forceinline__ void node_exit(const Params &p)
 
 // ---------------------------------------------------------------------------------------------
 // Partition: the step's range of a slot (`full` bytes, the same in every step of the call) split
-// among the CTAs in 16-byte-aligned pieces (a call of one step: its length), then clipped to the step's actual length `len` (shorter
-// in the last step). Every rank computes the same pieces, and CTA b covers the same slot offsets in
-// every step: the per-CTA barriers order exactly the accesses that touch the same bytes (a piece
-// computed from `len` would move in the last step, and its writes would meet other CTAs' reads of
-// two steps before, which no barrier of this CTA orders).
+// among the columns in 16-byte-aligned pieces (a call of one step: its length), then clipped to the
+// step's actual length `len` (shorter in the last step). Every rank computes the same pieces, and
+// column b covers the same slot offsets in every step: the per-column barriers order exactly the
+// accesses that touch the same bytes (a piece computed from `len` would move in the last step, and
+// its writes would meet other columns' reads of two steps before, which no barrier of this column
+// orders). The transports' piece() is this for their column.
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ void cta_piece(size_t full, size_t len, size_t *lo, size_t *hi)
+__device__ __forceinline__ void col_piece(Column c, size_t full, size_t len, size_t *lo, size_t *hi)
 {
-    const size_t g = gridDim.x;
+    const size_t g = c.n;
     size_t per = (full + g - 1) / g;
     per = (per + 15) & ~(size_t)15;
-    size_t a = per * blockIdx.x;
+    size_t a = per * c.i;
     if (a > len) a = len;
     size_t b = a + per;
     if (b > len) b = len;

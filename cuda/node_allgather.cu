@@ -14,12 +14,13 @@
 //     to the peers with stores, which is what NVLink favours).
 // In place (MPI_IN_PLACE): in is the own slot of out, which is then not copied.
 //
-// Launch shape. One kernel per call, `ctas` CTAs (the same on every rank, all resident: the host
-// caps them with the occupancy API and the number of ranks sharing the GPU) of 512 threads; each
-// CTA owns the same 16-byte-aligned piece of every step on every rank (node::cta_piece), 4
-// vectors in flight per thread; tails (< 16 bytes, at the block's end) byte by byte.
+// Launch shape. One kernel per call, `cols` columns (the same on every rank) on `ctas` CTAs of 512
+// threads (all resident: the host caps them with the occupancy API and the number of ranks sharing
+// the GPU; a rank's own count, cols unless a blocking call's kernel may run beside another: node.cuh,
+// "Columns and CTAs"); each column owns the same 16-byte-aligned piece of every step on every rank
+// (node::col_piece), 4 vectors in flight per thread; tails (< 16 bytes, at the block's end) byte by byte.
 //
-// Sync protocol. One barrier per step (target epoch + s + 1, per CTA index). The pool data
+// Sync protocol. One barrier per step (target epoch + s + 1, per column). The pool data
 // written before barrier e lives in data half e % 2 and is read only between barriers e and
 // e + 1 (node.cuh), which makes back-to-back calls race-free without any host synchronisation.
 // A timed-out wait fills the error record and ends the CTA.
@@ -31,7 +32,7 @@ using namespace tlmpi::node;
 
 namespace {
 
-template <class X> __device__ __forceinline__ void ag_push(const Params &p, const X &t)
+template <class X> __device__ __forceinline__ bool ag_push(const Params &p, const X &t)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t B = p.bytes, S = p.chunk;
@@ -41,7 +42,7 @@ template <class X> __device__ __forceinline__ void ag_push(const Params &p, cons
         const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
-        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
+        t.piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         const char *src = p.in + off;
         char *own = p.out + (size_t)r * B + off;
         const int ua_s = ua_of(src), ua_o = ua_of(own);
@@ -60,7 +61,7 @@ template <class X> __device__ __forceinline__ void ag_push(const Params &p, cons
             if (!in_place) own[b] = v;
             t.template mc_store_others_e<1>(slot + b, (uint8_t)v);
         }
-        if (!t.barrier(k)) return;
+        if (!t.barrier(k)) return false;
         for (int j = 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;
@@ -68,9 +69,10 @@ template <class X> __device__ __forceinline__ void ag_push(const Params &p, cons
             copy_piece<true>(dst, ua_of(dst), t.data(r) + h + (size_t)q * S, 16, lo, hi);
         }
     }
+    return true;
 }
 
-template <class X> __device__ __forceinline__ void ag_pull(const Params &p, const X &t)
+template <class X> __device__ __forceinline__ bool ag_pull(const Params &p, const X &t)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t B = p.bytes, S = p.chunk;
@@ -80,7 +82,7 @@ template <class X> __device__ __forceinline__ void ag_pull(const Params &p, cons
         const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
-        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
+        t.piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         const char *src = p.in + off;
         char *own = p.out + (size_t)r * B + off;
         char *pool = t.data(r) + h;
@@ -99,7 +101,7 @@ template <class X> __device__ __forceinline__ void ag_pull(const Params &p, cons
             if (!in_place) own[b] = v;
             pool[b] = v;
         }
-        if (!t.barrier(k)) return;
+        if (!t.barrier(k)) return false;
         for (int j = 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;
@@ -107,29 +109,29 @@ template <class X> __device__ __forceinline__ void ag_pull(const Params &p, cons
             copy_piece<true>(dst, ua_of(dst), t.data(q) + h, 16, lo, hi);
         }
     }
+    return true;
 }
 
+template <bool kMulti>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_ipc(const __grid_constant__ Params p)
 {
-    TLMPI_NODE_ENTER(p, ep);
-    IpcTransport t{ p.x, ep, p.kind };
-    ag_push(p, t);
+    TLMPI_NODE_ENTER_COLS(p, ep, kMulti);
+    node_columns<kMulti>(p, [&](Column c) { return ag_push(p, IpcTransport{ p.x, ep, p.kind, c }); });
     node_exit(p);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_push_nvls(const __grid_constant__ Params p)
 {
     TLMPI_NODE_ENTER(p, ep);
-    NvlsTransport<TLMPI_DT_U8, Sum> t{ { p.x, ep, p.kind } };
-    ag_push(p, t);
+    node_columns<false>(p, [&](Column c) { return ag_push(p, NvlsTransport<TLMPI_DT_U8, Sum>{ { p.x, ep, p.kind, c } }); });
     node_exit(p);
 }
 
+template <bool kMulti>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __grid_constant__ Params p)
 {
-    TLMPI_NODE_ENTER(p, ep);
-    IpcTransport t{ p.x, ep, p.kind };
-    ag_pull(p, t);
+    TLMPI_NODE_ENTER_COLS(p, ep, kMulti);
+    node_columns<kMulti>(p, [&](Column c) { return ag_pull(p, IpcTransport{ p.x, ep, p.kind, c }); });
     node_exit(p);
 }
 
@@ -138,10 +140,13 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_pull_ipc(const __
 namespace tlmpi {
 namespace node {
 
-const void *allgather_fn(int kind, bool nvls)
+const void *allgather_fn(int kind, int v)
 {
-    if (kind == TLMPI_NODE_AG_PUSH) return nvls ? (const void *)ag_push_nvls : (const void *)ag_push_ipc;
-    return kind == TLMPI_NODE_AG_PULL ? (const void *)ag_pull_ipc : nullptr;
+    const bool multi = v == kIpcCols;
+    if (kind == TLMPI_NODE_AG_PUSH)
+        return v == kNvls ? (const void *)ag_push_nvls : multi ? (const void *)ag_push_ipc<true> : (const void *)ag_push_ipc<false>;
+    if (kind == TLMPI_NODE_AG_PULL) return multi ? (const void *)ag_pull_ipc<true> : (const void *)ag_pull_ipc<false>;
+    return nullptr;
 }
 
 }  // namespace node

@@ -10,11 +10,12 @@
 // barrier per call for messages up to a data half (the small messages it is chosen for); in place
 // is safe (each element is read, then written, by the same thread).
 //
-// Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all
-// resident); CTA b owns the same 16-byte-aligned piece on every rank; the odd tail element by
+// Launch shape. One kernel per call, `cols` columns (the same on every rank) on `ctas` CTAs of 512
+// threads (all resident; a rank's own count, cols unless a blocking call's kernel may run beside
+// another: node.cuh, "Columns and CTAs"); column b owns the same 16-byte-aligned piece on every rank; the odd tail element by
 // element.
 //
-// Sync protocol. One barrier per step (per CTA index, target epoch + s + 1), data halves by
+// Sync protocol. One barrier per step (per column, target epoch + s + 1), data halves by
 // barrier parity (node.cuh). A timed-out wait fills the error record and ends the CTA.
 #include "node_kernels.cuh"
 #include "transport_nvls.cuh"
@@ -24,7 +25,7 @@ using namespace tlmpi::node;
 
 namespace {
 
-template <int DT, typename Op, class X> __device__ __forceinline__ void ar1(const Params &p, const X &t)
+template <int DT, typename Op, class X> __device__ __forceinline__ bool ar1(const Params &p, const X &t)
 {
     const int r = t.rank();
     const size_t M = p.bytes, S = p.chunk;
@@ -33,20 +34,20 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar1(cons
         const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = M - off < S ? M - off : S;
         size_t lo, hi;
-        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
+        t.piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         const char *src = p.in + off;
         if (t.nranks() > 1) copy_piece(t.data(r) + h, 16, src, ua_of(src), lo, hi);
-        if (!t.barrier(k)) return;
+        if (!t.barrier(k)) return false;
         reduce_piece<DT, Op>(t, src, p.out + off, h, lo, hi, NoExtra());
     }
+    return true;
 }
 
-template <int DT, typename Op>
+template <int DT, typename Op, bool kMulti>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_ipc(const __grid_constant__ Params p)
 {
-    TLMPI_NODE_ENTER(p, ep);
-    IpcTransport t{ p.x, ep, p.kind };
-    ar1<DT, Op>(p, t);
+    TLMPI_NODE_ENTER_COLS(p, ep, kMulti);
+    node_columns<kMulti>(p, [&](Column c) { return ar1<DT, Op>(p, IpcTransport{ p.x, ep, p.kind, c }); });
     node_exit(p);
 }
 
@@ -54,18 +55,17 @@ template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar1_nvls(const __grid_constant__ Params p)
 {
     TLMPI_NODE_ENTER(p, ep);
-    NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
-    ar1<DT, Op>(p, t);
+    node_columns<false>(p, [&](Column c) { return ar1<DT, Op>(p, NvlsTransport<DT, Op>{ { p.x, ep, p.kind, c } }); });
     node_exit(p);
 }
 
 template <int DT, typename Op> struct Ar1K {
-    static const void *fn(bool nvls)
+    static const void *fn(int v)
     {
         if constexpr (nvls_has(DT, op_id<Op>())) {
-            if (nvls) return (const void *)ar1_nvls<DT, Op>;
+            if (v == kNvls) return (const void *)ar1_nvls<DT, Op>;
         }
-        return (const void *)ar1_ipc<DT, Op>;
+        return v == kIpcCols ? (const void *)ar1_ipc<DT, Op, true> : (const void *)ar1_ipc<DT, Op, false>;
     }
 };
 
@@ -74,9 +74,9 @@ template <int DT, typename Op> struct Ar1K {
 namespace tlmpi {
 namespace node {
 
-const void *allreduce_oneshot_fn(int dtype, int op, bool nvls)
+const void *allreduce_oneshot_fn(int dtype, int op, int v)
 {
-    return lookup_dt_op<Ar1K>(dtype, op, nvls);
+    return lookup_dt_op<Ar1K>(dtype, op, v);
 }
 
 }  // namespace node

@@ -13,11 +13,12 @@
 // rank); read and write (n-1)M/n (copy out): about 6M, against (n+3)M for one-shot. f16/bf16
 // accumulate in float. In place: every slice is staged before it is overwritten.
 //
-// Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all
-// resident); CTA b owns the same 16-byte-aligned piece of every slice on every rank; the odd tail
+// Launch shape. One kernel per call, `cols` columns (the same on every rank) on `ctas` CTAs of 512
+// threads (all resident; a rank's own count, cols unless a blocking call's kernel may run beside
+// another: node.cuh, "Columns and CTAs"); column b owns the same 16-byte-aligned piece of every slice on every rank; the odd tail
 // (in the last slice) element by element.
 //
-// Sync protocol. Two barriers per step (targets epoch + 2s + 1 and + 2s + 2, per CTA index); half A
+// Sync protocol. Two barriers per step (targets epoch + 2s + 1 and + 2s + 2, per column); half A
 // is the parity of the first, half B of the second (node.cuh's rule). A timed-out wait fills the
 // error record and ends the CTA.
 #include "node_kernels.cuh"
@@ -37,7 +38,7 @@ template <class X> struct StoreOthers {
     template <int E> __device__ __forceinline__ void elem(size_t o, Vec<E> v) const { t.template mc_store_others_e<E>(o + d, v); }
 };
 
-template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(const Params &p, const X &t)
+template <int DT, typename Op, class X> __device__ __forceinline__ bool ar2(const Params &p, const X &t)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t M = p.bytes, S = p.chunk;
@@ -58,21 +59,21 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
             if (so >= L) continue;
             const size_t len = L - so < ls ? L - so : ls;
             size_t lo, hi;
-            cta_piece(ls, len, &lo, &hi);
+            t.piece(ls, len, &lo, &hi);
             copy_piece(t.data(r) + ha + so, 16, src + so, ua_of(src + so), lo, hi);
         }
-        if (!t.barrier(k1)) return;
+        if (!t.barrier(k1)) return false;
         {
             const size_t so = (size_t)r * ls;
             if (so < L) {
                 const size_t len = L - so < ls ? L - so : ls;
                 size_t lo, hi;
-                cta_piece(ls, len, &lo, &hi);
+                t.piece(ls, len, &lo, &hi);
                 const StoreOthers<X> st{ t, hb - ha };
                 reduce_piece<DT, Op>(t, src + so, dst + so, ha + so, lo, hi, st);
             }
         }
-        if (!t.barrier(k2)) return;
+        if (!t.barrier(k2)) return false;
         for (int j = 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;
@@ -80,18 +81,18 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void ar2(cons
             if (so >= L) continue;
             const size_t len = L - so < ls ? L - so : ls;
             size_t lo, hi;
-            cta_piece(ls, len, &lo, &hi);
+            t.piece(ls, len, &lo, &hi);
             copy_piece<true>(dst + so, ua_of(dst + so), t.data(r) + hb + so, 16, lo, hi);
         }
     }
+    return true;
 }
 
-template <int DT, typename Op>
+template <int DT, typename Op, bool kMulti>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_ipc(const __grid_constant__ Params p)
 {
-    TLMPI_NODE_ENTER(p, ep);
-    IpcTransport t{ p.x, ep, p.kind };
-    ar2<DT, Op>(p, t);
+    TLMPI_NODE_ENTER_COLS(p, ep, kMulti);
+    node_columns<kMulti>(p, [&](Column c) { return ar2<DT, Op>(p, IpcTransport{ p.x, ep, p.kind, c }); });
     node_exit(p);
 }
 
@@ -99,18 +100,17 @@ template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar2_nvls(const __grid_constant__ Params p)
 {
     TLMPI_NODE_ENTER(p, ep);
-    NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
-    ar2<DT, Op>(p, t);
+    node_columns<false>(p, [&](Column c) { return ar2<DT, Op>(p, NvlsTransport<DT, Op>{ { p.x, ep, p.kind, c } }); });
     node_exit(p);
 }
 
 template <int DT, typename Op> struct Ar2K {
-    static const void *fn(bool nvls)
+    static const void *fn(int v)
     {
         if constexpr (nvls_has(DT, op_id<Op>())) {
-            if (nvls) return (const void *)ar2_nvls<DT, Op>;
+            if (v == kNvls) return (const void *)ar2_nvls<DT, Op>;
         }
-        return (const void *)ar2_ipc<DT, Op>;
+        return v == kIpcCols ? (const void *)ar2_ipc<DT, Op, true> : (const void *)ar2_ipc<DT, Op, false>;
     }
 };
 
@@ -119,9 +119,9 @@ template <int DT, typename Op> struct Ar2K {
 namespace tlmpi {
 namespace node {
 
-const void *allreduce_twoshot_fn(int dtype, int op, bool nvls)
+const void *allreduce_twoshot_fn(int dtype, int op, int v)
 {
-    return lookup_dt_op<Ar2K>(dtype, op, nvls);
+    return lookup_dt_op<Ar2K>(dtype, op, v);
 }
 
 }  // namespace node

@@ -19,8 +19,8 @@
 // zero-copy (rank r's result lands in its block 0, which rank 0 reads): the host never registers it.
 //
 // Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all resident:
-// the node tier's CTA limit); CTA b owns the same 16-byte-aligned piece of the work on every rank
-// (node::cta_piece; allgather walks it in 64 KiB sub-pieces, every block's before the next); peers'
+// the node tier's CTA limit; one column per CTA: the persistent forms only); CTA b owns the same
+// 16-byte-aligned piece of the work on every rank (node::col_piece; allgather walks it in 64 KiB sub-pieces, every block's before the next); peers'
 // memory is loaded with ld.global.cg (the buffers change between starts and L1 is not coherent with
 // other GPUs' or processes' stores); tails element by element.
 //
@@ -85,7 +85,7 @@ template <int E> __device__ __forceinline__ void store_all_e(const DParams &q, i
     }
 }
 
-template <int DT, typename Op> __device__ __forceinline__ void ar_direct(const DParams &q, const IpcTransport &t)
+template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const DParams &q, const IpcTransport &t)
 {
     using T = typename Dt<DT>::T;
     constexpr int E = (int)sizeof(T);
@@ -95,12 +95,12 @@ template <int DT, typename Op> __device__ __forceinline__ void ar_direct(const D
     const size_t M = q.p.bytes;
     size_t ls = (M + n - 1) / n;
     ls = (ls + 15) & ~(size_t)15;
-    if (!t.barrier(1)) return;
+    if (!t.barrier(1)) return false;
     const size_t so = (size_t)r * ls;
     if (so < M) {
         const size_t len = M - so < ls ? M - so : ls;
         size_t lo, hi;
-        cta_piece(ls, len, &lo, &hi);
+        t.piece(ls, len, &lo, &hi);
         const size_t nvec = (hi - lo) / 16;
         for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
             const size_t b = so + lo + i * 16;
@@ -118,10 +118,10 @@ template <int DT, typename Op> __device__ __forceinline__ void ar_direct(const D
             store_all_e<E>(q, n, r, b, v);
         }
     }
-    (void)t.barrier(2);
+    return t.barrier(2);
 }
 
-template <int DT, typename Op> __device__ __forceinline__ void rsb_direct(const DParams &q, const IpcTransport &t)
+template <int DT, typename Op> __device__ __forceinline__ bool rsb_direct(const DParams &q, const IpcTransport &t)
 {
     using T = typename Dt<DT>::T;
     constexpr int E = (int)sizeof(T);
@@ -130,9 +130,9 @@ template <int DT, typename Op> __device__ __forceinline__ void rsb_direct(const 
     const int r = t.rank();
     const size_t B = q.p.bytes, so = (size_t)r * B;
     char *out = static_cast<char *>(q.d.out[r]);
-    if (!t.barrier(1)) return;
+    if (!t.barrier(1)) return false;
     size_t lo, hi;
-    cta_piece(B, B, &lo, &hi);
+    t.piece(B, B, &lo, &hi);
     const int ua = ua_of(static_cast<const char *>(q.d.in[0]) + so); // the same for every rank's buffer
     const size_t nvec = (hi - lo) / 16;
     for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
@@ -150,7 +150,7 @@ template <int DT, typename Op> __device__ __forceinline__ void rsb_direct(const 
             self, [&](int k) { return load_pool<E>(static_cast<const char *>(q.d.in[k]) + so + b); });
         store<E>(out + b, v);
     }
-    (void)t.barrier(2);
+    return t.barrier(2);
 }
 
 // dst[lo, hi) = src[lo, hi) of a peer's buffer (src at alignment ua_s, dst at ua_d), 4 vectors in
@@ -173,17 +173,17 @@ __device__ __forceinline__ void copy_peer(char *dst, int ua_d, const char *src, 
     if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = (char)load_pool<1>(src + t0 + threadIdx.x);
 }
 
-__device__ __forceinline__ void ag_direct(const DParams &q, const IpcTransport &t)
+__device__ __forceinline__ bool ag_direct(const DParams &q, const IpcTransport &t)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t B = q.p.bytes, S = q.p.chunk;
     char *out = static_cast<char *>(q.d.out[r]);
     const bool in_place = q.d.in[r] == out + (size_t)r * B;
-    if (!t.barrier(1)) return;
+    if (!t.barrier(1)) return false;
     for (unsigned st = 0; st < q.p.nsteps; st++) {
         const size_t off = (size_t)st * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
-        cta_piece(q.p.nsteps == 1 ? L : S, L, &lo, &hi);
+        t.piece(q.p.nsteps == 1 ? L : S, L, &lo, &hi);
         lo += off;
         hi += off;
         // the piece in sub-pieces of kSub bytes, each copied from every block before the next: the
@@ -203,16 +203,16 @@ __device__ __forceinline__ void ag_direct(const DParams &q, const IpcTransport &
                 copy_peer(dst, ua_of(dst), src, ua_of(src), c0, c1);
             }
         }
-        if (!t.barrier(2 + (int)st)) return;
+        if (!t.barrier(2 + (int)st)) return false;
     }
+    return true;
 }
 
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_direct_ipc(const __grid_constant__ DParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    IpcTransport t{ q.p.x, ep, q.p.kind };
-    ar_direct<DT, Op>(q, t);
+    node_columns<false>(q.p, [&](Column c) { return ar_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
     node_exit(q.p);
 }
 
@@ -220,24 +220,22 @@ template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const __grid_constant__ DParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    IpcTransport t{ q.p.x, ep, q.p.kind };
-    rsb_direct<DT, Op>(q, t);
+    node_columns<false>(q.p, [&](Column c) { return rsb_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
     node_exit(q.p);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_direct_ipc(const __grid_constant__ DParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    IpcTransport t{ q.p.x, ep, q.p.kind };
-    ag_direct(q, t);
+    node_columns<false>(q.p, [&](Column c) { return ag_direct(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
     node_exit(q.p);
 }
 
 template <int DT, typename Op> struct ArDirectK {
-    static const void *fn(bool) { return (const void *)ar_direct_ipc<DT, Op>; }
+    static const void *fn(int) { return (const void *)ar_direct_ipc<DT, Op>; }
 };
 template <int DT, typename Op> struct RsbDirectK {
-    static const void *fn(bool) { return (const void *)rsb_direct_ipc<DT, Op>; }
+    static const void *fn(int) { return (const void *)rsb_direct_ipc<DT, Op>; }
 };
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
@@ -305,6 +303,7 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
     q.p.epoch = a->epoch;
     q.p.barriers = 1 + q.p.nsteps;
     q.p.kind = a->kind;
+    if (!cols_in(a, &q.p, true)) return (int)cudaErrorInvalidValue;
     q.d = *d;
     const void *fn = direct_fn(a->kind, a->dtype, a->op);
     if (!fn) return (int)cudaErrorInvalidValue;

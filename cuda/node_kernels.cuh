@@ -12,12 +12,14 @@ namespace node {
 // CTAs per SM the registers must allow (__launch_bounds__): 2 x 512 threads.
 constexpr int kMinBlocks = 2;
 
-// nvls: the kernel over the NVLS transport (transport_nvls.cuh) where one exists for the pair
-// (nvls_has; allgather: push), else the IPC-transport kernel
-const void *allgather_fn(int kind, bool nvls);                  // node_allgather.cu: push, pull
-const void *reduce_scatter_fn(int dtype, int op, bool nvls);    // node_reduce_scatter.cu
-const void *allreduce_oneshot_fn(int dtype, int op, bool nvls); // node_allreduce_oneshot.cu
-const void *allreduce_twoshot_fn(int dtype, int op, bool nvls); // node_allreduce_twoshot.cu
+// Kernel variants of the pool algorithms: over the IPC transport with one column per CTA; over the
+// NVLS transport (transport_nvls.cuh) where one exists for the pair (nvls_has; allgather: push; else
+// the IPC kernel); over the IPC transport with several columns per CTA (node.cuh: node_columns).
+enum Variant { kIpc = 0, kNvls = 1, kIpcCols = 2 };
+const void *allgather_fn(int kind, int v);                  // node_allgather.cu: push, pull
+const void *reduce_scatter_fn(int dtype, int op, int v);    // node_reduce_scatter.cu
+const void *allreduce_oneshot_fn(int dtype, int op, int v); // node_allreduce_oneshot.cu
+const void *allreduce_twoshot_fn(int dtype, int op, int v); // node_allreduce_twoshot.cu
 const void *ll_fn(int kind, int dtype, int op);                 // node_ll.cu: the three LL kinds
 const void *barrier_fn();                                       // node.cu
 const void *direct_fn(int kind, int dtype, int op);             // node_direct.cu: the zero-copy kinds
@@ -28,15 +30,15 @@ template <> constexpr int op_id<Prod>() { return TLMPI_OP_PROD; }
 template <> constexpr int op_id<Min>() { return TLMPI_OP_MIN; }
 template <> constexpr int op_id<Max>() { return TLMPI_OP_MAX; }
 
-// Kernel lookup over every dtype x op: K<DT, Op>::fn(nvls) gives the kernel.
-template <template <int, typename> class K> const void *lookup_dt_op(int dt, int op, bool nvls)
+// Kernel lookup over every dtype x op: K<DT, Op>::fn(v) gives the kernel of variant v.
+template <template <int, typename> class K> const void *lookup_dt_op(int dt, int op, int v)
 {
 #define TLMPI_NODE_OPS(DT)                                                                       \
     switch (op) {                                                                                \
-    case TLMPI_OP_SUM: return K<DT, Sum>::fn(nvls);                                              \
-    case TLMPI_OP_PROD: return K<DT, Prod>::fn(nvls);                                            \
-    case TLMPI_OP_MIN: return K<DT, Min>::fn(nvls);                                              \
-    case TLMPI_OP_MAX: return K<DT, Max>::fn(nvls);                                              \
+    case TLMPI_OP_SUM: return K<DT, Sum>::fn(v);                                                 \
+    case TLMPI_OP_PROD: return K<DT, Prod>::fn(v);                                               \
+    case TLMPI_OP_MIN: return K<DT, Min>::fn(v);                                                 \
+    case TLMPI_OP_MAX: return K<DT, Max>::fn(v);                                                 \
     }                                                                                            \
     return nullptr;
     switch (dt) {
@@ -87,6 +89,17 @@ __device__ __forceinline__ void reduce_piece(const X &t, const char *in, char *o
         st_user_e<E>(out + b, v, ua_o);
         extra.template elem<E>(poff + b, v);
     }
+}
+
+// The launch's columns (kernels.h: tlmpi_node_args_t.cols; 0: one per CTA) into its parameters; false
+// when they are not 1..TLMPI_NODE_MAX_CTAS and at least a->ctas, or differ from it where the kind
+// needs one column per CTA (`one_per_cta`: the LL kinds map lines to the grid's threads).
+inline bool cols_in(const tlmpi_node_args_t *a, Params *p, bool one_per_cta)
+{
+    const int c = a->cols ? a->cols : a->ctas;
+    if (c < a->ctas || c > kMaxCtas || (one_per_cta && c != a->ctas)) return false;
+    p->cols = (unsigned)c;
+    return true;
 }
 
 // The launch's completion word (kernels.h: tlmpi_node_args_t.done_word) into its parameters: the

@@ -100,7 +100,7 @@ __device__ __noinline__ void st_word_any(char *p, uint2 v, size_t avail)
 // A poll gave up: the error record (out of line, as the byte loops above)
 __device__ __noinline__ void ll_timed_out(const tlmpi_node_xport_t &x, int kind, int peer, unsigned f, unsigned seen)
 {
-    report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, 1, peer, f, seen);
+    report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, (int)blockIdx.x, 1, peer, f, seen);
 }
 // `whole`: avail >= 8 and p 8-byte aligned (the caller decides once for all its words)
 __device__ __forceinline__ void st_word(char *p, uint2 v, size_t avail, bool whole)
@@ -213,10 +213,10 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ll_ipc(const __grid_
 }
 
 template <int DT, typename Op> struct RsbLlK {
-    static const void *fn(bool) { return (const void *)ll_ipc<kRsb, DT, Op>; }
+    static const void *fn(int) { return (const void *)ll_ipc<kRsb, DT, Op>; }
 };
 template <int DT, typename Op> struct ArLlK {
-    static const void *fn(bool) { return (const void *)ll_ipc<kAr, DT, Op>; }
+    static const void *fn(int) { return (const void *)ll_ipc<kAr, DT, Op>; }
 };
 
 }  // namespace

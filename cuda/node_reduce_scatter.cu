@@ -11,11 +11,12 @@
 // write B. In place: the input is out (n blocks), the result its first block; every block a step
 // overwrites was staged before the barrier, so nothing is read after it was overwritten.
 //
-// Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all
-// resident); CTA b owns the same 16-byte-aligned piece of every block on every rank; two vectors
+// Launch shape. One kernel per call, `cols` columns (the same on every rank) on `ctas` CTAs of 512
+// threads (all resident; a rank's own count, cols unless a blocking call's kernel may run beside
+// another: node.cuh, "Columns and CTAs"); column b owns the same 16-byte-aligned piece of every block on every rank; two vectors
 // in flight per thread and rank; the message's odd tail element by element.
 //
-// Sync protocol. One barrier per step (per CTA index, target epoch + s + 1), data halves by
+// Sync protocol. One barrier per step (per column, target epoch + s + 1), data halves by
 // barrier parity (node.cuh). A timed-out wait fills the error record and ends the CTA.
 #include "node_kernels.cuh"
 #include "transport_nvls.cuh"
@@ -25,7 +26,7 @@ using namespace tlmpi::node;
 
 namespace {
 
-template <int DT, typename Op, class X> __device__ __forceinline__ void rsb(const Params &p, const X &t)
+template <int DT, typename Op, class X> __device__ __forceinline__ bool rsb(const Params &p, const X &t)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t B = p.bytes, S = p.chunk;
@@ -34,24 +35,24 @@ template <int DT, typename Op, class X> __device__ __forceinline__ void rsb(cons
         const size_t h = half_off(p.x, t.epoch + k);
         const size_t off = (size_t)s * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
-        cta_piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
+        t.piece(p.nsteps == 1 ? L : S, L, &lo, &hi);
         for (int j = X::kStageOwn ? 0 : 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;
             const char *src = p.in + (size_t)q * B + off;
             copy_piece(t.data(r) + h + (size_t)q * S, 16, src, ua_of(src), lo, hi);
         }
-        if (!t.barrier(k)) return;
+        if (!t.barrier(k)) return false;
         reduce_piece<DT, Op>(t, p.in + (size_t)r * B + off, p.out + off, h + (size_t)r * S, lo, hi, NoExtra());
     }
+    return true;
 }
 
-template <int DT, typename Op>
+template <int DT, typename Op, bool kMulti>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_ipc(const __grid_constant__ Params p)
 {
-    TLMPI_NODE_ENTER(p, ep);
-    IpcTransport t{ p.x, ep, p.kind };
-    rsb<DT, Op>(p, t);
+    TLMPI_NODE_ENTER_COLS(p, ep, kMulti);
+    node_columns<kMulti>(p, [&](Column c) { return rsb<DT, Op>(p, IpcTransport{ p.x, ep, p.kind, c }); });
     node_exit(p);
 }
 
@@ -59,18 +60,17 @@ template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_nvls(const __grid_constant__ Params p)
 {
     TLMPI_NODE_ENTER(p, ep);
-    NvlsTransport<DT, Op> t{ { p.x, ep, p.kind } };
-    rsb<DT, Op>(p, t);
+    node_columns<false>(p, [&](Column c) { return rsb<DT, Op>(p, NvlsTransport<DT, Op>{ { p.x, ep, p.kind, c } }); });
     node_exit(p);
 }
 
 template <int DT, typename Op> struct RsbK {
-    static const void *fn(bool nvls)
+    static const void *fn(int v)
     {
         if constexpr (nvls_has(DT, op_id<Op>())) {
-            if (nvls) return (const void *)rsb_nvls<DT, Op>;
+            if (v == kNvls) return (const void *)rsb_nvls<DT, Op>;
         }
-        return (const void *)rsb_ipc<DT, Op>;
+        return v == kIpcCols ? (const void *)rsb_ipc<DT, Op, true> : (const void *)rsb_ipc<DT, Op, false>;
     }
 };
 
@@ -79,9 +79,9 @@ template <int DT, typename Op> struct RsbK {
 namespace tlmpi {
 namespace node {
 
-const void *reduce_scatter_fn(int dtype, int op, bool nvls)
+const void *reduce_scatter_fn(int dtype, int op, int v)
 {
-    return lookup_dt_op<RsbK>(dtype, op, nvls);
+    return lookup_dt_op<RsbK>(dtype, op, v);
 }
 
 }  // namespace node

@@ -93,7 +93,7 @@ struct EmulatedRail {
             const unsigned long long *s = signal_at(x.rail[x.node_index], slot, m, g);
             unsigned long long v;
             if (!node::poll_until([&] { return ld_acquire_sys(s); }, target, x.node.timeout_ns, &v)) {
-                node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m, target, v, 1,
+                node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, (int)blockIdx.x, step, m, target, v, 1,
                                      slot, g);
                 ok = 0;
             }

@@ -93,7 +93,7 @@ struct GinRail {
             unsigned long long v;
             if (!node::poll_until([&] { return (unsigned long long)gin.readSignal(id(slot, m, g)); }, want,
                                   x.node.timeout_ns, &v)) {
-                node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, step, m, want, v, 1,
+                node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, (int)blockIdx.x, step, m, want, v, 1,
                                      slot, g);
                 ok = 0;
             }

@@ -22,11 +22,19 @@ struct IpcTransport {
     const tlmpi_node_xport_t &x;
     unsigned long long epoch;
     int kind;
+    Column col;  // the column of the call this CTA works on (node.cuh: node_columns)
 
     __device__ __forceinline__ int nranks() const { return x.nranks; }
     __device__ __forceinline__ int rank() const { return x.rank; }
     __device__ __forceinline__ char *data(int q) const { return static_cast<char *>(x.base[q]) + TLMPI_NODE_HDR_BYTES; }
-    __device__ __forceinline__ bool barrier(int k) const { return flag_barrier(x, epoch + (unsigned long long)k, kind, k); }
+    __device__ __forceinline__ bool barrier(int k) const
+    {
+        return flag_barrier(x, col.i, epoch + (unsigned long long)k, kind, k);
+    }
+    __device__ __forceinline__ void piece(size_t full, size_t len, size_t *lo, size_t *hi) const
+    {
+        col_piece(col, full, len, lo, hi);
+    }
 
     // Acc over every rank's vector at pool offset off, in rank order; this rank contributes self_v
     // (its own input, read from the user buffer) instead of its pool. The loads are issued in groups

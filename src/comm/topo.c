@@ -25,6 +25,28 @@ int tlmpi_topo_concurrent_colls(void)
     return c > 64 ? 64 : c;
 }
 
+int tlmpi_topo_grid_cols(int n, int split, int alone)
+{
+    int c;
+
+    if (split < 1 || n <= split || alone <= split) {
+        return n;
+    }
+    c = (n + split - 1) / split * split;
+    return c < alone ? c : alone;
+}
+
+int tlmpi_topo_grid_ctas(int cols, int split, int alone_now)
+{
+    int rounds;
+
+    if (alone_now || split < 1 || cols <= split) {
+        return cols;
+    }
+    rounds = (cols + split - 1) / split;
+    return (cols + rounds - 1) / rounds;
+}
+
 int tlmpi_topo_gpu_kernel_sharers(int in_comm)
 {
     static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",

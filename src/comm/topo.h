@@ -48,6 +48,17 @@ int tlmpi_topo_gpu_kernel_sharers(int in_comm);
 /* TLMPI_CONCURRENT_COLLS, its 0 (auto) resolved: 4 under MPI_THREAD_MULTIPLE, else 2 (1..64). */
 int tlmpi_topo_concurrent_colls(void);
 
+/* A node kernel's columns and CTAs (cuda/kernels.h: tlmpi_node_args_t.cols, ctas) where a call may
+ * run alone on the GPU (a blocking call: src/tier/node.c). split: the CTAs of a kernel beside the
+ * process's others (tlmpi_xport_t.max_ctas); alone: those of a kernel with none beside it
+ * (max_ctas_alone). _cols: the columns from the size's count n (<= alone), rounded up to a multiple
+ * of split when above it (at most alone), so that split CTAs take them in whole rounds; the same on
+ * every rank. _ctas: the CTAs this rank launches for them: all when nothing else of the process is in
+ * flight (alone_now: tlmpi_gpu_alone), else at most split, as few as take the columns in the same
+ * number of rounds (ceil(cols / rounds)). Pure functions. */
+int tlmpi_topo_grid_cols(int n, int split, int alone);
+int tlmpi_topo_grid_ctas(int cols, int split, int alone_now);
+
 /* Collective over comm. On success every field is set; irregular layouts succeed with regular=0. */
 tlmpi_status_t tlmpi_topo_build(MPI_Comm comm, int ranks_per_node, tlmpi_topo_t *topo);
 void tlmpi_topo_destroy(tlmpi_topo_t *topo);

@@ -66,6 +66,12 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
                     __atomic_load_n(&tlmpi_launcher_kwords_, __ATOMIC_RELAXED));
         }
     }
+    if (TLMPI_ENV_I(STATS) && (tlmpi_stat_grid[0] || tlmpi_stat_grid[1])) {
+        fprintf(stderr, "tlmpi: node kernels of blocking calls sized past a shared kernel's CTAs: %lu on CTAs of their "
+                "own (nothing else of the process in flight), %lu on fewer CTAs taking the columns in turn (a "
+                "started, stream-ordered or captured call's kernel may be in flight)\n",
+                __atomic_load_n(&tlmpi_stat_grid[0], __ATOMIC_RELAXED), __atomic_load_n(&tlmpi_stat_grid[1], __ATOMIC_RELAXED));
+    }
     tlmpi_turn_counts(&taken, &lost);
     if (taken) {
         tlmpi_info(COLL, "GPU turn (TLMPI_GPU_TURNS): taken %lu times, %lu rounds lost to other threads' "

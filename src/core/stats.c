@@ -9,6 +9,7 @@
 tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
 tlmpi_stat_t tlmpi_algo_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_STATS_MAX_ALGOS];
 tlmpi_stat_t tlmpi_form_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_FORM_COUNT];
+unsigned long tlmpi_stat_grid[2];
 static const char *const *algo_names[TLMPI_PATH_COUNT];
 static int n_algo_names[TLMPI_PATH_COUNT];
 

@@ -51,6 +51,16 @@ static inline void tlmpi_stat_algo_add(tlmpi_coll_t coll, tlmpi_path_t path, int
 /* The algorithm names of a path (a tier's list; the strings must live as long as the process). */
 void tlmpi_stats_name_algos(tlmpi_path_t path, const char *const *names, int n);
 
+/* Blocking node-tier kernels whose columns outnumber the CTAs of a kernel beside another
+ * (src/tier/node.c, node_args): [0] launched on CTAs of their own (alone on the GPU), [1] on fewer,
+ * taking the columns in turn (another kernel of the process may be in flight). Printed with
+ * TLMPI_STATS. */
+extern unsigned long tlmpi_stat_grid[2];
+static inline void tlmpi_stat_grid_add(int shared)
+{
+    __atomic_fetch_add(&tlmpi_stat_grid[shared ? 1 : 0], 1ul, __ATOMIC_RELAXED);
+}
+
 /* Print the statistics table (TLMPI_STATS=1 at finalize; tlmpi_info). */
 void tlmpi_core_print_stats(FILE *f);
 

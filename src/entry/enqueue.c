@@ -180,6 +180,7 @@ static int enq_run(tlmpi_call_t *c, void *stream, tlmpi_gpu_capture_t *cap_p)
                       cudaGetErrorString((cudaError_t)e));
         goto out;
     }
+    tlmpi_gpu_note_stream_ordered();
     st = tier->enqueue(&tc->tier, c, algo, stream);
     if (st == TLMPI_ERR_UNSUPPORTED) {
         rc = enq_sync_fallback(tc, c, t, algo, stream, cap.active, "not for these buffers (another device?)");

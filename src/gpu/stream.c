@@ -227,7 +227,7 @@ static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *mark_idle[MARK_DEVS][MARK_IDLE];
 static int mark_nidle[MARK_DEVS];
 
-static cudaEvent_t mark_event_get(int dev)
+static cudaEvent_t mark_event_take(int dev)
 {
     cudaEvent_t e = NULL;
     int saved = -1;
@@ -253,10 +253,27 @@ static cudaEvent_t mark_event_get(int dev)
     return e;
 }
 
+/* Marks holding an event (taken, not yet released): started calls whose device work may still be in
+ * flight (tlmpi_gpu_alone). */
+static int marks_held;
+/* A stream-ordered or captured call has been made in this process (tlmpi_gpu_alone). */
+static int streams_seen;
+
+static cudaEvent_t mark_event_get(int dev)
+{
+    cudaEvent_t e = mark_event_take(dev);
+
+    if (e) {
+        __atomic_add_fetch(&marks_held, 1, __ATOMIC_RELAXED);
+    }
+    return e;
+}
+
 static void mark_event_put(int dev, cudaEvent_t e)
 {
     int kept = 0;
 
+    __atomic_sub_fetch(&marks_held, 1, __ATOMIC_RELAXED);
     if (dev >= 0 && dev < MARK_DEVS) {
         pthread_mutex_lock(&mark_lock);
         if (mark_nidle[dev] < MARK_IDLE) {
@@ -282,6 +299,19 @@ void tlmpi_gpu_marks_finalize(void)
     }
     pthread_mutex_unlock(&mark_lock);
     (void)cudaGetLastError();
+}
+
+void tlmpi_gpu_note_stream_ordered(void)
+{
+    if (!__atomic_load_n(&streams_seen, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&streams_seen, 1, __ATOMIC_RELAXED);
+    }
+}
+
+int tlmpi_gpu_alone(void)
+{
+    return tlmpi_g.thread_level != MPI_THREAD_MULTIPLE && __atomic_load_n(&marks_held, __ATOMIC_RELAXED) == 0 &&
+           !__atomic_load_n(&streams_seen, __ATOMIC_RELAXED);
 }
 
 int tlmpi_gpu_mark(tlmpi_gpu_ctx_t *ctx, tlmpi_gpu_mark_t *m)
@@ -635,6 +665,13 @@ void tlmpi_gpu_ctx_destroy(tlmpi_gpu_ctx_t *ctx)
 }
 
 #else /* !HAVE_CUDA */
+void tlmpi_gpu_note_stream_ordered(void)
+{
+}
+int tlmpi_gpu_alone(void)
+{
+    return 0;
+}
 
 tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_t len)
 {

@@ -165,6 +165,18 @@ void tlmpi_gpu_mark_release(tlmpi_gpu_mark_t *m);
 /* Destroy the free list's events (finalize). */
 void tlmpi_gpu_marks_finalize(void);
 
+/* Whether a kernel this thread launches now can have no other kernel of this process in flight on
+ * the GPU beside it, so that it may use the CTAs of every kernel the process could otherwise have in
+ * flight (src/tier/node.c: a blocking call's grid): below MPI_THREAD_MULTIPLE (no other thread
+ * launches meanwhile), no mark holds an event (every started call's work was seen complete) and no
+ * stream-ordered or captured call was ever made (their kernels run when the application's streams
+ * and graphs say: tlmpi cannot see them finish). One load each; not collective (each rank sizes
+ * its own grid: kernels.h, cols). */
+int tlmpi_gpu_alone(void);
+/* A stream-ordered or captured call is being made (src/entry/enqueue.c): tlmpi_gpu_alone is 0 from
+ * now on in this process. */
+void tlmpi_gpu_note_stream_ordered(void);
+
 /* End the job after a diagnostic was printed, as a TLMPI_TIMEOUT does: MPI_Abort on comm (NULL or
  * MPI_COMM_NULL: MPI_COMM_WORLD); if the abort has not ended the process in 10 s, SIGALRM does. */
 __attribute__((noreturn)) void tlmpi_gpu_abort(MPI_Comm comm);

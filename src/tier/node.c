@@ -462,9 +462,10 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
         o = (size_t)snprintf(buf, len, "transport ipc");
     }
     if (o < len) {
-        o += (size_t)snprintf(buf + o, len - o, ", %d ranks, pool %zu %s, %d CTAs max, multicast %s%s%s%s",
+        o += (size_t)snprintf(buf + o, len - o, ", %d ranks, pool %zu %s, %d CTAs max (blocking calls alone on the GPU: "
+                              "%d), multicast %s%s%s%s",
                               nc->xp->x.nranks, data % ((size_t)1 << 20) ? data >> 10 : data >> 20,
-                              data % ((size_t)1 << 20) ? "KiB" : "MiB", nc->xp->max_ctas,
+                              data % ((size_t)1 << 20) ? "KiB" : "MiB", nc->xp->max_ctas, nc->xp->max_ctas_alone,
                               nc->xp->x.mc_base ? "nvls" : "emulated", nc->xp->x.mc_base ? "" : " (",
                               nc->xp->x.mc_base ? "" : nc->mc_why, nc->xp->x.mc_base ? "" : ")");
     }
@@ -520,14 +521,15 @@ static __attribute__((noreturn, noinline)) void node_timed_out(const tlmpi_tier_
     tlmpi_error(COLL, "TLMPI_TIMEOUT: rank %d (world rank %d) of communicator #%u (%d ranks) in %s on tier node "
                 "(algorithm %s, %zu bytes): a device wait gave up after %ld s (TLMPI_TIMEOUT) %s of the "
                 "call, CTA slot %d, waiting for node rank %d: expected %s%llu, seen %llu (the kernel that gave "
-                "up: %s%s; %d CTAs max per kernel, sized for %d communicators with kernels in flight at once: more "
-                "would not all be resident, raise TLMPI_CONCURRENT_COLLS); calling MPI_Abort",
+                "up: %s%s; %d CTAs max per kernel, %d for a blocking call alone on the GPU, sized for %d communicators "
+                "with kernels in flight at once: more would not all be resident, raise TLMPI_CONCURRENT_COLLS); "
+                "calling MPI_Abort",
                 tc->rank, tlmpi_g.world_rank, tc->id, tc->size, tlmpi_coll_name(c->coll), node_algos[a], c->msg_bytes,
                 (long)TLMPI_ENV_I(TIMEOUT), where, r->cta, r->peer, a == A_LL ? "line flag " : "",
                 (unsigned long long)r->expected, (unsigned long long)r->seen, node_kind_name(r->kind),
                 r->kind == (a == A_DIRECT ? direct_kind(c->coll) : (int)node_kind(c->coll, a))
                     ? "" : ", not this call's: an earlier stream-ordered or replayed one",
-                nc ? nc->xp->max_ctas : 0, tlmpi_topo_concurrent_colls());
+                nc ? nc->xp->max_ctas : 0, nc ? nc->xp->max_ctas_alone : 0, tlmpi_topo_concurrent_colls());
     tlmpi_gpu_abort(tc->comm);
 }
 
@@ -607,22 +609,42 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
     return e;
 }
 
-/* The launch arguments of call c (algorithm word algo); the algorithm it runs in *a_p. CTAs: the plan
- * entry's knob (tables, tuning file), else TLMPI_NODE_CTAS, else by size; at most the agreed limit
- * that keeps every rank's CTAs resident. */
+/* The launch arguments of call c (algorithm word algo); the algorithm it runs in *a_p. Columns (the
+ * partition, the same on every rank: kernels.h, cols): the plan entry's knob (tables, tuning file),
+ * else TLMPI_NODE_CTAS, else by size; at most the agreed limit that keeps every rank's CTAs resident:
+ * max_ctas, or for the blocking form of the pool kinds max_ctas_alone (where ranks share a GPU, twice
+ * as many or more). CTAs: the columns, or where another kernel of this process may be in flight
+ * beside a blocking call's, at most max_ctas of them taking the columns in turn (topo.h:
+ * tlmpi_topo_grid_ctas). The form, not what is in flight, decides the columns: it is the same on
+ * every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call that falls
+ * back to a synchronous run keeps its form). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
                       tlmpi_node_args_t *args, int *a_p)
 {
     long forced = TLMPI_ALGO_CTAS(algo) ? TLMPI_ALGO_CTAS(algo) : (long)TLMPI_ENV_I(NODE_CTAS);
-    int a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes), ctas;
+    int a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes), cols, lim, split = nc->xp->max_ctas;
+    int blocking;
 
     args->kind = (int)node_kind(c->coll, a);
     args->dtype = (int)c->dt;
     args->op = (int)c->opc;
     args->count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
-    ctas = forced > 0 ? (int)(forced < nc->xp->max_ctas ? forced : nc->xp->max_ctas)
-                      : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, nc->xp->max_ctas);
-    args->ctas = ctas < 1 ? 1 : ctas > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : ctas;
+    blocking = c->form == TLMPI_FORM_BLOCKING && !c->pend && a != A_LL && !nc->xp->x.mc_base &&
+               nc->xp->max_ctas_alone > split;
+    lim = blocking ? nc->xp->max_ctas_alone : split;
+    cols = forced > 0 ? (int)(forced < lim ? forced : lim) : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, lim);
+    cols = cols < 1 ? 1 : cols > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : cols;
+    if (blocking) {
+        cols = tlmpi_topo_grid_cols(cols, split, lim);
+        args->cols = cols;
+        args->ctas = tlmpi_topo_grid_ctas(cols, split, tlmpi_gpu_alone());
+        if (cols > split) {
+            tlmpi_stat_grid_add(args->ctas < cols);
+        }
+    } else {
+        args->cols = 0; /* one column per CTA */
+        args->ctas = cols;
+    }
     args->epoch = 0; /* dev_epoch: the kernels keep it */
     args->done_word = NULL; /* the launch thread's launches may offer one (node_done_offer) */
     args->done_value = 0;

@@ -56,24 +56,38 @@ int tlmpi_xport_agree_step(MPI_Comm comm, int ok, const char *step, char *why, s
     return all ? 0 : -1;
 }
 
+/* This rank's max_ctas_alone (xport.h) from its max_ctas: the kernels sized for one kernel of the
+ * process in flight instead of tlmpi_topo_concurrent_colls() of them. Every process's CTAs on the GPU
+ * stay within its share either way (max_ctas x concurrent <= the GPU's resident CTAs / sharers). */
+static int alone_ctas(const tlmpi_xport_t *t)
+{
+    long a = (long)t->max_ctas * tlmpi_topo_concurrent_colls();
+
+    if (tlmpi_g.thread_level == MPI_THREAD_MULTIPLE || t->x.mc_base) {
+        return t->max_ctas;
+    }
+    return (int)(a > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : a);
+}
+
 int tlmpi_xport_agree(MPI_Comm comm, int rank, int size, int ok, size_t data_bytes, tlmpi_xport_t *t,
                       const char *failed, char *why, size_t len)
 {
-    int agree[1 + TLMPI_NODE_MAX_RANKS], q, bad = 0;
+    int agree[2 + TLMPI_NODE_MAX_RANKS], q, bad = 0;
     long timeout = (long)TLMPI_ENV_I(TIMEOUT);
     char list[32];
 
-    for (q = 0; q <= TLMPI_NODE_MAX_RANKS; q++) {
+    for (q = 0; q < 2 + TLMPI_NODE_MAX_RANKS; q++) {
         agree[q] = 0;
     }
     agree[0] = ok ? -t->max_ctas : 0;   /* MAX of -ctas: the least; 0 when any rank failed */
-    agree[1 + rank] = !ok;
-    if (PMPI_Allreduce(MPI_IN_PLACE, agree, 1 + TLMPI_NODE_MAX_RANKS, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
+    agree[1] = ok ? -alone_ctas(t) : 0;
+    agree[2 + rank] = !ok;
+    if (PMPI_Allreduce(MPI_IN_PLACE, agree, 2 + TLMPI_NODE_MAX_RANKS, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
         snprintf(why, len, "PMPI_Allreduce of the transport's outcome failed");
         return -1;
     }
     for (q = 0; q < size; q++) {
-        bad |= agree[1 + q] << q;
+        bad |= agree[2 + q] << q;
     }
     if (bad) {
         if (!(bad & (1 << rank))) {
@@ -83,6 +97,7 @@ int tlmpi_xport_agree(MPI_Comm comm, int rank, int size, int ok, size_t data_byt
         return -1;
     }
     t->max_ctas = -agree[0];
+    t->max_ctas_alone = -agree[1];
     t->x.rank = rank;
     t->x.nranks = size;
     t->x.data_bytes = data_bytes;

@@ -20,7 +20,14 @@ typedef struct tlmpi_xport {
     int dev;                            /* this rank's device (the pool's) */
     int ranks_on_gpu;                   /* ranks of the comm on this rank's GPU, itself included */
     int shared;                         /* some GPU holds several ranks of the comm (the same on all) */
-    int max_ctas;                       /* agreed: the least tlmpi_cuda_node_max_ctas over the ranks */
+    int max_ctas;                       /* agreed: the least tlmpi_cuda_node_max_ctas over the ranks:
+                                           CTAs of a kernel that may run beside this process's other
+                                           kernels (tlmpi_topo_concurrent_colls of them) */
+    int max_ctas_alone;                 /* agreed: CTAs of a kernel that runs with no other kernel of
+                                           this process in flight (a blocking call: src/tier/node.c),
+                                           max_ctas x tlmpi_topo_concurrent_colls() up to
+                                           TLMPI_NODE_MAX_CTAS; max_ctas under MPI_THREAD_MULTIPLE and
+                                           on multicast (its kernels take one column per CTA) */
 } tlmpi_xport_t;
 
 /* The error record (cudaHostAllocMapped, zeroed) and its device address in t->x.err; 0, or -1 with
@@ -38,7 +45,8 @@ int tlmpi_xport_max_ctas(int dev, int ranks_on_gpu);
  * first reason ("TLMPI_NVLS=0", "NCCL_NVLS_ENABLE=0", "no multicast support on device 0"). */
 int tlmpi_xport_multicast_allowed(int dev, char *why, size_t len);
 
-/* Collective over comm: agree on every rank's success (ok) and on the least t->max_ctas. On success
+/* Collective over comm: agree on every rank's success (ok) and on the least t->max_ctas and
+ * max_ctas_alone (derived here from each rank's t->max_ctas and t->x.mc_base). On success
  * everywhere: t->max_ctas is the agreed limit, t->x's rank, nranks, data_bytes and timeout_ns are
  * filled (TLMPI_TIMEOUT), x.stuck is 0, and 0 is returned. Otherwise -1 on every rank; on a rank
  * that succeeded, why says "node rank(s) 1,3 <failed>". */

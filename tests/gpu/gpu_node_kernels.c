@@ -10,7 +10,9 @@
  *    two-shot/ll; ll up to its limit of TLMPI_NODE_LL_MAX_BYTES, sizes clipped to it) x
  *    every element type x {sum, prod, min, max}, n = 2, 3, 4, 8, sizes 1, 7, 4097 elements and
  *    sizes of several pool steps (data area 64 KiB and 1 MiB), in place and not, user pointers
- *    offset by 0..15 bytes (any alignment), 1..max CTAs;
+ *    offset by 0..15 bytes (any alignment), 1..max columns, and in half of the pool-kind calls each
+ *    rank on a CTA count of its own (1..columns: each CTA takes several columns in turn, as the node
+ *    tier's blocking calls do where another kernel may be in flight; kernels.h: cols);
  *  - a burst of 300 back-to-back calls of alternating kinds and sizes with no host
  *    synchronisation between them, then every result checked (cross-call slot races);
  *  - the same sweep and burst at n = 4 with the device-resident epoch (dev_epoch: what tlmpi's
@@ -33,7 +35,9 @@
  * Default (make check): data areas of 64 KiB for every n, 1 MiB for n = 4, bursts of 100 calls;
  * --full: 1 MiB for every n, bursts of 300 (about 3 minutes on an H200); --wrap-only: the LL wrap
  * case alone; --done-only: the completion word alone; --done-early: the same with every word due at
- * its launch's first CTA (what a kernel without the CTA counter would do): must FAIL.
+ * its launch's first CTA (what a kernel without the CTA counter would do): must FAIL; --cols-only:
+ * the pool kinds with every rank on a CTA count of its own; --cols-mutant: the same launched without
+ * the columns (every rank partitioning by its own CTA count): must FAIL.
  * Fresh random data each run (seed printed; TLMPI_TEST_SEED=N repeats). Exit 77 without a GPU.
  */
 #include "config.h"
@@ -56,6 +60,10 @@ static cudaStream_t st[MAXR];
 static unsigned long long epoch[MAXR];
 static int max_ctas;
 static int dev_ep; /* setup: the descriptors' dev_epoch (the kernels keep the epoch in the pool header) */
+/* --cols-only: every pool-kind call on a CTA count of each rank's own; --cols-mutant: the same launched
+ * without the columns (each rank partitioning by its own CTA count, what a launcher that drops
+ * tlmpi_node_args_t.cols would do): must FAIL */
+static int cols_mode;
 
 static const char *kind_names[TLMPI_NODE_KIND_COUNT] = {
     [TLMPI_NODE_AG_PUSH] = "ag_push", [TLMPI_NODE_AG_PULL] = "ag_pull",     [TLMPI_NODE_RSB_PULL] = "rsb",
@@ -106,7 +114,9 @@ static void teardown(void)
 
 /* one call's buffers: per rank a host input, a device in/out with guards, the offset */
 typedef struct {
-    int kind, dt, op, in_place, ctas;
+    int kind, dt, op, in_place, ctas;   /* ctas: the call's columns (kernels.h: cols) */
+    int grid[MAXR];                     /* CTAs each rank launches (call_prepare): the columns, or for
+                                           half of the pool-kind calls a count of its own, 1..ctas */
     size_t count, esz, in_bytes, out_bytes;
     size_t off_in[MAXR], off_out[MAXR];
     char *d_in[MAXR], *d_out[MAXR];     /* allocations (guards included) */
@@ -128,6 +138,10 @@ static void call_prepare(call_t *c)
     int r;
     size_t i, n_in;
     c->esz = is_ag(c->kind) ? 1 : elem_size[c->dt];
+    {
+        const int own = !is_ll(c->kind) && (cols_mode || rnd(2)); /* the LL kinds: one column per CTA */
+        for (r = 0; r < nr; r++) c->grid[r] = own ? 1 + (int)rnd((unsigned)c->ctas) : c->ctas;
+    }
     c->in_bytes = c->count * c->esz * (is_rsb(c->kind) ? (size_t)nr : 1);
     c->out_bytes = c->count * c->esz * (is_ag(c->kind) ? (size_t)nr : 1);
     n_in = c->in_bytes / c->esz;
@@ -165,7 +179,8 @@ static void call_launch(call_t *c)
         a.out = out;
         a.in = c->in_place ? (is_ag(c->kind) ? out + (size_t)r * c->count : out) : c->d_in[r] + GUARD + c->off_in[r];
         a.count = c->count;
-        a.ctas = c->ctas;
+        a.cols = cols_mode == 2 ? 0 : c->ctas;
+        a.ctas = c->grid[r];
         a.epoch = epoch[r];
         int e = tlmpi_cuda_node_run(&xp[r], &a, st[r]);
         if (e) {
@@ -604,6 +619,26 @@ static void done_words(int rounds)
     printf("done word: %d kinds x %d rounds, %s\n", (int)(sizeof(kinds) / sizeof(kinds[0])), rounds, bad ? "FAIL" : "ok");
 }
 
+/* The columns alone (--cols-only / --cols-mutant): 4 ranks, the device epoch, 1 MiB data areas, the
+ * pool kinds at sizes of one to several steps, every rank on its own CTA count for the call's columns
+ * (the most the GPU allows 4 ranks). Stops at the first failure (the mutant's waits time out). */
+static void cols_only(int rounds)
+{
+    static const int kinds[] = { TLMPI_NODE_AG_PUSH, TLMPI_NODE_AG_PULL, TLMPI_NODE_RSB_PULL, TLMPI_NODE_AR_ONESHOT,
+                                 TLMPI_NODE_AR_TWOSHOT };
+    int i, k;
+    dev_ep = 1;
+    setup(4, 1 << 20, cols_mode == 2 ? 2.0 : 10.0);
+    for (i = 0; i < rounds && !failures; i++)
+        for (k = 0; k < 5 && !failures; k++) {
+            const int dt = is_ag(kinds[k]) ? 0 : (int)rnd(TLMPI_DT_NUM_ARITH);
+            one_case(kinds[k], dt, is_ag(kinds[k]) ? 0 : (int)rnd(TLMPI_OP_NUM_ARITH),
+                     (1 + rnd(3u << 20)) / (is_ag(kinds[k]) ? 1 : elem_size[dt]), (int)rnd(2), max_ctas);
+        }
+    teardown();
+    dev_ep = 0;
+}
+
 int main(int argc, char **argv)
 {
     int n, dev_count = 0, ns[] = { 2, 3, 4, 8 }, i, quick = !(argc > 1 && !strcmp(argv[1], "--full"));
@@ -618,6 +653,12 @@ int main(int argc, char **argv)
     }
     rng_state = seed ? seed : 1;
     printf("gpu_node_kernels: seed %llu (TLMPI_TEST_SEED)\n", seed);
+    if (argc > 1 && (!strcmp(argv[1], "--cols-only") || !strcmp(argv[1], "--cols-mutant"))) {
+        cols_mode = !strcmp(argv[1], "--cols-only") ? 1 : 2;
+        cols_only(cols_mode == 2 ? 1 : 20);
+        printf("gpu_node_kernels: %s (%d cases, %d failures)\n", failures ? "FAIL" : "PASS", cases, failures);
+        return failures ? 1 : 0;
+    }
     if (done_only) {
         done_words(40);
         printf("gpu_node_kernels: %s (%d cases, %d failures)\n", failures ? "FAIL" : "PASS", cases, failures);

@@ -224,6 +224,55 @@ START_TEST(test_fake_node_color)
 }
 END_TEST
 
+/* The node kernels' columns and CTAs (topo.h: tlmpi_topo_grid_cols / _ctas), where ranks share a GPU:
+ * 8 ranks (16 / 32 CTAs), 2 ranks (66 / 128), then every combination against the rules. */
+START_TEST(test_grid)
+{
+    static const int cols_cases[][4] = { /* n, split, alone, cols */
+        { 5, 16, 32, 5 }, { 16, 16, 32, 16 }, { 17, 16, 32, 32 }, { 20, 16, 32, 32 }, { 32, 16, 32, 32 },
+        { 100, 66, 128, 128 }, { 66, 66, 128, 66 }, { 67, 66, 128, 128 }, { 30, 16, 16, 30 }, { 9, 0, 32, 9 },
+    };
+    static const int ctas_cases[][4] = { /* cols, split, alone_now, ctas */
+        { 32, 16, 0, 16 }, { 32, 16, 1, 32 }, { 20, 16, 0, 10 }, { 16, 16, 0, 16 }, { 5, 16, 0, 5 },
+        { 128, 66, 0, 64 }, { 128, 66, 1, 128 }, { 33, 16, 0, 11 },
+    };
+    size_t k;
+    int n, split, alone, now;
+
+    for (k = 0; k < sizeof(cols_cases) / sizeof(cols_cases[0]); k++) {
+        const int *c = cols_cases[k];
+        ck_assert_msg(tlmpi_topo_grid_cols(c[0], c[1], c[2]) == c[3], "grid_cols(%d, %d, %d) = %d, want %d", c[0], c[1],
+                      c[2], tlmpi_topo_grid_cols(c[0], c[1], c[2]), c[3]);
+    }
+    for (k = 0; k < sizeof(ctas_cases) / sizeof(ctas_cases[0]); k++) {
+        const int *c = ctas_cases[k];
+        ck_assert_msg(tlmpi_topo_grid_ctas(c[0], c[1], c[2]) == c[3], "grid_ctas(%d, %d, %d) = %d, want %d", c[0], c[1],
+                      c[2], tlmpi_topo_grid_ctas(c[0], c[1], c[2]), c[3]);
+    }
+    for (split = 1; split <= 128; split++) {
+        for (alone = split; alone <= 128; alone += split > 64 ? 128 : split) {
+            for (n = 1; n <= alone; n++) {
+                const int cols = tlmpi_topo_grid_cols(n, split, alone);
+
+                ck_assert_msg(cols >= n && cols <= alone, "grid_cols(%d, %d, %d) = %d", n, split, alone, cols);
+                ck_assert_msg(n <= split ? cols == n : cols % split == 0 || cols == alone,
+                              "grid_cols(%d, %d, %d) = %d: not whole rounds of %d", n, split, alone, cols, split);
+                for (now = 0; now <= 1; now++) {
+                    const int g = tlmpi_topo_grid_ctas(cols, split, now);
+
+                    /* alone: every column its own CTA; else at most split CTAs (resident beside another
+                     * kernel), in as many rounds as split CTAs would take */
+                    ck_assert_msg(now ? g == cols
+                                      : g >= 1 && g <= split && g <= cols &&
+                                            (cols + g - 1) / g == (cols + split - 1) / split,
+                                  "grid_ctas(%d, %d, %d) = %d", cols, split, now, g);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("topo");
@@ -242,6 +291,7 @@ int main(void)
 #endif
     tcase_add_test(th, test_dist_names);
     tcase_add_test(tf, test_fake_node_color);
+    tcase_add_test(tf, test_grid);
     suite_add_tcase(s, th);
     suite_add_tcase(s, tf);
     sr = srunner_create(s);
