@@ -6,9 +6,10 @@
 // Launch shape: `ctas` CTAs of 512 threads for every node kernel (kernels.h), chosen by the host;
 // the pool kinds' IPC kernels take `cols` columns (the same on every rank) on a CTA count of the
 // rank's own, in a variant of their own (kIpcCols) when there are more columns than CTAs; every
-// other launch has one column per CTA and the same CTA count on every rank. Steps: a message larger than one data half of the pool runs as several
-// steps inside the same kernel; the per-step chunk is a data half (pull allgather, both allreduces)
-// or a data half divided by the number of ranks (push allgather, reduce-scatter: n slots per step).
+// other launch has one column per CTA and the same CTA count on every rank. Steps: a message
+// larger than one data half of the pool runs as several steps inside the same kernel; the per-step
+// chunk is a data half (pull allgather, both allreduces) or a data half divided by the number of
+// ranks (push allgather, reduce-scatter: n slots per step).
 // Sync protocol: see node.cuh (barriers per column). Epochs: where the transport has dev_epoch
 // (tlmpi's tiers) each kernel reads and advances the epoch word in its own pool header (node.cuh:
 // node_enter), so launches are replay-safe in CUDA graphs; otherwise (the kernel tests) they are

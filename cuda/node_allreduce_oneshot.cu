@@ -12,8 +12,8 @@
 //
 // Launch shape. One kernel per call, `cols` columns (the same on every rank) on `ctas` CTAs of 512
 // threads (all resident; a rank's own count, cols unless a blocking call's kernel may run beside
-// another: node.cuh, "Columns and CTAs"); column b owns the same 16-byte-aligned piece on every rank; the odd tail element by
-// element.
+// another: node.cuh, "Columns and CTAs"); column b owns the same 16-byte-aligned piece on every
+// rank; the odd tail element by element.
 //
 // Sync protocol. One barrier per step (per column, target epoch + s + 1), data halves by
 // barrier parity (node.cuh). A timed-out wait fills the error record and ends the CTA.

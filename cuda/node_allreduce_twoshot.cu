@@ -15,8 +15,8 @@
 //
 // Launch shape. One kernel per call, `cols` columns (the same on every rank) on `ctas` CTAs of 512
 // threads (all resident; a rank's own count, cols unless a blocking call's kernel may run beside
-// another: node.cuh, "Columns and CTAs"); column b owns the same 16-byte-aligned piece of every slice on every rank; the odd tail
-// (in the last slice) element by element.
+// another: node.cuh, "Columns and CTAs"); column b owns the same 16-byte-aligned piece of every
+// slice on every rank; the odd tail (in the last slice) element by element.
 //
 // Sync protocol. Two barriers per step (targets epoch + 2s + 1 and + 2s + 2, per column); half A
 // is the parity of the first, half B of the second (node.cuh's rule). A timed-out wait fills the

@@ -20,9 +20,10 @@
 //
 // Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all resident:
 // the node tier's CTA limit; one column per CTA: the persistent forms only); CTA b owns the same
-// 16-byte-aligned piece of the work on every rank (node::col_piece; allgather walks it in 64 KiB sub-pieces, every block's before the next); peers'
-// memory is loaded with ld.global.cg (the buffers change between starts and L1 is not coherent with
-// other GPUs' or processes' stores); tails element by element.
+// 16-byte-aligned piece of the work on every rank (node::col_piece; allgather walks it in 64 KiB
+// sub-pieces, every block's before the next); peers' memory is loaded with ld.global.cg (the buffers
+// change between starts and L1 is not coherent with other GPUs' or processes' stores); tails element
+// by element.
 //
 // Sync protocol. Two node barriers per call (targets epoch + 1 and epoch + 2, per CTA index, the
 // device-resident epoch of the pools' headers: node.cuh); allgather one more per step beyond its first

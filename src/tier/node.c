@@ -629,8 +629,8 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     args->dtype = (int)c->dt;
     args->op = (int)c->opc;
     args->count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
-    blocking = c->form == TLMPI_FORM_BLOCKING && !c->pend && a != A_LL && !nc->xp->x.mc_base &&
-               nc->xp->max_ctas_alone > split;
+    /* max_ctas_alone is max_ctas where columns are never taken (multicast, MPI_THREAD_MULTIPLE: xport.h) */
+    blocking = c->form == TLMPI_FORM_BLOCKING && !c->pend && a != A_LL && nc->xp->max_ctas_alone > split;
     lim = blocking ? nc->xp->max_ctas_alone : split;
     cols = forced > 0 ? (int)(forced < lim ? forced : lim) : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, lim);
     cols = cols < 1 ? 1 : cols > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : cols;
