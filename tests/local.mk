@@ -95,25 +95,25 @@ tests_gpu_gpu_coll_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # the node tier (tlmpi's own kernels) with every algorithm forced, through MPI: tests/gpu/node.sh
 # runs it with 2, 3, 4, 8 ranks on one GPU under MPS; check_gpu.sh runs its quick subset
 check_PROGRAMS += tests/gpu/gpu_node
-tests_gpu_gpu_node_SOURCES = tests/gpu/gpu_node.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_node_SOURCES = tests/gpu/gpu_node.c tests/gpu/gpu_values.h tests/gpu/gpu_modes.h tests/harness.h
 tests_gpu_gpu_node_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_node_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_node_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # the non-blocking forms (MPI_I*) and the MPI-4 persistent forms (MPI_*_init; exit 77 on an older
 # MPI) on device buffers, through MPI: tests/gpu/nbc.sh (device-run.sh part nbc)
 check_PROGRAMS += tests/gpu/gpu_nbc tests/gpu/gpu_persist
-tests_gpu_gpu_nbc_SOURCES = tests/gpu/gpu_nbc.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_nbc_SOURCES = tests/gpu/gpu_nbc.c tests/gpu/gpu_values.h tests/gpu/gpu_modes.h tests/harness.h
 tests_gpu_gpu_nbc_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_nbc_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_nbc_LDFLAGS = -no-install $(CUDA_LDFLAGS)
-tests_gpu_gpu_persist_SOURCES = tests/gpu/gpu_persist.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_persist_SOURCES = tests/gpu/gpu_persist.c tests/gpu/gpu_values.h tests/gpu/gpu_modes.h tests/harness.h
 tests_gpu_gpu_persist_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_persist_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_persist_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # the stream-ordered forms (tlmpi_*_enqueue) captured in CUDA graphs and replayed, on device
 # buffers: tests/gpu/graph.sh (device-run.sh part graph)
 check_PROGRAMS += tests/gpu/gpu_graph
-tests_gpu_gpu_graph_SOURCES = tests/gpu/gpu_graph.c tests/gpu/gpu_values.h tests/harness.h
+tests_gpu_gpu_graph_SOURCES = tests/gpu/gpu_graph.c tests/gpu/gpu_values.h tests/gpu/gpu_modes.h tests/harness.h
 tests_gpu_gpu_graph_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_graph_LDADD = libtlmpi.la $(CUDA_LIBS) -ldl -lm
 tests_gpu_gpu_graph_LDFLAGS = -no-install $(CUDA_LDFLAGS)

@@ -93,10 +93,9 @@
 #pragma weak tlmpi_enqueue_error
 #pragma weak tlmpi_form_name
 
-enum { C_AR, C_RSB, C_AG, C_N };
-static const char *const coll_names[C_N] = { "allreduce", "reduce_scatter_block", "allgather" };
-static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_REDUCE_SCATTER_BLOCK,
-                                            TLMPI_COLL_ALLGATHER };
+#define GPU_TEST_NAME "gpu_graph"
+#include "gpu_modes.h"
+
 enum { F_PLAIN, F_C, F_F }; /* entry point: tlmpi_<coll>_enqueue, _c, _f */
 static const char *const form_entry[3] = { "", "_c", "_f" };
 enum { R_GRAPH, R_EAGER, R_EAGER2, R_BLOCKING, R_NONBLOCKING, R_N }; /* how a sequence runs */
@@ -105,37 +104,11 @@ static const char *const run_names[R_N] = { "graph", "eager", "eager (second str
 #define GUARD 64
 #define LOOP_LIMIT_S 60.0
 #define NF TLMPI_FORM_COUNT
-#define MAXP 32
 
 static int g_rank, g_size, g_quick, g_anypath, g_noalgo, g_overflow, g_nograph, g_replays = 200;
 static long g_cases;
 static unsigned long long g_seed; /* the same on every rank */
 static cudaStream_t g_st, g_st2;  /* non-blocking streams */
-static int g_npaths;
-
-static dtinfo_t g_types[16];
-static int g_ntypes;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void add_type(const char *name, MPI_Datatype dt, int kind, int size)
-{
-    g_types[g_ntypes++] = (dtinfo_t){ name, dt, kind, size, 1 };
-}
-
-static const dtinfo_t *type_by_name(const char *n)
-{
-    int i;
-    for (i = 0; i < g_ntypes; i++) if (!strcmp(g_types[i].name, n)) return &g_types[i];
-    fprintf(stderr, "gpu_graph: no type %s\n", n);
-    MPI_Abort(MPI_COMM_WORLD, 4);
-    return NULL;
-}
 
 static void limit_abort(double t0, const char *what)
 {
@@ -276,8 +249,7 @@ static void seq_layout(seq_t *q)
         size_t esz = (size_t)x->t->size, in_b, out_b;
         MPI_Comm_rank(x->comm, &x->rank);
         MPI_Comm_size(x->comm, &x->p);
-        x->in_n = x->coll == C_RSB ? x->count * (size_t)x->p : x->count;
-        x->out_n = x->coll == C_AG ? x->count * (size_t)x->p : x->count;
+        sizes_of(x->coll, x->count, x->p, &x->in_n, &x->out_n);
         in_b = x->in_n * esz;
         out_b = x->out_n * esz;
         x->sspan = x->inplace ? 0 : GUARD + 48 + in_b + GUARD;
@@ -898,8 +870,7 @@ int main(int argc, char **argv)
     tst_rng_sync();
     g_seed = tst_rand();
     TST_CUDA(cudaSetDevice(g_rank % ndev));
-    for (g_npaths = 0; g_npaths < MAXP && tlmpi_path_name((tlmpi_path_t)g_npaths); g_npaths++) {
-    }
+    find_paths();
     add_type("f32", MPI_FLOAT, K_FLOAT, 4);
     add_type("f64", MPI_DOUBLE, K_FLOAT, 8);
     add_type("f16", TLMPI_FLOAT16, K_F16, 2);

@@ -59,21 +59,9 @@
 
 #include "gpu_values.h"
 
-enum { C_AR, C_RSB, C_AG, C_N };
-static const char *const coll_names[C_N] = { "allreduce", "reduce_scatter_block", "allgather" };
-static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_REDUCE_SCATTER_BLOCK,
-                                            TLMPI_COLL_ALLGATHER };
-static const char *const table_vars[C_N] = { "ALLREDUCE_TIERS", "REDUCE_SCATTER_BLOCK_TIERS", "ALLGATHER_TIERS" };
+#define GPU_TEST_NAME "gpu_nbc"
+#include "gpu_modes.h"
 
-typedef struct {
-    const char *name;
-    const char *tier;        /* TLMPI_TIER */
-    const char *tables[C_N]; /* TLMPI_<COLL>_TIERS, "" = none */
-    unsigned colls;          /* collectives the mode is for (bit per C_*) */
-    int staging;             /* device calls expected on staging (else node) */
-} tmode_t;
-
-#define B(c) (1u << (c))
 static const tmode_t g_modes[] = {
     { "node", "node", { "", "", "" }, B(C_AR) | B(C_RSB) | B(C_AG), 0 },
     { "ll", "staging", { "node/ll", "node/ll", "node/ll" }, B(C_AR) | B(C_RSB) | B(C_AG), 0 },
@@ -97,15 +85,11 @@ typedef tlmpi_status_t (*form_stats_fn)(tlmpi_coll_t, tlmpi_path_t, tlmpi_form_t
 static algo_stats_fn g_algo_stats;
 static form_stats_fn g_form_stats;
 
-#define MAXP 32
-static int g_npaths, P_NODE = -1, P_STAGING = -1, P_PASS = -1, P_SELF = -1;
-
 static int g_rank, g_size, g_quick, g_overflow, g_anypath, g_noform;
 static const char *g_expect_auto;
 static long g_cases, g_batches;
 static unsigned long long g_seed; /* the same on every rank (cases run in step) */
 static tst_rng_t g_urng;          /* rank-uniform choices: batch sizes, completion methods */
-static const tmode_t *g_cur;
 
 #define GUARD 64
 #define NSLOT 6 /* cases per batch at most */
@@ -114,81 +98,7 @@ static char *d_s[NSLOT], *d_r[NSLOT];          /* device scratch per slot */
 static char *h_s[NSLOT], *h_r[NSLOT], *h_c[NSLOT]; /* host: send image, receive image, read-back */
 static size_t d_bytes, g_maxblock;
 
-static dtinfo_t g_types[16];
-static int g_ntypes;
-
-static void add_type(const char *name, MPI_Datatype dt, int kind, int size)
-{
-    g_types[g_ntypes++] = (dtinfo_t){ name, dt, kind, size, 1 };
-}
-
-static const dtinfo_t *type_by_name(const char *n)
-{
-    int i;
-    for (i = 0; i < g_ntypes; i++) if (!strcmp(g_types[i].name, n)) return &g_types[i];
-    fprintf(stderr, "gpu_nbc: no type %s\n", n);
-    MPI_Abort(MPI_COMM_WORLD, 4);
-    return NULL;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static unsigned urand(unsigned n) { return (unsigned)(tst_rand_r(&g_urng) >> 33) % n; }
-
-static void find_paths(void)
-{
-    int k;
-    for (k = 0; k < MAXP; k++) {
-        const char *n = tlmpi_path_name((tlmpi_path_t)k);
-        if (!n) break;
-        if (!strcmp(n, "node")) P_NODE = k;
-        else if (!strcmp(n, "staging")) P_STAGING = k;
-        else if (!strcmp(n, "passthrough")) P_PASS = k;
-        else if (!strcmp(n, "self")) P_SELF = k;
-    }
-    g_npaths = k;
-}
-
-static const char *pname(int k)
-{
-    const char *n = k >= 0 && k < g_npaths ? tlmpi_path_name((tlmpi_path_t)k) : NULL;
-    return n ? n : "?";
-}
-
-static int set_mode(const tmode_t *m)
-{
-    int c;
-    tlmpi_status_t s;
-
-    if (g_cur == m) return 1;
-    g_cur = NULL;
-    s = tlmpi_config_set("TIER", m->tier);
-    for (c = 0; s == TLMPI_OK && c < C_N; c++) s = tlmpi_config_set(table_vars[c], m->tables[c]);
-    if (s != TLMPI_OK) {
-        TST_FAIL("mode %s: tlmpi_config_set refused its settings (%s)", m->name, tlmpi_status_string(s));
-        return 0;
-    }
-    g_cur = m;
-    return 1;
-}
-
-/* the algorithm a mode forces for coll ("node/NAME" alone in its table), else NULL */
-static const char *forced_algo(const tmode_t *m, int coll)
-{
-    const char *t = m ? m->tables[coll] : "";
-    return strncmp(t, "node/", 5) || strchr(t, ',') || strchr(t, ':') ? NULL : t + 5;
-}
-
-static void sizes_of(int coll, size_t count, int p, size_t *in_n, size_t *out_n)
-{
-    *in_n = coll == C_RSB ? count * (size_t)p : count;
-    *out_n = coll == C_AG ? count * (size_t)p : count;
-}
 
 static size_t off_of(unsigned long long cs, int which, size_t esz)
 {

@@ -65,35 +65,26 @@
 
 #include "gpu_values.h"
 
-enum { C_AR, C_RSB, C_AG, C_N };
-static const char *const coll_names[C_N] = { "allreduce", "reduce_scatter_block", "allgather" };
-static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_REDUCE_SCATTER_BLOCK,
-                                            TLMPI_COLL_ALLGATHER };
-static const char *const table_vars[C_N] = { "ALLREDUCE_TIERS", "REDUCE_SCATTER_BLOCK_TIERS", "ALLGATHER_TIERS" };
+#define GPU_TEST_NAME "gpu_node"
+#define GPU_MODES_SET_HINT ": is the node tier in this build?"
+#include "gpu_modes.h"
 
-typedef struct {
-    const char *name;
-    const char *tier;           /* TLMPI_TIER */
-    const char *tables[C_N];    /* TLMPI_<COLL>_TIERS, "" = none */
-    unsigned colls;             /* collectives the mode is for (bit per C_*) */
-} tmode_t;
-
-#define B(c) (1u << (c))
+/* (the staging field of tmode_t, last, is not used here: 0) */
 static const tmode_t g_modes[] = {
-    { "node", "node", { "", "", "" }, B(C_AR) | B(C_RSB) | B(C_AG) },
-    { "ar-oneshot", "staging", { "node/oneshot", "", "" }, B(C_AR) },
-    { "ar-twoshot", "staging", { "node/twoshot", "", "" }, B(C_AR) },
-    { "ag-push", "staging", { "", "", "node/push" }, B(C_AG) },
-    { "ag-pull", "staging", { "", "", "node/pull" }, B(C_AG) },
-    { "rsb-pull", "staging", { "", "node/pull", "" }, B(C_RSB) },
-    { "ll", "staging", { "node/ll", "node/ll", "node/ll" }, B(C_AR) | B(C_RSB) | B(C_AG) },
+    { "node", "node", { "", "", "" }, B(C_AR) | B(C_RSB) | B(C_AG), 0 },
+    { "ar-oneshot", "staging", { "node/oneshot", "", "" }, B(C_AR), 0 },
+    { "ar-twoshot", "staging", { "node/twoshot", "", "" }, B(C_AR), 0 },
+    { "ag-push", "staging", { "", "", "node/push" }, B(C_AG), 0 },
+    { "ag-pull", "staging", { "", "", "node/pull" }, B(C_AG), 0 },
+    { "rsb-pull", "staging", { "", "node/pull", "" }, B(C_RSB), 0 },
+    { "ll", "staging", { "node/ll", "node/ll", "node/ll" }, B(C_AR) | B(C_RSB) | B(C_AG), 0 },
 };
 #define N_MODES ((int)(sizeof(g_modes) / sizeof(g_modes[0])))
 static const tmode_t g_mixed = { "mixed", "staging",
                                  { "node/ll:4k,node/oneshot:16k,node/twoshot", "node/ll:1k,node/pull",
                                    "node/ll:2k,node/push:8k,node/pull" },
-                                 B(C_AR) | B(C_RSB) | B(C_AG) };
-static const tmode_t g_auto = { "auto", "auto", { "", "", "" }, B(C_AR) | B(C_RSB) | B(C_AG) };
+                                 B(C_AR) | B(C_RSB) | B(C_AG), 0 };
+static const tmode_t g_auto = { "auto", "auto", { "", "", "" }, B(C_AR) | B(C_RSB) | B(C_AG), 0 };
 
 /* Optional library functions, looked up at run time (so that this test builds against any
  * tlmpi.h): per-algorithm counters and the plan in words. */
@@ -102,62 +93,14 @@ typedef tlmpi_status_t (*describe_fn)(MPI_Comm, char *, size_t);
 static algo_stats_fn g_algo_stats;
 static describe_fn g_describe;
 
-#define MAXP 32 /* path labels looked up by name (beyond this header's TLMPI_PATH_COUNT too) */
-static int g_npaths, P_NODE = -1, P_STAGING = -1, P_PASS = -1, P_SELF = -1;
-
 static int g_rank, g_size, g_quick, g_overflow, g_strict1, g_anypath;
 static long g_cases;
 static unsigned long long g_seed; /* the same on every rank of a communicator (cases run in step) */
 static char *d_s, *d_r;           /* device scratch */
 static char *h_s, *h_r, *h_c;     /* host: send image, receive image, read-back */
 static size_t d_bytes, g_maxblock; /* scratch bytes; the largest per-rank block they hold */
-static const tmode_t *g_cur;      /* mode set now */
 
 #define GUARD 64 /* poisoned bytes either side of every output */
-
-static dtinfo_t g_types[16];
-static int g_ntypes;
-
-static void add_type(const char *name, MPI_Datatype dt, int kind, int size)
-{
-    g_types[g_ntypes++] = (dtinfo_t){ name, dt, kind, size, 1 };
-}
-
-static const dtinfo_t *type_by_name(const char *n)
-{
-    int i;
-    for (i = 0; i < g_ntypes; i++) if (!strcmp(g_types[i].name, n)) return &g_types[i];
-    fprintf(stderr, "gpu_node: no type %s\n", n);
-    MPI_Abort(MPI_COMM_WORLD, 4);
-    return NULL;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void find_paths(void)
-{
-    int k;
-    for (k = 0; k < MAXP; k++) {
-        const char *n = tlmpi_path_name((tlmpi_path_t)k);
-        if (!n) break;
-        if (!strcmp(n, "node")) P_NODE = k;
-        else if (!strcmp(n, "staging")) P_STAGING = k;
-        else if (!strcmp(n, "passthrough")) P_PASS = k;
-        else if (!strcmp(n, "self")) P_SELF = k;
-    }
-    g_npaths = k;
-}
-
-static const char *pname(int k)
-{
-    const char *n = k >= 0 && k < g_npaths ? tlmpi_path_name((tlmpi_path_t)k) : NULL;
-    return n ? n : k == -2 ? "several" : "none";
-}
 
 static void snap(int coll, unsigned long long *calls)
 {
@@ -178,44 +121,11 @@ static int took_path(const unsigned long long *before, const unsigned long long 
     return took;
 }
 
-/* Set a mode's settings (only when it changes: every change makes the plans refill). 0 if tlmpi
- * refused a value (then the mode is skipped, with one failure). */
-static int set_mode(const tmode_t *m)
-{
-    int c;
-    tlmpi_status_t s;
-
-    if (g_cur == m) return 1;
-    g_cur = NULL;
-    s = tlmpi_config_set("TIER", m->tier);
-    for (c = 0; s == TLMPI_OK && c < C_N; c++) s = tlmpi_config_set(table_vars[c], m->tables[c]);
-    if (s != TLMPI_OK) {
-        TST_FAIL("mode %s: tlmpi_config_set refused its settings (%s): is the node tier in this build?", m->name,
-                 tlmpi_status_string(s));
-        return 0;
-    }
-    g_cur = m;
-    return 1;
-}
-
-/* the algorithm a mode forces for coll ("node/NAME" alone in the table), else NULL */
-static const char *forced_algo(const tmode_t *m, int coll)
-{
-    const char *t = m ? m->tables[coll] : "";
-    return strncmp(t, "node/", 5) || strchr(t, ',') || strchr(t, ':') ? NULL : t + 5;
-}
-
 static unsigned long long algo_calls(int coll, const char *algo)
 {
     tlmpi_stat_t s;
     if (!g_algo_stats || P_NODE < 0) return 0;
     return g_algo_stats(coll_ids[coll], (tlmpi_path_t)P_NODE, algo, &s) == TLMPI_OK ? s.calls : 0;
-}
-
-static void sizes_of(int coll, size_t count, int p, size_t *in_n, size_t *out_n)
-{
-    *in_n = coll == C_RSB ? count * (size_t)p : count;
-    *out_n = coll == C_AG ? count * (size_t)p : count;
 }
 
 /* element-aligned offsets that are not 16-byte aligned in general: 0, 3, 6, 9 elements (mod 48 B) */
@@ -755,7 +665,7 @@ static void auto_choice(MPI_Comm comm, const char *expect)
 /* latency of 8-byte calls through the node tier and through staging (info, not a check) */
 static void latency(MPI_Comm comm)
 {
-    static const tmode_t stg = { "staging", "staging", { "", "", "" }, 7 };
+    static const tmode_t stg = { "staging", "staging", { "", "", "" }, 7, 0 };
     const tmode_t *ms[2] = { &g_modes[0], &stg };
     int mi, c, i, n = g_quick ? 50 : 200;
     double us[2][C_N];

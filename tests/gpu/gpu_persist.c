@@ -55,16 +55,12 @@
 
 #include "gpu_values.h"
 
-enum { C_AR, C_RSB, C_AG, C_N };
-static const char *const coll_names[C_N] = { "allreduce", "reduce_scatter_block", "allgather" };
-static const tlmpi_coll_t coll_ids[C_N] = { TLMPI_COLL_ALLREDUCE, TLMPI_COLL_REDUCE_SCATTER_BLOCK,
-                                            TLMPI_COLL_ALLGATHER };
+#define GPU_TEST_NAME "gpu_persist"
+#include "gpu_modes.h"
 
 typedef tlmpi_status_t (*form_stats_fn)(tlmpi_coll_t, tlmpi_path_t, tlmpi_form_t, tlmpi_stat_t *);
 static form_stats_fn g_form_stats;
 
-#define MAXP 32
-static int g_npaths, P_NODE = -1, P_STAGING = -1, P_PASS = -1, P_SELF = -1;
 static int g_rank, g_size, g_quick, g_overflow, g_anypath, g_noform;
 static long g_cases, g_starts;
 static unsigned long long g_seed;
@@ -75,37 +71,7 @@ static tst_rng_t g_urng;
 static char *d_s[NSLOT], *d_r[NSLOT], *h_s[NSLOT], *h_r[NSLOT], *h_c[NSLOT], *hb_s[NSLOT], *hb_r[NSLOT];
 static size_t d_bytes;
 
-static dtinfo_t g_types[16];
-static int g_ntypes;
-
-static void add_type(const char *name, MPI_Datatype dt, int kind, int size)
-{
-    g_types[g_ntypes++] = (dtinfo_t){ name, dt, kind, size, 1 };
-}
-
-static const dtinfo_t *type_by_name(const char *n)
-{
-    int i;
-    for (i = 0; i < g_ntypes; i++) if (!strcmp(g_types[i].name, n)) return &g_types[i];
-    fprintf(stderr, "gpu_persist: no type %s\n", n);
-    MPI_Abort(MPI_COMM_WORLD, 4);
-    return NULL;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static unsigned urand(unsigned n) { return (unsigned)(tst_rand_r(&g_urng) >> 33) % n; }
-
-static const char *pname(int k)
-{
-    const char *n = k >= 0 && k < g_npaths ? tlmpi_path_name((tlmpi_path_t)k) : NULL;
-    return n ? n : "?";
-}
 
 static int g_aligned; /* preq_init: buffers at 16-byte aligned offsets */
 static size_t off_of(unsigned long long cs, int which, size_t esz)
@@ -146,12 +112,6 @@ typedef struct {
     MPI_Request req;
     char msg[256];
 } preq_t;
-
-static void sizes_of(int coll, size_t count, int p, size_t *in_n, size_t *out_n)
-{
-    *in_n = coll == C_RSB ? count * (size_t)p : count;
-    *out_n = coll == C_AG ? count * (size_t)p : count;
-}
 
 /* make the request on buffers of slot `slot` (device, or host with host=1) */
 static void preq_init(preq_t *x, MPI_Comm comm, int coll, const char *tn, int op, int inplace, size_t count, int slot,
@@ -787,7 +747,7 @@ static void c_section(void)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0, a, iters = 1000, provided_v = 0, sub = 0, k, late_iters = -1;
+    int ndev = 0, a, iters = 1000, provided_v = 0, sub = 0, late_iters = -1;
     double t0 = now();
     long totals[2], fails = 0;
     MPI_Comm dup, half;
@@ -818,15 +778,7 @@ int main(int argc, char **argv)
     g_seed = tst_rand();
     tst_rng_seed(&g_urng, g_seed);
     TST_CUDA(cudaSetDevice(g_rank % ndev));
-    for (k = 0; k < MAXP; k++) {
-        const char *n = tlmpi_path_name((tlmpi_path_t)k);
-        if (!n) break;
-        if (!strcmp(n, "node")) P_NODE = k;
-        else if (!strcmp(n, "staging")) P_STAGING = k;
-        else if (!strcmp(n, "passthrough")) P_PASS = k;
-        else if (!strcmp(n, "self")) P_SELF = k;
-    }
-    g_npaths = k;
+    find_paths();
     *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
     if (!g_form_stats && !g_noform) TST_FAIL("this libtlmpi has no tlmpi_get_form_stats (--no-form-check skips its checks)");
     if (P_NODE < 0 || P_PASS < 0) {
