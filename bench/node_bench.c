@@ -50,7 +50,8 @@
  *   section,nranks,coll,mode,algo,path,bytes,iters,reps,median_us,slowest_us,paired_us,paired_lo_us,
  *   paired_hi_us,hbm_bytes,gbps,ratio,valid,generation
  * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS,
- * auto when unset or 0: the node kernels' CTA sizing>, the form being
+ * auto when unset or 0>/ctas=<a kernel's CTAs where another of the process may be in flight>:<a
+ * blocking call's kernel alone on the GPU> (from the plan's line; absent where it names none), the form being
  * blocking, nonblocking, persistent, or for the floors sync (a kernel + wait each) and eager (K
  * kernels back to back, one wait); section graph: <form>.<usage mode>.<what ran> (bench_graph).
  * Bookkeeping collectives use PMPI_*, so they neither go through tlmpi nor count in its counters.
@@ -1915,7 +1916,19 @@ int main(int argc, char **argv)
         char buf[4096];
         set_cfg("node", -1, NULL);
         mpi_call(C_AR, 8);
-        if (g_describe(g_comm, buf, sizeof buf) == TLMPI_OK && g_rank == 0) printf("\nplan (TLMPI_TIER=node):\n\n```\n%s\n```\n", buf);
+        if (g_describe(g_comm, buf, sizeof buf) == TLMPI_OK) {
+            /* the node kernels' CTA sizing in the generation: CTAs of a kernel that may share the GPU
+             * with another of the process, and of a blocking call's kernel alone (the columns) */
+            const char *m = strstr(buf, " CTAs max (blocking calls alone on the GPU: ");
+            if (m) {
+                const char *a = m;
+                size_t len = strlen(g_gen_base);
+                while (a > buf && a[-1] >= '0' && a[-1] <= '9') a--;
+                snprintf(g_gen_base + len, sizeof g_gen_base - len, "/ctas=%d:%d", atoi(a),
+                         atoi(m + strlen(" CTAs max (blocking calls alone on the GPU: ")));
+            }
+            if (g_rank == 0) printf("\nplan (TLMPI_TIER=node):\n\n```\n%s\n```\n", buf);
+        }
     }
     if (o.do_lat) bench_latency();
     if (o.do_sweep) bench_sweep();

@@ -279,6 +279,9 @@ template <int UNROLL, typename F> __device__ __forceinline__ void grid_stride(si
 constexpr int kThreads = 256;      // threads per CTA of the copy/reduce kernels
 constexpr int kMinCtasPerSm = 4;   // __launch_bounds__: <= 64 registers, 4 CTAs (1024 threads) per SM
 
+// local.cu's kernels (copy, reduce) into fns, at most max; the count (preload.cu loads them)
+int local_kernels(const void **fns, int max);
+
 }  // namespace tlmpi
 
 #endif

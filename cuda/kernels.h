@@ -208,6 +208,15 @@ typedef struct {
 int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d,
                                void *stream);
 
+/* Loads every kernel of the library into device dev's context (cuda/preload.cu: CUDA's lazy loading
+ * may make a kernel's first launch wait for kernels in flight, and tlmpi's kernels wait for each
+ * other). Call it before the first launch of any launcher here on that device, with nothing of them
+ * in flight; once per process and device, later calls return at once. 0 or a cudaError_t (some
+ * kernel failed to load: it loads at its first launch as before). */
+int tlmpi_cuda_preload(int dev);
+/* What tlmpi_cuda_preload did: kernel lookups loaded, microseconds it took (-1: not run). */
+void tlmpi_cuda_preload_stats(int *count, long long *us);
+
 /* The most CTAs a node kernel may use on device dev when ranks_on_gpu ranks share it, so that all
  * their CTAs are resident at once (occupancy API x SMs / ranks, capped at TLMPI_NODE_MAX_CTAS);
  * 0 if the query fails. */

@@ -207,6 +207,24 @@ std::atomic<int> g_sm_count[kSmCacheDevs];  // 0: not queried yet
 
 }  // namespace
 
+namespace tlmpi {
+int local_kernels(const void **fns, int max)
+{
+    int n = 0;
+    const void *copies[] = { copy_fn<16>(), copy_fn<8>(), copy_fn<4>(), copy_fn<2>(), copy_fn<1>() };
+    for (const void *f : copies)
+        if (n < max) fns[n++] = f;
+    for (int dt = 0; dt < TLMPI_DT_NUM_ARITH; dt++)
+        for (int op = 0; op < TLMPI_OP_NUM_ARITH; op++)
+            for (int vb = 16; vb >= 1; vb /= 2)
+                for (int two = 0; two < 2; two++) {
+                    const void *f = reduce_fn_dt(dt, op, vb, two != 0);
+                    if (f && n < max) fns[n++] = f;
+                }
+    return n;
+}
+}  // namespace tlmpi
+
 extern "C" int tlmpi_cuda_reduce_supported(int dtype, int op)
 {
     return dtype >= 0 && dtype < TLMPI_DT_NUM_ARITH && op >= 0 && op < TLMPI_OP_NUM_ARITH;

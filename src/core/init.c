@@ -13,6 +13,9 @@
 #include "turn.h"
 #include "tier.h"
 #include "fault.h"
+#ifdef HAVE_CUDA
+#include "kernels.h"
+#endif
 
 #include <pthread.h>
 #include <stdio.h>
@@ -72,6 +75,17 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
                 "started, stream-ordered or captured call's kernel may be in flight)\n",
                 __atomic_load_n(&tlmpi_stat_grid[0], __ATOMIC_RELAXED), __atomic_load_n(&tlmpi_stat_grid[1], __ATOMIC_RELAXED));
     }
+#ifdef HAVE_CUDA
+    if (TLMPI_ENV_I(STATS)) {
+        int loaded;
+        long long us;
+        tlmpi_cuda_preload_stats(&loaded, &us);
+        if (us >= 0) {
+            fprintf(stderr, "tlmpi: kernels loaded before the first launch (cuda/preload.cu): %d lookups in %.1f ms\n",
+                    loaded, us / 1000.0);
+        }
+    }
+#endif
     tlmpi_turn_counts(&taken, &lost);
     if (taken) {
         tlmpi_info(COLL, "GPU turn (TLMPI_GPU_TURNS): taken %lu times, %lu rounds lost to other threads' "

@@ -57,6 +57,8 @@ void tlmpi_gpu_abort(MPI_Comm comm)
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "kernels.h"
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -619,6 +621,11 @@ tlmpi_gpu_ctx_t *tlmpi_gpu_ctx_create(int dev, int gpu_sharers, char *why, size_
         snprintf(why, len, "cannot make device %d current", dev);
         free(ctx);
         return NULL;
+    }
+    /* every kernel of tlmpi loaded before its first launch on this device (cuda/preload.cu): a lazy load
+     * at a later first launch could wait for a kernel of this process that waits for a peer */
+    if (tlmpi_cuda_preload(dev) != 0) {
+        (void)cudaGetLastError();
     }
     ctx->nonblocking = tlmpi_g.thread_level == MPI_THREAD_MULTIPLE;
     flags = ctx->nonblocking ? cudaStreamNonBlocking : cudaStreamDefault;

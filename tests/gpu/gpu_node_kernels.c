@@ -64,6 +64,7 @@ static int dev_ep; /* setup: the descriptors' dev_epoch (the kernels keep the ep
  * without the columns (each rank partitioning by its own CTA count, what a launcher that drops
  * tlmpi_node_args_t.cols would do): must FAIL */
 static int cols_mode;
+static int trace; /* TLMPI_TEST_TRACE=1: every case on stdout before its launch, with each rank's CTAs */
 
 static const char *kind_names[TLMPI_NODE_KIND_COUNT] = {
     [TLMPI_NODE_AG_PUSH] = "ag_push", [TLMPI_NODE_AG_PULL] = "ag_pull",     [TLMPI_NODE_RSB_PULL] = "rsb",
@@ -93,6 +94,16 @@ static void setup(int n, size_t data_bytes, double timeout_s)
         xp[i].timeout_ns = (unsigned long long)(timeout_s * 1e9);
         xp[i].dev_epoch = dev_ep;
         CK(cudaHostGetDevicePointer(&xp[i].err, err_h[i], 0));
+    }
+    /* every kernel loaded before the first launch (cuda/preload.cu): a lazy load at a "rank"'s first
+     * launch of a kernel waits for the other ranks' kernels in flight, which wait for it */
+    CK((cudaError_t)tlmpi_cuda_preload(0));
+    {
+        static int said;
+        int loaded;
+        long long us;
+        tlmpi_cuda_preload_stats(&loaded, &us);
+        if (!said++) printf("kernels loaded before the first launch: %d lookups in %.1f ms\n", loaded, us / 1000.0);
     }
     max_ctas = tlmpi_cuda_node_max_ctas(0, n);
     if (max_ctas < 1) {
@@ -259,6 +270,9 @@ static int sync_all(const char *what)
             printf("FAIL: %s: rank %d: device wait timed out (barrier %d, CTA %d, peer %d, expected %llu, seen %llu)\n", what, r,
                    err_h[r]->barrier, err_h[r]->cta, err_h[r]->peer, err_h[r]->expected, err_h[r]->seen);
             bad = 1;
+            /* the record and the claim word start clean for the next case (a later failure reports its own wait) */
+            memset(err_h[r], 0, sizeof(*err_h[r]));
+            CK(cudaMemset((char *)pool[r] + TLMPI_NODE_EPOCH_OFF - 8, 0, 8)); /* node.cuh: kClaimOff */
         }
     }
     return bad;
@@ -278,6 +292,13 @@ static void one_case(int kind, int dt, int op, size_t count, int in_place, int c
     snprintf(what, sizeof(what), "n=%d %s %s %s count=%zu%s ctas=%d", nr, kind_names[kind], is_ag(kind) ? "bytes" : dt_names[dt],
              is_ag(kind) ? "" : op_names[op], count, in_place ? " in-place" : "", ctas);
     call_prepare(&c);
+    if (trace) {
+        int r;
+        printf("case %d: %s grids", cases, what);
+        for (r = 0; r < nr; r++) printf(" %d", c.grid[r]);
+        printf(" epoch %llu\n", epoch[0]);
+        fflush(stdout);
+    }
     /* the inputs and poison were written on the legacy stream (cudaMemset, pageable cudaMemcpy, which
      * may return before its DMA lands); the ranks' streams are non-blocking and not ordered after it */
     CK(cudaDeviceSynchronize());
@@ -646,6 +667,7 @@ int main(int argc, char **argv)
     const int done_only = argc > 1 && (!strcmp(argv[1], "--done-only") || !strcmp(argv[1], "--done-early"));
     done_early = argc > 1 && !strcmp(argv[1], "--done-early");
     const char *seed_env = getenv("TLMPI_TEST_SEED");
+    trace = getenv("TLMPI_TEST_TRACE") && atoi(getenv("TLMPI_TEST_TRACE")) > 0;
     unsigned long long seed = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
     if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count < 1) {
         printf("gpu_node_kernels: SKIP (no CUDA device)\n");
