@@ -281,6 +281,8 @@ constexpr int kMinCtasPerSm = 4;   // __launch_bounds__: <= 64 registers, 4 CTAs
 
 // local.cu's kernels (copy, reduce) into fns, at most max; the count (preload.cu loads them)
 int local_kernels(const void **fns, int max);
+// devcomm.cu's kernel (the LSA pointers of a devcomm's window), nullptr where it is not built
+const void *devcomm_kernel();
 
 }  // namespace tlmpi
 

@@ -53,6 +53,18 @@ __global__ void lsa_pointers(const ncclDevComm dc, ncclWindow_t win, int n, int 
 }  // namespace
 #endif
 
+namespace tlmpi {
+// this file's kernel, for preload.cu (nullptr where the NCCL Device API is not built)
+const void *devcomm_kernel()
+{
+#ifdef TLMPI_HAVE_NCCL_DEVICE
+    return (const void *)lsa_pointers;
+#else
+    return nullptr;
+#endif
+}
+}  // namespace tlmpi
+
 extern "C" int tlmpi_cuda_devcomm_gin_built(void)
 {
 #ifdef TLMPI_HAVE_NCCL_GIN

@@ -16,8 +16,9 @@
 // tlmpi runs there, so nothing of tlmpi is in flight for the loads to wait for, and nothing is
 // loaded later. The NVLS and GIN variants are loaded too where they are built (loading runs no code).
 //
-// Cost: one cudaFuncGetAttributes per kernel (about 1,100 kernels: every element type x op x
-// variant), once per process and device; TLMPI_STATS reports the time.
+// Cost: one cudaFuncGetAttributes per lookup (about 1,200, every element type x op x variant; a
+// kernel that several lookups return loads once), once per process and device; TLMPI_STATS
+// reports the time (not yet measured on a GPU).
 #include "hier_fused.cuh"
 #include "node_kernels.cuh"
 
@@ -58,6 +59,7 @@ template <class F> void each_kernel(F &&f)
         }
     f(hier::allgather_fn(false));
     f(hier::allgather_fn(true));
+    f(devcomm_kernel());
     const void *local[512];
     const int n = local_kernels(local, 512);
     for (int i = 0; i < n; i++) f(local[i]);

@@ -155,10 +155,33 @@ cudaError_t cudaEventQuery(cudaEvent_t e) {
     return FK_STREAM_ERR(); }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) { (void)e; return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned f) { (void)s; (void)e; (void)f; return cudaSuccess; }
+/* Kernels loaded: CUDA loads a kernel lazily at its first launch, or earlier where cudaFuncGetAttributes
+ * or an occupancy query names it, and a load at a launch may wait for the kernels in flight (tlmpi's
+ * wait for their peers: cuda/preload.cu loads every kernel before tlmpi's first launch). Here a
+ * launch of a kernel never named before is a test failure: a line on stderr and abort(), unless
+ * FAKE_CUDA_LAZY_OK=1 (a test that launches on purpose without loading first). */
+#define FK_MAX_FUNCS 8192
+static const void *fk_funcs[FK_MAX_FUNCS];
+static int fk_nfuncs;
+static pthread_mutex_t fk_funcs_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fk_func_find(const void *f, int add)
+{
+    int i, found = 0;
+    pthread_mutex_lock(&fk_funcs_lock);
+    for (i = 0; i < fk_nfuncs && !found; i++) found = fk_funcs[i] == f;
+    if (!found && add && fk_nfuncs < FK_MAX_FUNCS) fk_funcs[fk_nfuncs++] = f;
+    pthread_mutex_unlock(&fk_funcs_lock);
+    return found;
+}
 /* no kernels on the CPU */
 cudaError_t cudaLaunchKernel(const void *fn, dim3 g, dim3 b, void **args, size_t sh, cudaStream_t s)
 {
-    (void)fn; (void)g; (void)b; (void)args; (void)sh; (void)s;
+    (void)g; (void)b; (void)args; (void)sh; (void)s;
+    if (fn && !fk_func_find(fn, 0) && !getenv("FAKE_CUDA_LAZY_OK")) {
+        fprintf(stderr, "fakecudart: kernel %p launched before it was loaded (cudaFuncGetAttributes): CUDA would "
+                "load it now, and the load may wait for kernels in flight (cuda/preload.cu)\n", fn);
+        abort();
+    }
     return last_err = cudaErrorNotSupported;
 }
 /* a registry entry for [p, p + n) (under reg_begin); -1 when the registry is full */
@@ -338,8 +361,9 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const
 {
     const char *e = getenv("FAKE_CUDA_BLOCKS_PER_SM");
 
-    (void)f; (void)sm; (void)fl;
+    (void)sm; (void)fl;
     if (!n || bs <= 0 || bs > 1024) return last_err = cudaErrorInvalidValue;
+    if (f) fk_func_find(f, 1);
     *n = e ? atoi(e) : 2;
     return cudaSuccess;
 }
@@ -349,7 +373,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *f,
 }
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *a, const void *f)
 {
-    (void)f;
+    if (f) fk_func_find(f, 1);
     memset(a, 0, sizeof(*a));
     a->maxThreadsPerBlock = 1024;
     a->numRegs = 32;
