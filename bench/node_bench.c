@@ -1919,13 +1919,13 @@ int main(int argc, char **argv)
         if (g_describe(g_comm, buf, sizeof buf) == TLMPI_OK) {
             /* the node kernels' CTA sizing in the generation: CTAs of a kernel that may share the GPU
              * with another of the process, and of a blocking call's kernel alone (the columns) */
-            const char *m = strstr(buf, " CTAs max (blocking calls alone on the GPU: ");
+            static const char key[] = " CTAs max (blocking calls alone on the GPU: ";
+            const char *m = strstr(buf, key);
             if (m) {
                 const char *a = m;
                 size_t len = strlen(g_gen_base);
                 while (a > buf && a[-1] >= '0' && a[-1] <= '9') a--;
-                snprintf(g_gen_base + len, sizeof g_gen_base - len, "/ctas=%d:%d", atoi(a),
-                         atoi(m + strlen(" CTAs max (blocking calls alone on the GPU: ")));
+                snprintf(g_gen_base + len, sizeof g_gen_base - len, "/ctas=%d:%d", atoi(a), atoi(m + sizeof key - 1));
             }
             if (g_rank == 0) printf("\nplan (TLMPI_TIER=node):\n\n```\n%s\n```\n", buf);
         }

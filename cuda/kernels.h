@@ -97,6 +97,8 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
 #define TLMPI_NODE_HDR_BYTES (TLMPI_NODE_LL_OFF + TLMPI_NODE_LL_BYTES) /* pool header (barrier flags, rail
                                            signals, LL region), ahead of the data area: 320 KiB */
 #define TLMPI_NODE_THREADS 512          /* threads per CTA of every node kernel */
+#define TLMPI_NODE_CLAIM_OFF 8192       /* the timed-out claim word (u64) in the pool header: the first wait
+                                           of a rank to time out takes it and fills the error record (node.cuh) */
 #define TLMPI_NODE_EPOCH_OFF 8200       /* the device-resident epoch (u64) in the pool header (node.cuh) */
 
 /* The per-communicator transport descriptor (plain data; copied into every launch). */
@@ -214,7 +216,8 @@ int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a
  * in flight; once per process and device, later calls return at once. 0 or a cudaError_t (some
  * kernel failed to load: it loads at its first launch as before). */
 int tlmpi_cuda_preload(int dev);
-/* What tlmpi_cuda_preload did: kernel lookups loaded, microseconds it took (-1: not run). */
+/* What tlmpi_cuda_preload did on the device it loaded last: kernel lookups loaded, microseconds it
+ * took (-1: not run). */
 void tlmpi_cuda_preload_stats(int *count, long long *us);
 
 /* The most CTAs a node kernel may use on device dev when ranks_on_gpu ranks share it, so that all

@@ -57,6 +57,7 @@ constexpr size_t kArriveOff = kClaimOff + 16;
 constexpr size_t kDoneOff = kClaimOff + 24;  // CTAs of the launches with a completion word (node_exit)
 static_assert(kClaimOff + 64 <= TLMPI_NODE_HDR_BYTES, "pool header");
 static_assert(kEpochOff == TLMPI_NODE_EPOCH_OFF, "kernels.h names the epoch word's offset");
+static_assert(kClaimOff == TLMPI_NODE_CLAIM_OFF, "kernels.h names the claim word's offset");
 
 // A column of a call's partition (see "Columns and CTAs" above) and their number.
 struct Column {

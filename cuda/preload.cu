@@ -16,7 +16,7 @@
 // tlmpi runs there, so nothing of tlmpi is in flight for the loads to wait for, and nothing is
 // loaded later. The NVLS and GIN variants are loaded too where they are built (loading runs no code).
 //
-// Cost: one cudaFuncGetAttributes per lookup (about 1,200, every element type x op x variant; a
+// Cost: one cudaFuncGetAttributes per lookup (about 1,100, every element type x op x variant; a
 // kernel that several lookups return loads once), once per process and device; TLMPI_STATS
 // reports the time (not yet measured on a GPU).
 #include "hier_fused.cuh"
@@ -24,17 +24,20 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 
 using namespace tlmpi;
 
 namespace {
 
 constexpr int kDevs = 64;
-std::atomic<int> g_loaded[kDevs];  // 0 not yet, 1 loading, 2 done
+std::once_flag g_once[kDevs];  // a second thread waits in call_once until the first one's loads end
+std::atomic<int> g_err[kDevs];  // the first load error on the device (0: none)
 std::atomic<long long> g_load_us{ -1 };
 std::atomic<int> g_load_count{ 0 };
 
-// every kernel of the node tier's files, the hier tier's fused kernels and local.cu's; f(fn) each
+// every kernel of the node tier's files, the hier tier's fused kernels, devcomm.cu's and local.cu's;
+// f(fn) each (a kernel some lookups share, e.g. an NVLS lookup that falls back to IPC, comes again)
 template <class F> void each_kernel(F &&f)
 {
     const int variants[] = { node::kIpc, node::kNvls, node::kIpcCols };
@@ -43,6 +46,10 @@ template <class F> void each_kernel(F &&f)
         f(node::allgather_fn(TLMPI_NODE_AG_PULL, v));
     }
     f(node::barrier_fn());
+    f(node::ll_fn(TLMPI_NODE_AG_LL, 0, 0));          // the allgathers have no element type
+    f(node::direct_fn(TLMPI_NODE_AG_DIRECT, 0, 0));
+    f(hier::allgather_fn(false));
+    f(hier::allgather_fn(true));
     for (int dt = 0; dt < TLMPI_DT_NUM_ARITH; dt++)
         for (int op = 0; op < TLMPI_OP_NUM_ARITH; op++) {
             for (int v : variants) {
@@ -50,19 +57,40 @@ template <class F> void each_kernel(F &&f)
                 f(node::allreduce_oneshot_fn(dt, op, v));
                 f(node::allreduce_twoshot_fn(dt, op, v));
             }
-            for (int k = TLMPI_NODE_AG_LL; k <= TLMPI_NODE_AR_LL; k++) f(node::ll_fn(k, dt, op));
-            for (int k = TLMPI_NODE_AG_DIRECT; k <= TLMPI_NODE_AR_DIRECT; k++) f(node::direct_fn(k, dt, op));
+            f(node::ll_fn(TLMPI_NODE_RSB_LL, dt, op));
+            f(node::ll_fn(TLMPI_NODE_AR_LL, dt, op));
+            f(node::direct_fn(TLMPI_NODE_RSB_DIRECT, dt, op));
+            f(node::direct_fn(TLMPI_NODE_AR_DIRECT, dt, op));
             for (int gin = 0; gin < 2; gin++) {
                 f(hier::reduce_scatter_fn(dt, op, gin != 0));
                 f(hier::allreduce_fn(dt, op, gin != 0));
             }
         }
-    f(hier::allgather_fn(false));
-    f(hier::allgather_fn(true));
     f(devcomm_kernel());
     const void *local[512];
     const int n = local_kernels(local, 512);
     for (int i = 0; i < n; i++) f(local[i]);
+}
+
+void load_all(int dev)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    int count = 0, err = 0;
+    each_kernel([&](const void *fn) {
+        if (!fn) return;  // a variant not built (NVLS for a type, GIN without the NCCL device API)
+        cudaFuncAttributes a;
+        const cudaError_t e = cudaFuncGetAttributes(&a, fn);
+        if (e == cudaSuccess) {
+            count++;
+        } else {
+            cudaGetLastError();
+            if (!err) err = (int)e;
+        }
+    });
+    g_load_us.store(
+        (long long)std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+    g_load_count.store(count);
+    g_err[dev].store(err);
 }
 
 }  // namespace
@@ -70,29 +98,8 @@ template <class F> void each_kernel(F &&f)
 extern "C" int tlmpi_cuda_preload(int dev)
 {
     if (dev < 0 || dev >= kDevs) return 0;
-    int want = 0;
-    if (!g_loaded[dev].compare_exchange_strong(want, 1)) {
-        while (g_loaded[dev].load() == 1) {
-        }  // another thread of the process is loading: a few ms, once
-        return 0;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    int count = 0, err = 0;
-    each_kernel([&](const void *fn) {
-        if (!fn) return;  // a variant not built (NVLS for a type, GIN without the NCCL device API)
-        cudaFuncAttributes a;
-        if (cudaFuncGetAttributes(&a, fn) == cudaSuccess) {
-            count++;
-        } else {
-            cudaGetLastError();
-            err = 1;
-        }
-    });
-    g_load_us.store(
-        (long long)std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
-    g_load_count.store(count);
-    g_loaded[dev].store(2);
-    return err ? (int)cudaErrorInvalidValue : 0;
+    std::call_once(g_once[dev], load_all, dev);
+    return g_err[dev].load();
 }
 
 extern "C" void tlmpi_cuda_preload_stats(int *count, long long *us)

@@ -65,7 +65,8 @@
 # minimum left is reported "SKIP (GIN_DEADLINE ...)" instead (so one device call of 600 s, build
 # included, never overruns). NCCL_NVLS_ENABLE=0 always; the whole run under one MPS daemon
 # (tests/gpu/mps.sh). A second run on the same machine with the same tarball reuses the build in
-# /tmp/tlmpi-gin-build (so the steps can be split over several device calls while the machine is warm). Exit 0 when every step that ran passed and none was skipped, 1 otherwise.
+# /tmp/tlmpi-gin-build (so the steps can be split over several device calls while the machine is
+# warm). Exit 0 when every step that ran passed and none was skipped, 1 otherwise.
 set -u
 export NCCL_NVLS_ENABLE=0
 here=$(cd "$(dirname "$0")" && pwd)

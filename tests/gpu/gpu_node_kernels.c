@@ -272,7 +272,7 @@ static int sync_all(const char *what)
             bad = 1;
             /* the record and the claim word start clean for the next case (a later failure reports its own wait) */
             memset(err_h[r], 0, sizeof(*err_h[r]));
-            CK(cudaMemset((char *)pool[r] + TLMPI_NODE_EPOCH_OFF - 8, 0, 8)); /* node.cuh: kClaimOff */
+            CK(cudaMemset((char *)pool[r] + TLMPI_NODE_CLAIM_OFF, 0, 8));
         }
     }
     return bad;
