@@ -432,6 +432,29 @@ __device__ __forceinline__ void copy_piece(char *dst, int ua_d, const char *src,
     if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = FROM_POOL ? (char)load_pool<1>(src + t0 + threadIdx.x) : src[t0 + threadIdx.x];
 }
 
+// Read [lo, hi) of a piece of src (at alignment ua_s) with 4 vectors in flight per thread, as
+// copy_piece does, and hand each vector to st(offset, uint4) (the caller stores it where it goes: out's
+// own slot, the own pool, every peer's pool); the tail (< 16 bytes) byte by byte to st1(offset, char).
+// The loads of a round are issued before its stores: the caller's stores may alias nothing it reads.
+template <class St, class St1>
+__device__ __forceinline__ void fan_piece(const char *src, int ua_s, size_t lo, size_t hi, St st, St1 st1)
+{
+    constexpr int U = 4;
+    const size_t nvec = (hi - lo) / 16;
+    const size_t bd = blockDim.x;
+    size_t i = threadIdx.x;
+    for (; i + (U - 1) * bd < nvec; i += U * bd) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = ld_user(src + lo + (i + u * bd) * 16, ua_s);
+#pragma unroll
+        for (int u = 0; u < U; u++) st(lo + (i + u * bd) * 16, v[u]);
+    }
+    for (; i < nvec; i += bd) st(lo + i * 16, ld_user(src + lo + i * 16, ua_s));
+    const size_t t0 = lo + nvec * 16;
+    if (threadIdx.x < hi - t0) st1(t0 + threadIdx.x, src[t0 + threadIdx.x]);
+}
+
 }  // namespace node
 }  // namespace tlmpi
 

@@ -47,20 +47,16 @@ template <class X> __device__ __forceinline__ bool ag_push(const Params &p, cons
         char *own = p.out + (size_t)r * B + off;
         const int ua_s = ua_of(src), ua_o = ua_of(own);
         const size_t slot = h + (size_t)r * S;
-        const size_t nvec = (hi - lo) / 16;
-        for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
-            const size_t b = lo + i * 16;
-            const uint4 v = ld_user(src + b, ua_s);
-            if (!in_place) st_user(own + b, v, ua_o);
-            t.mc_store_others(slot + b, v);
-        }
-        const size_t t0 = lo + nvec * 16;
-        if (threadIdx.x < hi - t0) {
-            const size_t b = t0 + threadIdx.x;
-            const char v = src[b];
-            if (!in_place) own[b] = v;
-            t.template mc_store_others_e<1>(slot + b, (uint8_t)v);
-        }
+        fan_piece(
+            src, ua_s, lo, hi,
+            [&](size_t b, uint4 v) {
+                if (!in_place) st_user(own + b, v, ua_o);
+                t.mc_store_others(slot + b, v);
+            },
+            [&](size_t b, char v) {
+                if (!in_place) own[b] = v;
+                t.template mc_store_others_e<1>(slot + b, (uint8_t)v);
+            });
         if (!t.barrier(k)) return false;
         for (int j = 1; j < n; j++) {
             int q = r + j;
@@ -87,20 +83,16 @@ template <class X> __device__ __forceinline__ bool ag_pull(const Params &p, cons
         char *own = p.out + (size_t)r * B + off;
         char *pool = t.data(r) + h;
         const int ua_s = ua_of(src), ua_o = ua_of(own);
-        const size_t nvec = (hi - lo) / 16;
-        for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
-            const size_t b = lo + i * 16;
-            const uint4 v = ld_user(src + b, ua_s);
-            if (!in_place) st_user(own + b, v, ua_o);
-            store<16>(pool + b, v);
-        }
-        const size_t t0 = lo + nvec * 16;
-        if (threadIdx.x < hi - t0) {
-            const size_t b = t0 + threadIdx.x;
-            const char v = src[b];
-            if (!in_place) own[b] = v;
-            pool[b] = v;
-        }
+        fan_piece(
+            src, ua_s, lo, hi,
+            [&](size_t b, uint4 v) {
+                if (!in_place) st_user(own + b, v, ua_o);
+                store<16>(pool + b, v);
+            },
+            [&](size_t b, char v) {
+                if (!in_place) own[b] = v;
+                pool[b] = v;
+            });
         if (!t.barrier(k)) return false;
         for (int j = 1; j < n; j++) {
             int q = r + j;
