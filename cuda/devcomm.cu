@@ -134,6 +134,22 @@ extern "C" int tlmpi_cuda_devcomm_gin_contexts(const void *devcomm)
 #endif
 }
 
+extern "C" int tlmpi_cuda_devcomm_gin_proxy(const void *devcomm)
+{
+#ifdef TLMPI_HAVE_NCCL_GIN
+    const ncclDevComm *d = static_cast<const ncclDevComm *>(devcomm);
+    const int cap = (int)(sizeof(d->ginTypes) / sizeof(d->ginTypes[0]));
+    const int n = d->ginContextCount < cap ? d->ginContextCount : cap;
+    if (n <= 0) return -1;
+    for (int i = 0; i < n; i++)
+        if (d->ginTypes[i] != NCCL_NET_DEVICE_GIN_PROXY) return 0;
+    return 1;
+#else
+    (void)devcomm;
+    return -1;
+#endif
+}
+
 extern "C" void tlmpi_cuda_devcomm_lsa(const void *devcomm, int *rank_p, int *size_p)
 {
 #ifdef TLMPI_HAVE_NCCL_DEVICE

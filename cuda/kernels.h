@@ -315,6 +315,10 @@ int tlmpi_cuda_devcomm_gin_built(void);
 void tlmpi_cuda_devcomm_gin_requirements(void *reqs, int signals);
 /* The GIN contexts NCCL granted a devcomm (its ginContextCount; 0: no GIN). */
 int tlmpi_cuda_devcomm_gin_contexts(const void *devcomm);
+/* 1 if every granted GIN context of a devcomm is of NCCL's proxy type (NCCL_NET_DEVICE_GIN_PROXY:
+ * the device API's puts go through a CPU proxy thread), 0 if any is device-initiated (GDAKI), -1
+ * without GIN. Read from the devcomm's ginTypes, which the device API dispatches on. */
+int tlmpi_cuda_devcomm_gin_proxy(const void *devcomm);
 /* lsaRank / lsaSize of a devcomm (host copy of the ncclDevComm ncclDevCommCreate filled). */
 void tlmpi_cuda_devcomm_lsa(const void *devcomm, int *rank_p, int *size_p);
 /* x->base[0..lsa_size) = the LSA addresses of window win (an ncclWindow_t) at offset 0, and

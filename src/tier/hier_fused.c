@@ -145,11 +145,15 @@ common:
      * ignores them); 0, the normal path, unless TLMPI_FAULT names them */
     hf->x.gin_wait = tlmpi_fault_hit(GIN_WAIT_FULL) ? 1 : tlmpi_fault_hit(GIN_WAIT_SHORT) ? 2 : 0;
     /* auto (0): one group on the emulated rail, whose synchronous copies leave a group nothing to
-     * hide behind (measured: docs/PERFORMANCE.md, rail groups); two on the GIN rail, whose puts are
-     * asynchronous (the model's choice, not measured). The rail is agreed, so g is the same everywhere. */
+     * hide behind (measured: docs/PERFORMANCE.md, rail groups); one on a GIN rail of NCCL's proxy type,
+     * where each group adds a put and a signal per rail peer through the CPU proxy (measured through
+     * the loopback plugin: 1 group 1.4-8x faster than 2 or 4 at every size, docs/PERFORMANCE.md, "The
+     * GIN rail"); two on a device-initiated (GDAKI) GIN rail, whose asynchronous puts a group can
+     * hide behind (the model's choice: not measured, no such NIC here). The rail and the GIN type
+     * are agreed, so g is the same everywhere. */
     g = (int)TLMPI_ENV_I(HIER_GROUPS);
     if (g <= 0) {
-        g = hf->dc ? 2 : 1;
+        g = hf->dc && !hf->dc->gin_proxy ? 2 : 1;
     }
     hf->groups = g > TLMPI_RAIL_MAX_GROUPS ? TLMPI_RAIL_MAX_GROUPS : g;
     return hf;

@@ -78,7 +78,8 @@ tlmpi_devcomm_t *tlmpi_hier_gin_create(tlmpi_tier_comm_t *tc, int asked, char *w
                                                tc->ctx ? tc->ctx->stream : NULL, &gin, &attempted, why, len);
 
     if (dc) {
-        snprintf(why, len, "ncclDevCommCreate with GIN succeeded (%d contexts granted)", dc->gin_contexts);
+        snprintf(why, len, "ncclDevCommCreate with GIN succeeded (%d contexts granted, %s)", dc->gin_contexts,
+                 dc->gin_proxy ? "NCCL's CPU proxy" : "device-initiated");
     } else if (attempted && asked) {
         tlmpi_warn(COMM, "communicator #%u: TLMPI_HIER_FUSED=gin, but GIN failed (here: %s)", tc->id, why);
     } else {

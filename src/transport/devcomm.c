@@ -378,15 +378,17 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
         goto fail;
     }
     if (gin) {
-        /* the kernels see the node's ranks (the LSA team), and every rank the same context count */
-        int c[2] = { dc->gin_contexts, -dc->gin_contexts };
+        /* the kernels see the node's ranks (the LSA team), and every rank the same context count;
+         * the GIN type only picks a default (rail groups), so the ranks take the minimum */
+        int c[3] = { dc->gin_contexts, -dc->gin_contexts, tlmpi_cuda_devcomm_gin_proxy(dc->devcomm) > 0 };
 
         dc->t.x.rank = lsa_rank;
         dc->t.x.nranks = lsa_size;
-        if (PMPI_Allreduce(MPI_IN_PLACE, c, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || c[0] != -c[1]) {
+        if (PMPI_Allreduce(MPI_IN_PLACE, c, 3, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || c[0] != -c[1]) {
             snprintf(why, len, "the ranks were granted different GIN context counts (%d..%d)", c[0], -c[1]);
             goto fail;
         }
+        dc->gin_proxy = c[2];
     }
     free(reqs);
     tlmpi_gpu_restore_device(saved);

@@ -46,6 +46,8 @@ typedef struct tlmpi_devcomm {
     int created;                        /* ncclDevCommCreate filled devcomm */
     int version;                        /* NCCL_VERSION_CODE (runtime = kernels' headers) */
     int gin_contexts;                   /* GIN contexts granted (a GIN devcomm; else 0) */
+    int gin_proxy;                      /* agreed: 1 if every rank's GIN contexts are NCCL's CPU
+                                           proxy type, 0 if any is device-initiated (GDAKI) */
     int gin_world;                      /* a GIN devcomm whose LSA team is this rank alone: the node's
                                            pools mapped through cumemshare (maps), GIN peers in the
                                            world team (kernels.h: tlmpi_rail_xport_t.gin_world) */
