@@ -409,10 +409,12 @@ template <int VB> __device__ __forceinline__ Vec<VB> load_pool(const char *p)
     else return __ldcg(reinterpret_cast<const unsigned char *>(p));
 }
 
-// Copy [lo, hi) of a piece: src at alignment ua_s to dst at ua_d (a pool: 16; src a pool when
-// FROM_POOL); the tail (< 16 bytes, only at the message's end) byte by byte.
-template <bool FROM_POOL = false>
-__device__ __forceinline__ void copy_piece(char *dst, int ua_d, const char *src, int ua_s, size_t lo, size_t hi)
+// The walk of a piece [lo, hi) that every copy loop of the node and fused kernels shares: 4 vectors
+// in flight per thread (ld(b) for every vector of a round before any st(b, v): the stores may alias
+// nothing a round reads), then the remaining vectors one by one; the tail (< 16 bytes, only at the
+// message's end) byte by byte through tail(b). b is the byte offset in the piece's buffers.
+template <class Ld, class St, class Tail>
+__device__ __forceinline__ void walk_piece(size_t lo, size_t hi, Ld ld, St st, Tail tail)
 {
     constexpr int U = 4;
     const size_t nvec = (hi - lo) / 16;
@@ -421,38 +423,24 @@ __device__ __forceinline__ void copy_piece(char *dst, int ua_d, const char *src,
     for (; i + (U - 1) * bd < nvec; i += U * bd) {
         uint4 v[U];
 #pragma unroll
-        for (int u = 0; u < U; u++)
-            v[u] = FROM_POOL ? load_pool<16>(src + lo + (i + u * bd) * 16) : ld_user(src + lo + (i + u * bd) * 16, ua_s);
-#pragma unroll
-        for (int u = 0; u < U; u++) st_user(dst + lo + (i + u * bd) * 16, v[u], ua_d);
-    }
-    for (; i < nvec; i += bd)
-        st_user(dst + lo + i * 16, FROM_POOL ? load_pool<16>(src + lo + i * 16) : ld_user(src + lo + i * 16, ua_s), ua_d);
-    const size_t t0 = lo + nvec * 16;
-    if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = FROM_POOL ? (char)load_pool<1>(src + t0 + threadIdx.x) : src[t0 + threadIdx.x];
-}
-
-// Read [lo, hi) of a piece of src (at alignment ua_s) with 4 vectors in flight per thread, as
-// copy_piece does, and hand each vector to st(offset, uint4) (the caller stores it where it goes: out's
-// own slot, the own pool, every peer's pool); the tail (< 16 bytes) byte by byte to st1(offset, char).
-// The loads of a round are issued before its stores: the caller's stores may alias nothing it reads.
-template <class St, class St1>
-__device__ __forceinline__ void fan_piece(const char *src, int ua_s, size_t lo, size_t hi, St st, St1 st1)
-{
-    constexpr int U = 4;
-    const size_t nvec = (hi - lo) / 16;
-    const size_t bd = blockDim.x;
-    size_t i = threadIdx.x;
-    for (; i + (U - 1) * bd < nvec; i += U * bd) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) v[u] = ld_user(src + lo + (i + u * bd) * 16, ua_s);
+        for (int u = 0; u < U; u++) v[u] = ld(lo + (i + u * bd) * 16);
 #pragma unroll
         for (int u = 0; u < U; u++) st(lo + (i + u * bd) * 16, v[u]);
     }
-    for (; i < nvec; i += bd) st(lo + i * 16, ld_user(src + lo + i * 16, ua_s));
+    for (; i < nvec; i += bd) st(lo + i * 16, ld(lo + i * 16));
     const size_t t0 = lo + nvec * 16;
-    if (threadIdx.x < hi - t0) st1(t0 + threadIdx.x, src[t0 + threadIdx.x]);
+    if (threadIdx.x < hi - t0) tail(t0 + threadIdx.x);
+}
+
+// Copy [lo, hi) of a piece: src at alignment ua_s to dst at ua_d (a pool: 16; src a pool when
+// FROM_POOL).
+template <bool FROM_POOL = false>
+__device__ __forceinline__ void copy_piece(char *dst, int ua_d, const char *src, int ua_s, size_t lo, size_t hi)
+{
+    walk_piece(
+        lo, hi, [&](size_t b) -> uint4 { return FROM_POOL ? load_pool<16>(src + b) : ld_user(src + b, ua_s); },
+        [&](size_t b, uint4 v) { st_user(dst + b, v, ua_d); },
+        [&](size_t b) { dst[b] = FROM_POOL ? (char)load_pool<1>(src + b) : src[b]; });
 }
 
 }  // namespace node

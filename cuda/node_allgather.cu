@@ -47,13 +47,14 @@ template <class X> __device__ __forceinline__ bool ag_push(const Params &p, cons
         char *own = p.out + (size_t)r * B + off;
         const int ua_s = ua_of(src), ua_o = ua_of(own);
         const size_t slot = h + (size_t)r * S;
-        fan_piece(
-            src, ua_s, lo, hi,
+        walk_piece(
+            lo, hi, [&](size_t b) { return ld_user(src + b, ua_s); },
             [&](size_t b, uint4 v) {
                 if (!in_place) st_user(own + b, v, ua_o);
                 t.mc_store_others(slot + b, v);
             },
-            [&](size_t b, char v) {
+            [&](size_t b) {
+                const char v = src[b];
                 if (!in_place) own[b] = v;
                 t.template mc_store_others_e<1>(slot + b, (uint8_t)v);
             });
@@ -83,13 +84,14 @@ template <class X> __device__ __forceinline__ bool ag_pull(const Params &p, cons
         char *own = p.out + (size_t)r * B + off;
         char *pool = t.data(r) + h;
         const int ua_s = ua_of(src), ua_o = ua_of(own);
-        fan_piece(
-            src, ua_s, lo, hi,
+        walk_piece(
+            lo, hi, [&](size_t b) { return ld_user(src + b, ua_s); },
             [&](size_t b, uint4 v) {
                 if (!in_place) st_user(own + b, v, ua_o);
                 store<16>(pool + b, v);
             },
-            [&](size_t b, char v) {
+            [&](size_t b) {
+                const char v = src[b];
                 if (!in_place) own[b] = v;
                 pool[b] = v;
             });

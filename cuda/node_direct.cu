@@ -158,20 +158,9 @@ template <int DT, typename Op> __device__ __forceinline__ bool rsb_direct(const 
 // flight per thread; the tail (< 16 bytes, at the block's end) byte by byte
 __device__ __forceinline__ void copy_peer(char *dst, int ua_d, const char *src, int ua_s, size_t lo, size_t hi)
 {
-    constexpr int U = 4;
-    const size_t nvec = (hi - lo) / 16;
-    const size_t bd = blockDim.x;
-    size_t i = threadIdx.x;
-    for (; i + (U - 1) * bd < nvec; i += U * bd) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) v[u] = ld_peer(src + lo + (i + u * bd) * 16, ua_s);
-#pragma unroll
-        for (int u = 0; u < U; u++) st_user(dst + lo + (i + u * bd) * 16, v[u], ua_d);
-    }
-    for (; i < nvec; i += bd) st_user(dst + lo + i * 16, ld_peer(src + lo + i * 16, ua_s), ua_d);
-    const size_t t0 = lo + nvec * 16;
-    if (threadIdx.x < hi - t0) dst[t0 + threadIdx.x] = (char)load_pool<1>(src + t0 + threadIdx.x);
+    walk_piece(
+        lo, hi, [&](size_t b) { return ld_peer(src + b, ua_s); }, [&](size_t b, uint4 v) { st_user(dst + b, v, ua_d); },
+        [&](size_t b) { dst[b] = (char)load_pool<1>(src + b); });
 }
 
 __device__ __forceinline__ bool ag_direct(const DParams &q, const IpcTransport &t)
