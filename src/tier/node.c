@@ -612,33 +612,38 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
 /* The launch arguments of call c (algorithm word algo); the algorithm it runs in *a_p. Columns (the
  * partition, the same on every rank: kernels.h, cols): the plan entry's knob (tables, tuning file),
  * else TLMPI_NODE_CTAS, else by size; at most the agreed limit that keeps every rank's CTAs resident:
- * max_ctas, or for the blocking form of the pool kinds max_ctas_alone (where ranks share a GPU, twice
- * as many or more). CTAs: the columns, or where another kernel of this process may be in flight
- * beside a blocking call's, at most max_ctas of them taking the columns in turn (topo.h:
- * tlmpi_topo_grid_ctas). The form, not what is in flight, decides the columns: it is the same on
- * every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call that falls
- * back to a synchronous run keeps its form). */
+ * max_ctas, or for the pool kinds max_ctas_alone (where ranks share a GPU, twice as many or more)
+ * for the blocking form, and for any form whose knob asks for more columns than max_ctas (the shape
+ * is the tuner's to pick: docs/PERFORMANCE.md, "The 8-rank allgather gap located"). CTAs: the
+ * columns, or where another kernel of this process may be in flight beside the call's (always, but
+ * for a blocking call's kernel alone), at most max_ctas of them taking the columns in turn (topo.h:
+ * tlmpi_topo_grid_ctas). The form and the knob, not what is in flight, decide the columns: they are
+ * the same on every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call
+ * that falls back to a synchronous run keeps its form). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
                       tlmpi_node_args_t *args, int *a_p)
 {
     long forced = TLMPI_ALGO_CTAS(algo) ? TLMPI_ALGO_CTAS(algo) : (long)TLMPI_ENV_I(NODE_CTAS);
     int a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes), cols, lim, split = nc->xp->max_ctas;
-    int blocking;
+    int turns, blocking;
 
     args->kind = (int)node_kind(c->coll, a);
     args->dtype = (int)c->dt;
     args->op = (int)c->opc;
     args->count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
-    /* max_ctas_alone is max_ctas where columns are never taken (multicast, MPI_THREAD_MULTIPLE: xport.h) */
-    blocking = c->form == TLMPI_FORM_BLOCKING && !c->pend && a != A_LL && nc->xp->max_ctas_alone > split;
-    lim = blocking ? nc->xp->max_ctas_alone : split;
+    /* columns may be taken in turn: the pool kinds (not LL, not a registered request's zero-copy
+     * kernels), where max_ctas_alone exceeds max_ctas (it does not under multicast or
+     * MPI_THREAD_MULTIPLE: xport.h) */
+    turns = a != A_LL && !c->preg && nc->xp->max_ctas_alone > split;
+    blocking = turns && c->form == TLMPI_FORM_BLOCKING && !c->pend;
+    lim = blocking || (turns && forced > 0) ? nc->xp->max_ctas_alone : split;
     cols = forced > 0 ? (int)(forced < lim ? forced : lim) : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, lim);
     cols = cols < 1 ? 1 : cols > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : cols;
-    if (blocking) {
+    if (blocking || (turns && cols > split)) {
         cols = tlmpi_topo_grid_cols(cols, split, lim);
         args->cols = cols;
-        args->ctas = tlmpi_topo_grid_ctas(cols, split, tlmpi_gpu_alone());
-        if (cols > split) {
+        args->ctas = tlmpi_topo_grid_ctas(cols, split, blocking && tlmpi_gpu_alone());
+        if (blocking && cols > split) {
             tlmpi_stat_grid_add(args->ctas < cols);
         }
     } else {
