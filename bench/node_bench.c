@@ -51,7 +51,9 @@
  *   paired_hi_us,hbm_bytes,gbps,ratio,valid,generation
  * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS,
  * auto when unset or 0>/ctas=<a kernel's CTAs where another of the process may be in flight>:<a
- * blocking call's kernel alone on the GPU> (from the plan's line; absent where it names none), the form being
+ * blocking call's kernel alone on the GPU> (from the plan's line; absent where it names none), then in
+ * section graph /shape=<columns>:<CTAs> of the node kernel the row ran (rank 0's, tlmpi_get_node_shape;
+ * "mixed" if it changed between repetitions), the form being
  * blocking, nonblocking, persistent, or for the floors sync (a kernel + wait each) and eager (K
  * kernels back to back, one wait); section graph: <form>.<usage mode>.<what ran> (bench_graph).
  * Bookkeeping collectives use PMPI_*, so they neither go through tlmpi nor count in its counters.
@@ -157,6 +159,7 @@ static void spin_wait(void)
 }
 
 static const char *g_row_form = "blocking"; /* the form named in the generation of the next csv_row */
+static const char *g_row_shape = "";        /* the node kernel's columns:CTAs the row ran ("": not said) */
 static char g_gen_base[256];                /* MPI, ranks, MPS, pool: the rest of the generation */
 
 /* generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS> */
@@ -188,7 +191,8 @@ static void csv_row(const char *sec, const char *coll, const char *mode, const c
     else fprintf(g_csv, ",,,");
     if (hbm > 0) fprintf(g_csv, "%.0f,%.2f,%.4f,", hbm, gbps, ratio);
     else fprintf(g_csv, ",,,");
-    fprintf(g_csv, "%s,tlmpi-%s/%s/%s\n", valid, tlmpi_version(), g_row_form, g_gen_base);
+    fprintf(g_csv, "%s,tlmpi-%s/%s/%s%s%s\n", valid, tlmpi_version(), g_row_form, g_gen_base,
+            *g_row_shape ? "/shape=" : "", g_row_shape);
     fflush(g_csv);
 }
 
@@ -1561,13 +1565,28 @@ static int graph_validate(int coll, size_t bytes, uint64_t seed, cudaGraphExec_t
 
 static const char *vname(int v) { return v < 0 ? "-" : v ? "pass" : "FAIL"; }
 
+/* The node kernel shape (columns:CTAs, tlmpi_get_node_shape) of this rank's last call of form f into
+ * dst: set on the first note, "mixed" when a later one differs (a blocking call's kernel alone on the
+ * GPU in one repetition, sharing it in another); left empty where the library cannot say. */
+static void shape_note(tlmpi_status_t (*node_shape)(tlmpi_form_t, int *, int *), tlmpi_form_t f, char *dst, size_t len)
+{
+    char now_s[24];
+    int cols = 0, ctas = 0;
+    if (!node_shape || node_shape(f, &cols, &ctas) != TLMPI_OK || cols <= 0) return;
+    snprintf(now_s, sizeof now_s, "%d:%d", cols, ctas);
+    if (!dst[0]) snprintf(dst, len, "%s", now_s);
+    else if (strcmp(dst, now_s)) snprintf(dst, len, "mixed");
+}
+
 static void bench_graph(void)
 {
     enum { G_FE, G_FG, G_ENQ, G_GM, G_GN, G_BLK, G_N };
     static const char *const mode_names[G_N] = { "floor-eager", "floor-graph", "enqueue", "graph-mixing", "graph-nomixing", "blocking" };
     static double avg[G_N][MAX_REPS], slow[G_N][MAX_REPS];
     int c, si, rep, kk, k, i, rc;
+    tlmpi_status_t (*node_shape)(tlmpi_form_t, int *, int *);
     *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
+    *(void **)&node_shape = dlsym(RTLD_DEFAULT, "tlmpi_get_node_shape");
     if (!tlmpi_allreduce_enqueue || !tlmpi_allgather_enqueue || !tlmpi_reduce_scatter_block_enqueue ||
         !tlmpi_enqueue_prepare || !tlmpi_enqueue_error || !g_form_stats) {
         if (g_rank == 0) printf("\nnode_bench: this libtlmpi has no stream-ordered entry points (tlmpi_*_enqueue): section graph skipped\n");
@@ -1604,9 +1623,9 @@ static void bench_graph(void)
         for (c = 0; c < C_N; c++) {
             cudaGraphExec_t gf = NULL, gm = NULL, gn = NULL;
             int okf = 0, okm, okn, val[G_N], have[G_N];
-            char path[G_N][128];
+            char path[G_N][128], shape[G_N][24];
             unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS], e0, e1;
-            for (k = 0; k < G_N; k++) { val[k] = -1; have[k] = 0; path[k][0] = 0; }
+            for (k = 0; k < G_N; k++) { val[k] = -1; have[k] = 0; path[k][0] = 0; shape[k][0] = 0; }
             /* warm-up, paths and forms of the eager calls */
             for (i = 0; i < 2; i++) mpi_call(c, b);
             snap(c, pb); snap_algos(c, ab);
@@ -1625,7 +1644,9 @@ static void bench_graph(void)
             snprintf(path[G_BLK], sizeof path[G_BLK], "node blocking");
             /* the graphs (capture counted, warm replay) */
             okm = graph_make(c, b, K, g_comm, &gm);
+            if (okm) shape_note(node_shape, TLMPI_FORM_CAPTURE, shape[G_GM], sizeof shape[G_GM]);
             okn = graph_make(c, b, K, g_comm_nm, &gn);
+            if (okn) shape_note(node_shape, TLMPI_FORM_CAPTURE, shape[G_GN], sizeof shape[G_GN]);
             if (okm) graph_run(gm);
             if (okn) graph_run(gn);
             have[G_GM] = okm;
@@ -1662,6 +1683,8 @@ static void bench_graph(void)
                     default: for (i = 0; i < K; i++) mpi_call(c, b); break;
                     }
                     form_reduce((now() - t0) / K, avg[k], slow[k], rep);
+                    if (k == G_ENQ || k == G_BLK)
+                        shape_note(node_shape, k == G_ENQ ? TLMPI_FORM_ENQUEUE : TLMPI_FORM_BLOCKING, shape[k], sizeof shape[k]);
                 }
             }
             {
@@ -1682,6 +1705,7 @@ static void bench_graph(void)
                     default: snprintf(form, sizeof form, "blocking.-.call"); break;
                     }
                     g_row_form = form;
+                    g_row_shape = shape[k];
                     if (!have[k]) {
                         if (g_rank == 0)
                             printf("| %s | %zu | %d | %s | %s | - | - | - | - | - | no | - |\n", coll_names[c], b, K,
@@ -1720,6 +1744,7 @@ static void bench_graph(void)
     floor_teardown();
     PMPI_Comm_free(&g_comm_nm);
     g_row_form = "blocking";
+    g_row_shape = "";
 }
 
 /* ---------------------------------------------------------------- main */

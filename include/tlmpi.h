@@ -153,6 +153,17 @@ tlmpi_status_t tlmpi_get_launch_stats(unsigned long long *thread_launches, unsig
  */
 tlmpi_status_t tlmpi_get_launch_word_stats(unsigned long long *words, unsigned long long *kernel_words);
 
+/**
+ * \brief The shape of the last node-tier kernel this process set up for a call of this entry form:
+ * the columns of its partition and the CTAs that took them (as many, or fewer taking them in turn
+ * where another kernel of the process may share the GPU); 0 and 0 before any. Stream-ordered calls,
+ * eager or captured, count as TLMPI_FORM_ENQUEUE (TLMPI_FORM_CAPTURE gives the same). For benchmarks,
+ * to say what a row ran: a partition changes a kernel's bandwidth by several percent where ranks
+ * share a GPU. Not reset by tlmpi_reset_stats.
+ * \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for an out-of-range form or a NULL pointer.
+ */
+tlmpi_status_t tlmpi_get_node_shape(tlmpi_form_t form, int *cols_p, int *ctas_p);
+
 /** \brief Short names ("allreduce", "staging", ...); NULL when out of range. */
 const char *tlmpi_coll_name(tlmpi_coll_t coll);
 const char *tlmpi_path_name(tlmpi_path_t path);

@@ -10,6 +10,7 @@ tlmpi_stat_t tlmpi_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT];
 tlmpi_stat_t tlmpi_algo_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_STATS_MAX_ALGOS];
 tlmpi_stat_t tlmpi_form_stats[TLMPI_COLL_COUNT][TLMPI_PATH_COUNT][TLMPI_FORM_COUNT];
 unsigned long tlmpi_stat_grid[2];
+unsigned tlmpi_stat_shape[TLMPI_FORM_COUNT];
 static const char *const *algo_names[TLMPI_PATH_COUNT];
 static int n_algo_names[TLMPI_PATH_COUNT];
 
@@ -136,6 +137,19 @@ TLMPI_EXPORT tlmpi_status_t tlmpi_get_form_stats(tlmpi_coll_t coll, tlmpi_path_t
     s = form == TLMPI_FORM_BLOCKING ? &tlmpi_stats[coll][path] : &tlmpi_form_stats[coll][path][form];
     stat_p->calls = __atomic_load_n(&s->calls, __ATOMIC_RELAXED);
     stat_p->bytes = __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
+    return TLMPI_OK;
+}
+
+TLMPI_EXPORT tlmpi_status_t tlmpi_get_node_shape(tlmpi_form_t form, int *cols_p, int *ctas_p)
+{
+    unsigned v;
+
+    if ((unsigned)form >= TLMPI_FORM_COUNT || !cols_p || !ctas_p) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    v = __atomic_load_n(&tlmpi_stat_shape[form == TLMPI_FORM_CAPTURE ? TLMPI_FORM_ENQUEUE : form], __ATOMIC_RELAXED);
+    *cols_p = (int)(v >> 16);
+    *ctas_p = (int)(v & 0xffffu);
     return TLMPI_OK;
 }
 

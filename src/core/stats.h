@@ -61,6 +61,17 @@ static inline void tlmpi_stat_grid_add(int shared)
     __atomic_fetch_add(&tlmpi_stat_grid[shared ? 1 : 0], 1ul, __ATOMIC_RELAXED);
 }
 
+/* The shape of the last node-tier kernel set up for a call of each entry form (src/tier/node.c,
+ * node_args): columns << 16 | CTAs, 0 before any; the stream-ordered calls under TLMPI_FORM_ENQUEUE,
+ * captured or not (tlmpi_get_node_shape: what a benchmark's row ran). Not reset by tlmpi_reset_stats. */
+extern unsigned tlmpi_stat_shape[TLMPI_FORM_COUNT];
+static inline void tlmpi_stat_shape_set(int form, int cols, int ctas)
+{
+    if (TLMPI_LIKELY((unsigned)form < TLMPI_FORM_COUNT)) {
+        __atomic_store_n(&tlmpi_stat_shape[form], (unsigned)cols << 16 | (unsigned)ctas, __ATOMIC_RELAXED);
+    }
+}
+
 /* Print the statistics table (TLMPI_STATS=1 at finalize; tlmpi_info). */
 void tlmpi_core_print_stats(FILE *f);
 

@@ -650,6 +650,7 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
         args->cols = 0; /* one column per CTA */
         args->ctas = cols;
     }
+    tlmpi_stat_shape_set(c->form, args->cols ? args->cols : args->ctas, args->ctas);
     args->epoch = 0; /* dev_epoch: the kernels keep it */
     args->done_word = NULL; /* the launch thread's launches may offer one (node_done_offer) */
     args->done_value = 0;

@@ -5,6 +5,8 @@
 #   np2   2 ranks: argument errors, staging and mpi tiers (unsupported / synchronous fallback),
 #         eager enqueues on the nccl tier (fake NCCL) and on the self path (MPI_COMM_SELF)
 #   np1   1 rank: the same without the nccl tier
+#   node2 2 ranks, each on a fake GPU of its own (FAKE_CUDA_DEVICES=4), TLMPI_NODE_TRANSPORT=ipc:
+#         mpi_enqueue --node-shape (the node kernel's columns and CTAs per form, case f)
 #   graph2  the GPU test tests/gpu/gpu_graph checked against the same fakes, 2 ranks (where it is
 #         built: a CUDA build): gpu_graph --no-graph --any-path --overflow with the fake CUDA runtime
 #         preloaded, TLMPI_TIER=nccl and TLMPI_ENQUEUE_FALLBACK=sync (the fakes' graphs run nothing,
@@ -31,12 +33,13 @@ mkdir -p "$work"
 limit=${ENQUEUE_TIMEOUT:-120}
 pass=0 fail=0 skip=0 total=0
 gprog=$builddir/tests/gpu/gpu_graph
-for run in ${ENQUEUE_RUNS:-np2 np1 graph2}; do
+for run in ${ENQUEUE_RUNS:-np2 np1 node2 graph2}; do
     p=$prog
     set --
     case $run in
         np2) np=2 ;;
         np1) np=1 ;;
+        node2) np=2; set -- --env FAKE_CUDA_DEVICES=4 --env TLMPI_NODE_TRANSPORT=ipc ;;
         graph2)
             np=2
             [ -x "$gprog" ] || { echo "$run: SKIP ($gprog not built)"; continue; }
@@ -57,7 +60,8 @@ for run in ${ENQUEUE_RUNS:-np2 np1 graph2}; do
         echo "$res" | grep -q 'PASS$' && res="mpi_enqueue: PASS: $res"
         [ $rc = 77 ] && res="mpi_enqueue: SKIP: $(grep -m1 SKIP "$log")"
     else
-        timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" --env TLMPI_TIMEOUT=60 -- "$p" >"$log" 2>&1
+        timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" "$@" --env TLMPI_TIMEOUT=60 -- "$p" \
+            $([ "$run" = node2 ] && echo --node-shape) >"$log" 2>&1
         rc=$?
         res=$(grep -m1 -oE 'mpi_enqueue: (PASS|FAIL|SKIP).*' "$log")
     fi

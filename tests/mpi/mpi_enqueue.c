@@ -35,6 +35,13 @@
  *     fallback refused during capture (MPI_ERR_UNSUPPORTED_OPERATION) and working after it; graphs
  *     holding calls of a mixing and a no-mixing dup destroyed before and after MPI_Comm_free of
  *     their communicators (the order event's lifetime; no crash).
+ *  f  (only with --node-shape, 2+ ranks each on a fake GPU of its own: enqueue.sh run node2) the node
+ *     kernel's shape, tlmpi_get_node_shape, on TLMPI_TIER=node (the kernels fail to launch on the
+ *     fakes; the shape is set up before): out-of-range form and NULL pointers -> TLMPI_ERR_INVALID_ARG;
+ *     an enqueued 1 MiB allreduce by size: one column per CTA, at most the plan's CTAs for a kernel
+ *     that may share the GPU (S, from tlmpi_comm_describe); with TLMPI_NODE_CTAS at the blocking
+ *     call's limit (M > S): M columns taken in turn by at most S CTAs (the knob is not capped at S);
+ *     TLMPI_FORM_CAPTURE reads the same; a blocking call with the knob: M columns.
  * Prints "mpi_enqueue: PASS: ..." or "mpi_enqueue: FAIL: ..." on rank 0 (tests/harness.h).
  */
 #include "config.h"
@@ -64,6 +71,7 @@
 #pragma weak tlmpi_reduce_scatter_block_enqueue_f
 #pragma weak tlmpi_enqueue_error
 #pragma weak tlmpi_form_name
+#pragma weak tlmpi_get_node_shape
 
 #define N 64 /* elements per rank block */
 enum { C_AR, C_AG, C_RSB, C_N };
@@ -525,6 +533,66 @@ static void case_capture(void)
                             "capture, capture counters, graph and communicator destroyed in either order) done\n");
 }
 
+/* f: the node kernel's shape (see the head of this file) */
+static void case_node_shape(void)
+{
+    const size_t count = 1 << 18; /* 1 MiB of ints: past the LL kernels */
+    int *ds, *dr, cols = -1, ctas = -1, c2, t2, S = 0, M = 0, rc;
+    char buf[4096], v[16];
+    const char *m;
+    MPI_Comm d;
+
+    if (!tlmpi_get_node_shape) {
+        TST_CHECK(0, "this libtlmpi has no tlmpi_get_node_shape");
+        return;
+    }
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_COUNT, &cols, &ctas) == TLMPI_ERR_INVALID_ARG, "shape: form out of range");
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, NULL, &ctas) == TLMPI_ERR_INVALID_ARG, "shape: NULL cols");
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, NULL) == TLMPI_ERR_INVALID_ARG, "shape: NULL ctas");
+    TST_CUDA(cudaMalloc((void **)&ds, count * sizeof(int)));
+    TST_CUDA(cudaMalloc((void **)&dr, count * sizeof(int)));
+    TST_CUDA(cudaMemset(ds, 0, count * sizeof(int)));
+    TST_CHECK(tlmpi_config_set("TIER", "node") == TLMPI_OK, "tlmpi_config_set(TIER, node)");
+    TST_CHECK(tlmpi_config_set("NODE_CTAS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, 0)");
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    TST_CHECK(tlmpi_enqueue_prepare(d, 0) == MPI_SUCCESS, "node shape: prepare");
+    TST_CHECK(tlmpi_comm_describe(d, buf, sizeof buf) == TLMPI_OK, "node shape: describe");
+    /* "..., S CTAs max (blocking calls alone on the GPU: M), ..." */
+    if ((m = strstr(buf, " CTAs max (blocking calls alone on the GPU: ")) != NULL) {
+        const char *a = m;
+        while (a > buf && a[-1] >= '0' && a[-1] <= '9') a--;
+        S = atoi(a);
+        M = atoi(m + strlen(" CTAs max (blocking calls alone on the GPU: "));
+    }
+    TST_CHECK(S > 0 && M >= S, "node shape: the plan names no CTA limits (S %d, M %d): %s", S, M, buf);
+    rc = tlmpi_allreduce_enqueue(ds, dr, (int)count, MPI_INT, MPI_SUM, d, g_st);
+    (void)cudaStreamSynchronize(g_st);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, &ctas) == TLMPI_OK, "shape: enqueue");
+    TST_CHECK(cols == ctas && ctas >= 1 && ctas <= S, "node shape by size: enqueue %d:%d (want one column per CTA, "
+              "at most %d CTAs; the call returned %d)", cols, ctas, S, rc);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_CAPTURE, &c2, &t2) == TLMPI_OK && c2 == cols && t2 == ctas,
+              "shape: capture reads the enqueue form's (%d:%d, %d:%d)", c2, t2, cols, ctas);
+    snprintf(v, sizeof v, "%d", M);
+    TST_CHECK(tlmpi_config_set("NODE_CTAS", v) == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, %s)", v);
+    rc = tlmpi_allreduce_enqueue(ds, dr, (int)count, MPI_INT, MPI_SUM, d, g_st);
+    (void)cudaStreamSynchronize(g_st);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, &ctas) == TLMPI_OK, "shape: enqueue, knob");
+    if (M > S)
+        TST_CHECK(cols == M && ctas <= S && ctas < cols, "node shape with TLMPI_NODE_CTAS=%d: enqueue %d:%d (want %d "
+                  "columns taken in turn by at most %d CTAs; the call returned %d)", M, cols, ctas, M, S, rc);
+    else
+        TST_CHECK(cols == ctas && ctas <= S, "node shape with TLMPI_NODE_CTAS=%d: enqueue %d:%d (limits %d, %d)", M,
+                  cols, ctas, S, M);
+    (void)MPI_Allreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_BLOCKING, &cols, &ctas) == TLMPI_OK && cols == M && ctas >= 1 &&
+                  ctas <= M, "node shape with TLMPI_NODE_CTAS=%d: blocking %d:%d", M, cols, ctas);
+    if (g_rank == 0) printf("mpi_enqueue: case f (node kernel shape; limits %d / %d) done\n", S, M);
+    TST_CHECK(tlmpi_config_set("NODE_CTAS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, 0)");
+    MPI_Comm_free(&d);
+    TST_CUDA(cudaFree(ds));
+    TST_CUDA(cudaFree(dr));
+}
+
 int main(int argc, char **argv)
 {
     size_t bytes;
@@ -536,6 +604,12 @@ int main(int argc, char **argv)
         return tst_skip("this libtlmpi has no stream-ordered entry points (tlmpi_*_enqueue)");
     g_rank = tst_rank;
     g_size = tst_size;
+    if (argc > 1 && !strcmp(argv[1], "--node-shape")) {
+        int ndev = 0;
+        /* a fake GPU of its own per rank: the node tier's setup then runs no barrier kernel */
+        TST_CUDA(cudaGetDeviceCount(&ndev));
+        if (ndev > 0) TST_CUDA(cudaSetDevice(g_rank % ndev));
+    }
     bytes = ((size_t)N * (size_t)g_size + 64) * sizeof(int);
     TST_CUDA(cudaMalloc((void **)&d_s, bytes));
     TST_CUDA(cudaMalloc((void **)&d_r, bytes));
@@ -545,6 +619,16 @@ int main(int argc, char **argv)
     TST_CUDA(cudaMemset(d_s, 0, bytes));
     TST_CUDA(cudaStreamCreateWithFlags(&g_st, cudaStreamNonBlocking));
 
+    if (argc > 1 && !strcmp(argv[1], "--node-shape")) {
+        tst_expect("the node kernel's shape for each form (tlmpi_get_node_shape)");
+        case_node_shape();
+        TST_CUDA(cudaStreamDestroy(g_st));
+        TST_CUDA(cudaFree(d_s));
+        TST_CUDA(cudaFree(d_r));
+        free(h_s);
+        free(h_r);
+        return tst_finish();
+    }
     tst_expect("argument errors of the enqueue entry points");
     case_args();
     case_nostream("staging");
