@@ -593,11 +593,26 @@ static void case_node_shape(void)
     TST_CUDA(cudaFree(dr));
 }
 
+/* d: tlmpi_enqueue_error() after a failure and a success */
+static void case_after_failure(void)
+{
+    call_t c = base(C_AR, E_PLAIN, MPI_COMM_NULL);
+    const char *why;
+    int rc;
+
+    (void)call(&c);
+    TST_CHECK(tlmpi_config_set("TIER", "self") == TLMPI_OK, "tlmpi_config_set(TIER, self)");
+    c = base(C_AR, E_PLAIN, MPI_COMM_SELF);
+    rc = call(&c);
+    TST_CHECK(rc == MPI_SUCCESS, "self allreduce after a failure: rc %d", rc);
+    TST_CUDA(cudaStreamSynchronize(g_st));
+    why = tlmpi_enqueue_error();
+    if (g_rank == 0) printf("mpi_enqueue: tlmpi_enqueue_error() after a failure and then a success: \"%s\"\n", why ? why : "(null)");
+}
+
 int main(int argc, char **argv)
 {
     size_t bytes;
-    int rc;
-    const char *why;
 
     tst_init("mpi_enqueue", &argc, &argv);
     if (!tlmpi_allreduce_enqueue || !tlmpi_enqueue_prepare || !tlmpi_enqueue_error)
@@ -622,31 +637,15 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--node-shape")) {
         tst_expect("the node kernel's shape for each form (tlmpi_get_node_shape)");
         case_node_shape();
-        TST_CUDA(cudaStreamDestroy(g_st));
-        TST_CUDA(cudaFree(d_s));
-        TST_CUDA(cudaFree(d_r));
-        free(h_s);
-        free(h_r);
-        return tst_finish();
-    }
-    tst_expect("argument errors of the enqueue entry points");
-    case_args();
-    case_nostream("staging");
-    case_nostream("mpi");
-    if (g_size > 1) case_eager("nccl", MPI_COMM_WORLD, TLMPI_PATH_NCCL);
-    case_eager("self", MPI_COMM_SELF, TLMPI_PATH_SELF);
-    case_capture();
-    /* d: after a failure and a success */
-    {
-        call_t c = base(C_AR, E_PLAIN, MPI_COMM_NULL);
-        (void)call(&c);
-        TST_CHECK(tlmpi_config_set("TIER", "self") == TLMPI_OK, "tlmpi_config_set(TIER, self)");
-        c = base(C_AR, E_PLAIN, MPI_COMM_SELF);
-        rc = call(&c);
-        TST_CHECK(rc == MPI_SUCCESS, "self allreduce after a failure: rc %d", rc);
-        TST_CUDA(cudaStreamSynchronize(g_st));
-        why = tlmpi_enqueue_error();
-        if (g_rank == 0) printf("mpi_enqueue: tlmpi_enqueue_error() after a failure and then a success: \"%s\"\n", why ? why : "(null)");
+    } else {
+        tst_expect("argument errors of the enqueue entry points");
+        case_args();
+        case_nostream("staging");
+        case_nostream("mpi");
+        if (g_size > 1) case_eager("nccl", MPI_COMM_WORLD, TLMPI_PATH_NCCL);
+        case_eager("self", MPI_COMM_SELF, TLMPI_PATH_SELF);
+        case_capture();
+        case_after_failure();
     }
     TST_CUDA(cudaStreamDestroy(g_st));
     TST_CUDA(cudaFree(d_s));
