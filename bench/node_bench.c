@@ -52,8 +52,8 @@
  * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS,
  * auto when unset or 0>/ctas=<a kernel's CTAs where another of the process may be in flight>:<a
  * blocking call's kernel alone on the GPU> (from the plan's line; absent where it names none), then in
- * section graph /shape=<columns>:<CTAs> of the node kernel the row ran (rank 0's, tlmpi_get_node_shape;
- * "mixed" if it changed between repetitions), the form being
+ * sections graph and sweep (node rows) /shape=<columns>:<CTAs> of the node kernel the row ran (rank 0's,
+ * tlmpi_get_node_shape; "mixed" if it changed between repetitions), the form being
  * blocking, nonblocking, persistent, or for the floors sync (a kernel + wait each) and eager (K
  * kernels back to back, one wait); section graph: <form>.<usage mode>.<what ran> (bench_graph).
  * Bookkeeping collectives use PMPI_*, so they neither go through tlmpi nor count in its counters.
@@ -160,6 +160,7 @@ static void spin_wait(void)
 
 static const char *g_row_form = "blocking"; /* the form named in the generation of the next csv_row */
 static const char *g_row_shape = "";        /* the node kernel's columns:CTAs the row ran ("": not said) */
+static tlmpi_status_t (*g_node_shape)(tlmpi_form_t, int *, int *); /* tlmpi_get_node_shape, where the library has it */
 static char g_gen_base[256];                /* MPI, ranks, MPS, pool: the rest of the generation */
 
 /* generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS> */
@@ -194,6 +195,19 @@ static void csv_row(const char *sec, const char *coll, const char *mode, const c
     fprintf(g_csv, "%s,tlmpi-%s/%s/%s%s%s\n", valid, tlmpi_version(), g_row_form, g_gen_base,
             *g_row_shape ? "/shape=" : "", g_row_shape);
     fflush(g_csv);
+}
+
+/* The node kernel shape (columns:CTAs, tlmpi_get_node_shape) of this rank's last call of form f into
+ * dst: set on the first note, "mixed" when a later one differs (a blocking call's kernel alone on the
+ * GPU in one repetition, sharing it in another); left empty where the library cannot say. */
+static void shape_note(tlmpi_form_t f, char *dst, size_t len)
+{
+    char now_s[24];
+    int cols = 0, ctas = 0;
+    if (!g_node_shape || g_node_shape(f, &cols, &ctas) != TLMPI_OK || cols <= 0) return;
+    snprintf(now_s, sizeof now_s, "%d:%d", cols, ctas);
+    if (!dst[0]) snprintf(dst, len, "%s", now_s);
+    else if (strcmp(dst, now_s)) snprintf(dst, len, "mixed");
 }
 
 /* ---------------------------------------------------------------- settings and counters */
@@ -620,7 +634,7 @@ static void bench_sweep(void)
             size_t b = o.sizes[si];
             double avg[2][MAX_REPS], slow[2][MAX_REPS], med[2], sl[2];
             int iters[2] = { 0, 0 }, ok[2] = { 1, 1 }, reps = b >= o.large ? 1 : o.reps, valid[2] = { -1, -1 };
-            char path[2][64];
+            char path[2][64], shape[24] = "";
             if (b < 4 || b > g_maxb) continue;
             for (rep = 0; rep < reps; rep++) {
                 for (int kk = 0; kk < 2; kk++) {
@@ -636,6 +650,7 @@ static void bench_sweep(void)
                         iters[m] = iters_for(c, b);
                     }
                     t = time_mpi(c, b, iters[m]);
+                    if (m == 0) shape_note(TLMPI_FORM_BLOCKING, shape, sizeof shape);
                     if (rep == 0) {
                         snap(c, pa);
                         snap_algos(c, aa);
@@ -651,8 +666,10 @@ static void bench_sweep(void)
                 if (!ok[m]) continue;
                 med[m] = median(avg[m], reps);
                 sl[m] = median(slow[m], reps);
+                g_row_shape = m == 0 && !strncmp(path[0], "node", 4) ? shape : ""; /* what ran: node kernels only */
                 csv_row("sweep", coll_names[c], tiers[m], "", path[m], b, iters[m], reps, med[m], sl[m], 0, 0, 0, 0, 0,
                         0, 0, valid[m] < 0 ? "-" : valid[m] ? "pass" : "FAIL");
+                g_row_shape = "";
             }
             if (g_rank == 0) {
                 printf("| %s | %zu | %.2f | %s | %.2f | %.2f | %s |\n", coll_names[c], b, ok[0] ? med[0] : NAN,
@@ -1565,28 +1582,13 @@ static int graph_validate(int coll, size_t bytes, uint64_t seed, cudaGraphExec_t
 
 static const char *vname(int v) { return v < 0 ? "-" : v ? "pass" : "FAIL"; }
 
-/* The node kernel shape (columns:CTAs, tlmpi_get_node_shape) of this rank's last call of form f into
- * dst: set on the first note, "mixed" when a later one differs (a blocking call's kernel alone on the
- * GPU in one repetition, sharing it in another); left empty where the library cannot say. */
-static void shape_note(tlmpi_status_t (*node_shape)(tlmpi_form_t, int *, int *), tlmpi_form_t f, char *dst, size_t len)
-{
-    char now_s[24];
-    int cols = 0, ctas = 0;
-    if (!node_shape || node_shape(f, &cols, &ctas) != TLMPI_OK || cols <= 0) return;
-    snprintf(now_s, sizeof now_s, "%d:%d", cols, ctas);
-    if (!dst[0]) snprintf(dst, len, "%s", now_s);
-    else if (strcmp(dst, now_s)) snprintf(dst, len, "mixed");
-}
-
 static void bench_graph(void)
 {
     enum { G_FE, G_FG, G_ENQ, G_GM, G_GN, G_BLK, G_N };
     static const char *const mode_names[G_N] = { "floor-eager", "floor-graph", "enqueue", "graph-mixing", "graph-nomixing", "blocking" };
     static double avg[G_N][MAX_REPS], slow[G_N][MAX_REPS];
     int c, si, rep, kk, k, i, rc;
-    tlmpi_status_t (*node_shape)(tlmpi_form_t, int *, int *);
     *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
-    *(void **)&node_shape = dlsym(RTLD_DEFAULT, "tlmpi_get_node_shape");
     if (!tlmpi_allreduce_enqueue || !tlmpi_allgather_enqueue || !tlmpi_reduce_scatter_block_enqueue ||
         !tlmpi_enqueue_prepare || !tlmpi_enqueue_error || !g_form_stats) {
         if (g_rank == 0) printf("\nnode_bench: this libtlmpi has no stream-ordered entry points (tlmpi_*_enqueue): section graph skipped\n");
@@ -1644,9 +1646,9 @@ static void bench_graph(void)
             snprintf(path[G_BLK], sizeof path[G_BLK], "node blocking");
             /* the graphs (capture counted, warm replay) */
             okm = graph_make(c, b, K, g_comm, &gm);
-            if (okm) shape_note(node_shape, TLMPI_FORM_CAPTURE, shape[G_GM], sizeof shape[G_GM]);
+            if (okm) shape_note(TLMPI_FORM_CAPTURE, shape[G_GM], sizeof shape[G_GM]);
             okn = graph_make(c, b, K, g_comm_nm, &gn);
-            if (okn) shape_note(node_shape, TLMPI_FORM_CAPTURE, shape[G_GN], sizeof shape[G_GN]);
+            if (okn) shape_note(TLMPI_FORM_CAPTURE, shape[G_GN], sizeof shape[G_GN]);
             if (okm) graph_run(gm);
             if (okn) graph_run(gn);
             have[G_GM] = okm;
@@ -1684,7 +1686,7 @@ static void bench_graph(void)
                     }
                     form_reduce((now() - t0) / K, avg[k], slow[k], rep);
                     if (k == G_ENQ || k == G_BLK)
-                        shape_note(node_shape, k == G_ENQ ? TLMPI_FORM_ENQUEUE : TLMPI_FORM_BLOCKING, shape[k], sizeof shape[k]);
+                        shape_note(k == G_ENQ ? TLMPI_FORM_ENQUEUE : TLMPI_FORM_BLOCKING, shape[k], sizeof shape[k]);
                 }
             }
             {
@@ -1705,7 +1707,7 @@ static void bench_graph(void)
                     default: snprintf(form, sizeof form, "blocking.-.call"); break;
                     }
                     g_row_form = form;
-                    g_row_shape = shape[k];
+                    g_row_shape = !strncmp(path[k], "node", 4) ? shape[k] : ""; /* what ran: node kernels only */
                     if (!have[k]) {
                         if (g_rank == 0)
                             printf("| %s | %zu | %d | %s | %s | - | - | - | - | - | no | - |\n", coll_names[c], b, K,
@@ -1909,6 +1911,7 @@ int main(int argc, char **argv)
     g_npaths = k;
     *(void **)&g_algo_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_algo_stats");
     *(void **)&g_describe = dlsym(RTLD_DEFAULT, "tlmpi_comm_describe");
+    *(void **)&g_node_shape = dlsym(RTLD_DEFAULT, "tlmpi_get_node_shape");
     for (i = 0; o.do_sweep && i < o.nsizes; i++) maxs = o.sizes[i] > maxs ? o.sizes[i] : maxs;
     for (i = 0; o.do_eff && i < o.neff; i++) maxs = o.eff[i] > maxs ? o.eff[i] : maxs;
     if (o.do_form) {
