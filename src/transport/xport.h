@@ -27,7 +27,9 @@ typedef struct tlmpi_xport {
                                            this process in flight (a blocking call: src/tier/node.c),
                                            max_ctas x tlmpi_topo_concurrent_colls() up to
                                            TLMPI_NODE_MAX_CTAS; max_ctas under MPI_THREAD_MULTIPLE and
-                                           on multicast (its kernels take one column per CTA) */
+                                           on multicast (its kernels take one column per CTA). Also the
+                                           most columns of any form's kernel whose CTA knob asks for
+                                           more than max_ctas (taken in turn by max_ctas CTAs) */
 } tlmpi_xport_t;
 
 /* The error record (cudaHostAllocMapped, zeroed) and its device address in t->x.err; 0, or -1 with
