@@ -4,7 +4,7 @@
  * class, and write a tuning file that a plan reads at build (TLMPI_TUNING_FILE; format in
  * src/comm/tuning.h).
  *
- *   mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS]
+ *   mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS] [-F FORM]
  *   mpiexec -n N tlmpi_tune -c FILE      print the world's plan as FILE gives it to this layout
  *                                        (no GPU needed: without one it also lists the file's sections)
  *
@@ -23,6 +23,11 @@
  *   - the best candidate wins its size class only when it beats the baseline by 5% or more (under
  *     that spread it is a tie and the default stays). Consecutive classes with the same winner merge
  *     into one table entry.
+ *   - the form timed (-F): blocking calls (MPI_Allreduce, ...), or the stream-ordered entry points
+ *     (tlmpi_*_enqueue on one stream, one stream sync after the timed calls; the candidates then only
+ *     the tiers that run stream-ordered, node and nccl, and the baseline with the synchronous fallback
+ *     allowed where auto picks another). The file's table serves every form; its comment line names
+ *     the form it was measured with.
  * Output: the file (rank 0) and a table on stdout (baseline, best, winner, gain per size).
  * Exit 0; 1 when the file cannot be written (or, with -c, read); 77 when measuring finds no CUDA device.
  */
@@ -53,6 +58,8 @@ typedef struct {
 
 static int g_rank, g_size;
 static int *d_s, *d_r, *h_buf;
+static int g_enqueue;          /* -F enqueue: time and verify the stream-ordered entry points */
+static cudaStream_t g_stream;  /* their stream */
 static size_t g_cap; /* ints per buffer */
 
 static size_t parse_size(const char *s)
@@ -78,9 +85,19 @@ static int set_cand(int coll, const cand_t *c)
     return tlmpi_config_set(coll_env[coll], c->spec) == TLMPI_OK;
 }
 
-/* One call of coll with count ints per rank block (allreduce: count ints in all). */
+/* One call of coll with count ints per rank block (allreduce: count ints in all); -F enqueue: ordered
+ * on g_stream (the caller syncs it). */
 static int call(int coll, size_t count)
 {
+    if (g_enqueue) {
+        switch (coll) {
+        case C_AR: return tlmpi_allreduce_enqueue(d_s, d_r, (int)count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, g_stream);
+        case C_AG:
+            return tlmpi_allgather_enqueue(d_s, (int)count, MPI_INT, d_r, (int)count, MPI_INT, MPI_COMM_WORLD, g_stream);
+        default:
+            return tlmpi_reduce_scatter_block_enqueue(d_s, d_r, (int)count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, g_stream);
+        }
+    }
     switch (coll) {
     case C_AR: return MPI_Allreduce(d_s, d_r, (int)count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     case C_AG: return MPI_Allgather(d_s, (int)count, MPI_INT, d_r, (int)count, MPI_INT, MPI_COMM_WORLD);
@@ -100,8 +117,9 @@ static int verify(int coll, const cand_t *c, size_t count, unsigned salt)
 
     for (i = 0; i < in_n; i++) h_buf[i] = val(g_rank, i, salt);
     if (cudaMemcpy(d_s, h_buf, in_n * sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaMemset(d_r, 0xA5, out_n * sizeof(int)) != cudaSuccess || !set_cand(coll, c) ||
-        call(coll, count) != MPI_SUCCESS ||
+        cudaMemset(d_r, 0xA5, out_n * sizeof(int)) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+        !set_cand(coll, c) || call(coll, count) != MPI_SUCCESS ||
+        (g_enqueue && cudaStreamSynchronize(g_stream) != cudaSuccess) ||
         cudaMemcpy(h_buf, d_r, out_n * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
@@ -129,9 +147,11 @@ static double timed(int coll, const cand_t *c, size_t count, long n)
     set_cand(coll, c);
     call(coll, count); /* the plan refill (collective) and a warm-up */
     call(coll, count);
+    if (g_enqueue) cudaStreamSynchronize(g_stream);
     PMPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (long k = 0; k < n; k++) call(coll, count);
+    if (g_enqueue) cudaStreamSynchronize(g_stream);
     t = (MPI_Wtime() - t0) / (double)n;
     PMPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
@@ -140,7 +160,7 @@ static double timed(int coll, const cand_t *c, size_t count, long n)
 int main(int argc, char **argv)
 {
     const char *out = "tlmpi-tuning.txt", *sizes_s = "8,1k,16k,64k,256k,1m,4m,16m,64m", *colls_s = "allreduce,allgather,reduce_scatter_block";
-    const char *ctas_s = "0,16,64", *check = NULL;
+    const char *ctas_s = "0,16,64", *check = NULL, *form = "blocking";
     int passes = 3, ch, ndev = 0, ns = 0, nk = 0, knobs[8];
     double target = 0.02;
     size_t sizes[MAX_SIZES];
@@ -151,8 +171,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    while ((ch = getopt(argc, argv, "o:s:C:p:t:k:c:h")) != -1) {
+    while ((ch = getopt(argc, argv, "o:s:C:p:t:k:c:F:h")) != -1) {
+        if (ch == 'F' && strcmp(optarg, "blocking") && strcmp(optarg, "enqueue")) ch = '?';
         switch (ch) {
+        case 'F': form = optarg; break;
         case 'c': check = optarg; break;
         case 'o': out = optarg; break;
         case 's': sizes_s = optarg; break;
@@ -163,7 +185,7 @@ int main(int argc, char **argv)
         default:
             if (g_rank == 0) {
                 fprintf(ch == 'h' ? stdout : stderr,
-                        "usage: mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS]\n"
+                        "usage: mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS] [-F FORM]\n"
                         "       mpiexec -n N tlmpi_tune -c FILE\n"
                         "Measure which tier/algorithm/CTA count serves each collective best per size class on\n"
                         "this layout (needs a CUDA device) and write a tuning file for TLMPI_TUNING_FILE.\n"
@@ -172,7 +194,8 @@ int main(int argc, char **argv)
                         "  -C COLLS    collectives (default allreduce,allgather,reduce_scatter_block)\n"
                         "  -p PASSES   timing passes (default 3)\n"
                         "  -t SECONDS  time per timing (default 0.02)\n"
-                        "  -k CTAS     node-tier CTA counts to try, 0 = the tier's own (default 0,16,64)\n"
+                        "  -k CTAS     node-tier CTA counts (columns) to try, 0 = the tier's own (default 0,16,64)\n"
+                        "  -F FORM     the form to time: blocking (default) or enqueue (tlmpi_*_enqueue on a stream)\n"
                         "  -c FILE     print the plan FILE gives MPI_COMM_WORLD's layout and measure nothing\n"
                         "              (works without a GPU: it then also lists the file's sections)\n"
                         "  -h          this help\n");
@@ -225,6 +248,13 @@ int main(int argc, char **argv)
         return 0;
     }
     tlmpi_config_set("TUNING_FILE", ""); /* measure against the defaults, not an older file */
+    g_enqueue = !strcmp(form, "enqueue");
+    if (g_enqueue && (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess ||
+                      tlmpi_enqueue_prepare(MPI_COMM_WORLD, TLMPI_ENQUEUE_SYNC_FALLBACK) != MPI_SUCCESS)) {
+        if (g_rank == 0) fprintf(stderr, "tlmpi_tune: -F enqueue: no stream or tlmpi_enqueue_prepare failed: %s\n",
+                                 tlmpi_enqueue_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     if (tlmpi_comm_query(MPI_COMM_WORLD, &info) != TLMPI_OK) {
         if (g_rank == 0) fprintf(stderr, "tlmpi_tune: tlmpi is not active (link it or LD_PRELOAD it)\n");
         MPI_Finalize();
@@ -239,13 +269,13 @@ int main(int argc, char **argv)
     if (g_rank == 0) {
         f = fopen(out, "w");
         if (f) {
-            fprintf(f, "tlmpi-tuning 1\n# written by tlmpi_tune: %d ranks, passes %d, target %.3f s per timing, tie under %.0f%%\n",
-                    g_size, passes, target, TIE * 100);
+            fprintf(f, "tlmpi-tuning 1\n# written by tlmpi_tune: %d ranks, passes %d, target %.3f s per timing, tie under %.0f%%, "
+                    "form %s\n", g_size, passes, target, TIE * 100, form);
             fprintf(f, "generation %s\n", tlmpi_generation());
             fprintf(f, "layout nodes=%d ranks_per_node=%d gpu=%s\n", info.node_count, info.local_size, gpu);
         }
-        printf("tlmpi_tune: %d ranks, %d nodes x %d, gpu %s, generation '%s'\n", g_size, info.node_count,
-               info.local_size, gpu, tlmpi_generation());
+        printf("tlmpi_tune: %d ranks, %d nodes x %d, gpu %s, generation '%s', form %s\n", g_size, info.node_count,
+               info.local_size, gpu, tlmpi_generation(), form);
         printf("| collective | bytes | baseline us | best us | winner | gain | candidates valid |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     }
     for (int coll = 0; coll < NCOLL; coll++) {
@@ -275,7 +305,9 @@ int main(int argc, char **argv)
         }
         snprintf(cands[nc].spec, sizeof(cands[nc].spec), "nccl");
         cands[nc++].path = TLMPI_PATH_NCCL;
-        if (coll == C_AR) {
+        if (g_enqueue) {
+            /* hier and staging do not run stream-ordered (their calls would be synchronous fallbacks) */
+        } else if (coll == C_AR) {
             snprintf(cands[nc].spec, sizeof(cands[nc].spec), "hier/oneshot");
             cands[nc++].path = TLMPI_PATH_HIER;
             snprintf(cands[nc].spec, sizeof(cands[nc].spec), "hier/2d");
@@ -284,13 +316,15 @@ int main(int argc, char **argv)
             snprintf(cands[nc].spec, sizeof(cands[nc].spec), "hier");
             cands[nc++].path = TLMPI_PATH_HIER;
         }
-        snprintf(cands[nc].spec, sizeof(cands[nc].spec), "staging");
-        cands[nc++].path = TLMPI_PATH_STAGING;
+        if (!g_enqueue) {
+            snprintf(cands[nc].spec, sizeof(cands[nc].spec), "staging");
+            cands[nc++].path = TLMPI_PATH_STAGING;
+        }
         for (int si = 0; si < ns; si++) {
             /* count: ints per rank block (allreduce: the whole vector); hier's allreduce needs a
              * multiple of the ranks per node, so round to it */
             size_t count = sizes[si] / 4 ? sizes[si] / 4 : 1, step = info.local_size > 0 ? (size_t)info.local_size : 1;
-            int valid[MAX_CANDS], agreed[MAX_CANDS], nvalid = 0, best = 0;
+            int valid[MAX_CANDS], agreed[MAX_CANDS], nvalid = 0, best = 0, ref;
             double tbest[MAX_CANDS], tbase = 1e30;
             long n = 1;
             const char *win;
@@ -298,9 +332,14 @@ int main(int argc, char **argv)
             count = (count + step - 1) / step * step;
             for (int k = 0; k < nc; k++) valid[k] = verify(coll, &cands[k], count, (unsigned)(si * 31 + k));
             PMPI_Allreduce(valid, agreed, nc, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-            /* calls per timing: from one baseline call, the same on every rank */
+            /* the reference for the calls per timing: the baseline, or where it failed its check (-F
+             * enqueue: a stream-ordered call that returned an error) the first valid candidate */
+            for (ref = 0; ref < nc && !agreed[ref]; ref++) {
+            }
+            ref = ref < nc ? ref : 0;
+            /* calls per timing: from one reference call, the same on every rank */
             {
-                double t = timed(coll, &cands[0], count, 1);
+                double t = timed(coll, &cands[ref], count, 1);
                 n = t > 0 ? (long)(target / t) : 1000;
                 n = n < 1 ? 1 : n > 100000 ? 100000 : n;
             }
@@ -314,29 +353,34 @@ int main(int argc, char **argv)
                     double b1, tk, b2;
 
                     if (k == 0 || !agreed[k]) continue;
-                    b1 = timed(coll, &cands[0], count, n);
+                    b1 = agreed[0] ? timed(coll, &cands[0], count, n) : 1e30;
                     tk = timed(coll, &cands[k], count, n);
-                    b2 = timed(coll, &cands[0], count, n);
+                    b2 = agreed[0] ? timed(coll, &cands[0], count, n) : 1e30;
                     if (tk < tbest[k]) tbest[k] = tk;
                     if (b1 < tbase) tbase = b1;
                     if (b2 < tbase) tbase = b2;
                 }
             }
-            if (tbase >= 1e30) tbase = timed(coll, &cands[0], count, n);
+            if (tbase >= 1e30 && agreed[0]) tbase = timed(coll, &cands[0], count, n);
             for (int k = 1; k < nc; k++) {
                 if (agreed[k] && (best == 0 || tbest[k] < tbest[best])) best = k;
             }
             win = best > 0 && tbest[best] <= tbase * (1.0 - TIE) ? cands[best].spec : "auto";
             if (g_rank == 0) {
                 const char *why = best == 0 ? " (no other candidate valid)"
+                                  : !agreed[0] ? " (the default failed its check)"
                                   : strcmp(win, "auto") ? ""
                                   : tbest[best] < tbase ? " (tie: under 5%)" : " (the default was fastest)";
 
-                printf("| %s | %zu | %.2f | %.2f | %s%s%s%s | %.2fx | %d/%d |\n", coll_name[coll], count * 4,
-                       tbase * 1e6, best > 0 ? tbest[best] * 1e6 : tbase * 1e6, win, why,
-                       best > 0 && !strcmp(win, "auto") ? "; best " : "",
-                       best > 0 && !strcmp(win, "auto") ? cands[best].spec : "", best > 0 ? tbase / tbest[best] : 1.0,
-                       nvalid - agreed[0], nc - 1);
+                char bs[32] = "-", gs[32] = "-";
+
+                if (agreed[0]) {
+                    snprintf(bs, sizeof(bs), "%.2f", tbase * 1e6);
+                    snprintf(gs, sizeof(gs), "%.2fx", best > 0 ? tbase / tbest[best] : 1.0);
+                }
+                printf("| %s | %zu | %s | %.2f | %s%s%s%s | %s | %d/%d |\n", coll_name[coll], count * 4, bs,
+                       best > 0 ? tbest[best] * 1e6 : tbase * 1e6, win, why, best > 0 && !strcmp(win, "auto") ? "; best " : "",
+                       best > 0 && !strcmp(win, "auto") ? cands[best].spec : "", gs, nvalid - agreed[0], nc - 1);
             }
             /* the table: a new entry where the winner changes; the last size class takes all larger */
             if (strcmp(win, prev) != 0) {
@@ -373,6 +417,7 @@ int main(int argc, char **argv)
         int bad = g_rank == 0 && !f, all = 0;
 
         PMPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (g_enqueue) cudaStreamDestroy(g_stream);
         cudaFree(d_s);
         cudaFree(d_r);
         free(h_buf);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tune.sh [BUILD_DIR]: tests/mpi/mpi_tune (tools/tlmpi_tune.c linked with the CPU fakes) with 2 ranks
-# on a few small sizes: it must write a tuning file of this library's generation and layout, and a
+# on a few small sizes, timing the blocking calls and (-F enqueue) the stream-ordered ones: it must
+# write a tuning file of this library's generation and layout, and a
 # plan built with that file must say "(tuned)" for each collective the file names; a file of
 # another generation must be ignored with one warning per rank, and one without this layout with
 # an info line and no "(tuned)"; the real tools/tlmpi_tune -c reads a file without a GPU too, and
@@ -49,7 +50,18 @@ sed 's/^layout nodes=1 ranks_per_node=2/layout nodes=2 ranks_per_node=4/' "$work
 launch --env TLMPI_LOG_LEVEL=info --env TLMPI_LOG_FILE="$work/l.%r.log" -- "$prog" -c "$work/l.txt" >"$work/l.out" 2>&1 || bad "layout run exited $?"
 grep -q '(tuned)' "$work/l.out" && bad "a file without this layout was used"
 grep -q 'has no section for nodes=1 ranks_per_node=2' "$work/l.0.log" || bad "no info line about the missing layout"
-# 5. the real tools/tlmpi_tune (the CUDA runtime of the system, not the fakes) reads a file with -c
+# 5. -F enqueue: the stream-ordered entry points timed; only tiers that run stream-ordered are candidates
+# (node's three allreduce algorithms x 2 knobs and nccl: 7, no hier or staging); on the fakes the node
+# kernels do not launch, so the default (auto: node) fails its check and nccl, the one valid
+# candidate, wins every size; the file's comment names the form
+launch -- "$prog" -o "$work/e.txt" -s 1k,64k -p 2 -t 0.005 -k 0,4 -F enqueue >"$work/enq.log" 2>&1 || bad "tlmpi_tune -F enqueue exited $? ($work/enq.log)"
+grep -q '^# written by tlmpi_tune: .*form enqueue$' "$work/e.txt" 2>/dev/null || bad "-F enqueue: the file does not name the form"
+grep -q '^| allreduce | 1024 | - | .* | nccl (the default failed its check) | - | 1/7 |$' "$work/enq.log" ||
+    bad "-F enqueue: the allreduce row is not nccl of 7 candidates ($work/enq.log)"
+grep -q '^allgather nccl$' "$work/e.txt" 2>/dev/null || bad "-F enqueue: no 'allgather nccl' in $work/e.txt"
+grep -q '^# written by tlmpi_tune: .*form blocking$' "$work/t.txt" 2>/dev/null || bad "the blocking file does not name its form"
+launch -- "$prog" -F graph >"$work/badf.log" 2>&1 && bad "-F graph (not a form) was accepted"
+# 6. the real tools/tlmpi_tune (the CUDA runtime of the system, not the fakes) reads a file with -c
 # on any machine, with or without a GPU (without one it measures nothing and exits 77, but -c needs none)
 tool=$builddir/tools/tlmpi_tune
 if [ -x "$tool" ]; then
