@@ -41,7 +41,8 @@
  *     an enqueued 1 MiB allreduce by size: one column per CTA, at most the plan's CTAs for a kernel
  *     that may share the GPU (S, from tlmpi_comm_describe); with TLMPI_NODE_CTAS at the blocking
  *     call's limit (M > S): M columns taken in turn by at most S CTAs (the knob is not capped at S);
- *     TLMPI_FORM_CAPTURE reads the same; a blocking call with the knob: M columns.
+ *     TLMPI_FORM_CAPTURE reads the same; a blocking call with the knob: M columns; a non-blocking one
+ *     (MPI_Iallreduce): M columns taken in turn by at most S CTAs, as the enqueued call.
  * Prints "mpi_enqueue: PASS: ..." or "mpi_enqueue: FAIL: ..." on rank 0 (tests/harness.h).
  */
 #include "config.h"
@@ -586,6 +587,15 @@ static void case_node_shape(void)
     (void)MPI_Allreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d);
     TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_BLOCKING, &cols, &ctas) == TLMPI_OK && cols == M && ctas >= 1 &&
                   ctas <= M, "node shape with TLMPI_NODE_CTAS=%d: blocking %d:%d", M, cols, ctas);
+    {
+        MPI_Request rq = MPI_REQUEST_NULL;
+
+        (void)MPI_Iallreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d, &rq);
+        if (rq != MPI_REQUEST_NULL) (void)MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_NONBLOCKING, &cols, &ctas) == TLMPI_OK &&
+                      (M > S ? cols == M && ctas <= S && ctas < cols : cols == ctas && ctas <= S),
+                  "node shape with TLMPI_NODE_CTAS=%d: non-blocking %d:%d (limits %d, %d)", M, cols, ctas, S, M);
+    }
     if (g_rank == 0) printf("mpi_enqueue: case f (node kernel shape; limits %d / %d) done\n", S, M);
     TST_CHECK(tlmpi_config_set("NODE_CTAS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, 0)");
     MPI_Comm_free(&d);
