@@ -534,6 +534,21 @@ static void case_capture(void)
                             "capture, capture counters, graph and communicator destroyed in either order) done\n");
 }
 
+/* f: the shape of form f's last node kernel with the knob at M (the blocking call's column limit,
+ * S the CTA limit of a kernel that may share the GPU): M columns taken in turn by at most S CTAs, or
+ * where M == S (no columns taken in turn here) one column per CTA; rc: what the call returned */
+static void check_knob_shape(tlmpi_form_t f, int S, int M, int rc)
+{
+    int cols = -1, ctas = -1;
+    const char *fn = tlmpi_form_name ? tlmpi_form_name(f) : "?";
+
+    TST_CHECK(tlmpi_get_node_shape(f, &cols, &ctas) == TLMPI_OK, "shape: %s, knob", fn);
+    TST_CHECK(M > S ? cols == M && ctas <= S && ctas < cols : cols == ctas && ctas <= S,
+              "node shape with TLMPI_NODE_CTAS=%d: %s %d:%d (want %d columns taken in turn by at most %d CTAs, or "
+              "one column per CTA where they are equal; the call returned %d)", M, fn, cols, ctas, M, S,
+              rc);
+}
+
 /* f: the node kernel's shape (see the head of this file) */
 static void case_node_shape(void)
 {
@@ -577,24 +592,16 @@ static void case_node_shape(void)
     TST_CHECK(tlmpi_config_set("NODE_CTAS", v) == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, %s)", v);
     rc = tlmpi_allreduce_enqueue(ds, dr, (int)count, MPI_INT, MPI_SUM, d, g_st);
     (void)cudaStreamSynchronize(g_st);
-    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, &ctas) == TLMPI_OK, "shape: enqueue, knob");
-    if (M > S)
-        TST_CHECK(cols == M && ctas <= S && ctas < cols, "node shape with TLMPI_NODE_CTAS=%d: enqueue %d:%d (want %d "
-                  "columns taken in turn by at most %d CTAs; the call returned %d)", M, cols, ctas, M, S, rc);
-    else
-        TST_CHECK(cols == ctas && ctas <= S, "node shape with TLMPI_NODE_CTAS=%d: enqueue %d:%d (limits %d, %d)", M,
-                  cols, ctas, S, M);
+    check_knob_shape(TLMPI_FORM_ENQUEUE, S, M, rc);
     (void)MPI_Allreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d);
     TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_BLOCKING, &cols, &ctas) == TLMPI_OK && cols == M && ctas >= 1 &&
                   ctas <= M, "node shape with TLMPI_NODE_CTAS=%d: blocking %d:%d", M, cols, ctas);
     {
         MPI_Request rq = MPI_REQUEST_NULL;
 
-        (void)MPI_Iallreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d, &rq);
+        rc = MPI_Iallreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d, &rq);
         if (rq != MPI_REQUEST_NULL) (void)MPI_Wait(&rq, MPI_STATUS_IGNORE);
-        TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_NONBLOCKING, &cols, &ctas) == TLMPI_OK &&
-                      (M > S ? cols == M && ctas <= S && ctas < cols : cols == ctas && ctas <= S),
-                  "node shape with TLMPI_NODE_CTAS=%d: non-blocking %d:%d (limits %d, %d)", M, cols, ctas, S, M);
+        check_knob_shape(TLMPI_FORM_NONBLOCKING, S, M, rc);
     }
     if (g_rank == 0) printf("mpi_enqueue: case f (node kernel shape; limits %d / %d) done\n", S, M);
     TST_CHECK(tlmpi_config_set("NODE_CTAS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, 0)");
@@ -623,13 +630,15 @@ static void case_after_failure(void)
 int main(int argc, char **argv)
 {
     size_t bytes;
+    int node_shape;
 
     tst_init("mpi_enqueue", &argc, &argv);
     if (!tlmpi_allreduce_enqueue || !tlmpi_enqueue_prepare || !tlmpi_enqueue_error)
         return tst_skip("this libtlmpi has no stream-ordered entry points (tlmpi_*_enqueue)");
     g_rank = tst_rank;
     g_size = tst_size;
-    if (argc > 1 && !strcmp(argv[1], "--node-shape")) {
+    node_shape = argc > 1 && !strcmp(argv[1], "--node-shape");
+    if (node_shape) {
         int ndev = 0;
         /* a fake GPU of its own per rank: the node tier's setup then runs no barrier kernel */
         TST_CUDA(cudaGetDeviceCount(&ndev));
@@ -644,7 +653,7 @@ int main(int argc, char **argv)
     TST_CUDA(cudaMemset(d_s, 0, bytes));
     TST_CUDA(cudaStreamCreateWithFlags(&g_st, cudaStreamNonBlocking));
 
-    if (argc > 1 && !strcmp(argv[1], "--node-shape")) {
+    if (node_shape) {
         tst_expect("the node kernel's shape for each form (tlmpi_get_node_shape)");
         case_node_shape();
     } else {
