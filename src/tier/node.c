@@ -637,6 +637,12 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     turns = a != A_LL && !c->preg && nc->xp->max_ctas_alone > split;
     blocking = turns && c->form == TLMPI_FORM_BLOCKING && !c->pend;
     lim = blocking || (turns && forced > 0) ? nc->xp->max_ctas_alone : split;
+    if (turns && forced <= 0 && args->kind == TLMPI_NODE_AG_PULL && lim < TLMPI_ENV_I(NODE_PULL_COLS)) {
+        /* the pull allgather's least columns (TLMPI_NODE_PULL_COLS), taken in turn below */
+        long p = (long)TLMPI_ENV_I(NODE_PULL_COLS);
+
+        lim = (int)(p < nc->xp->max_ctas_alone ? p : nc->xp->max_ctas_alone);
+    }
     cols = forced > 0 ? (int)(forced < lim ? forced : lim) : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, lim);
     cols = cols < 1 ? 1 : cols > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : cols;
     if (blocking || (turns && cols > split)) {

@@ -42,7 +42,9 @@
  *     that may share the GPU (S, from tlmpi_comm_describe); with TLMPI_NODE_CTAS at the blocking
  *     call's limit (M > S): M columns taken in turn by at most S CTAs (the knob is not capped at S);
  *     TLMPI_FORM_CAPTURE reads the same; a blocking call with the knob: M columns; a non-blocking one
- *     (MPI_Iallreduce): M columns taken in turn by at most S CTAs, as the enqueued call.
+ *     (MPI_Iallreduce): M columns taken in turn by at most S CTAs, as the enqueued call; an enqueued
+ *     pull allgather by size: min(32, M) columns taken in turn (TLMPI_NODE_PULL_COLS), with the
+ *     setting at 0 one column per CTA.
  * Prints "mpi_enqueue: PASS: ..." or "mpi_enqueue: FAIL: ..." on rank 0 (tests/harness.h).
  */
 #include "config.h"
@@ -549,6 +551,30 @@ static void check_knob_shape(tlmpi_form_t f, int S, int M, int rc)
               rc);
 }
 
+/* f: an enqueued pull allgather (blocks of count / size ints, past TLMPI_NODE_AG_PUSH_MAX) by
+ * size: min(TLMPI_NODE_PULL_COLS, M) columns taken in turn by at most S CTAs; with the setting at 0
+ * one column per CTA, as every other kind */
+static void check_pull_shape(MPI_Comm d, int *ds, int *dr, size_t count, int S, int M)
+{
+    int per = (int)(count / (size_t)g_size), cols = -1, ctas = -1, want = M < 32 ? M : 32, rc;
+
+    TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "4k") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 4k)");
+    rc = tlmpi_allgather_enqueue(ds, per, MPI_INT, dr, per, MPI_INT, d, g_st);
+    (void)cudaStreamSynchronize(g_st);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, &ctas) == TLMPI_OK, "shape: pull allgather");
+    TST_CHECK(cols == want && ctas <= S && (want > S ? ctas < cols : ctas == cols),
+              "node shape, pull allgather by size: enqueue %d:%d (want %d columns, taken in turn by at most %d "
+              "CTAs: TLMPI_NODE_PULL_COLS; the call returned %d)", cols, ctas, want, S, rc);
+    TST_CHECK(tlmpi_config_set("NODE_PULL_COLS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_PULL_COLS, 0)");
+    rc = tlmpi_allgather_enqueue(ds, per, MPI_INT, dr, per, MPI_INT, d, g_st);
+    (void)cudaStreamSynchronize(g_st);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, &ctas) == TLMPI_OK && cols == ctas && ctas <= S,
+              "node shape, pull allgather with TLMPI_NODE_PULL_COLS=0: enqueue %d:%d (want one column per CTA, "
+              "at most %d; the call returned %d)", cols, ctas, S, rc);
+    TST_CHECK(tlmpi_config_set("NODE_PULL_COLS", "32") == TLMPI_OK, "tlmpi_config_set(NODE_PULL_COLS, 32)");
+    TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "1m") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 1m)");
+}
+
 /* f: the node kernel's shape (see the head of this file) */
 static void case_node_shape(void)
 {
@@ -603,8 +629,9 @@ static void case_node_shape(void)
         if (rq != MPI_REQUEST_NULL) (void)MPI_Wait(&rq, MPI_STATUS_IGNORE);
         check_knob_shape(TLMPI_FORM_NONBLOCKING, S, M, rc);
     }
-    if (g_rank == 0) printf("mpi_enqueue: case f (node kernel shape; limits %d / %d) done\n", S, M);
     TST_CHECK(tlmpi_config_set("NODE_CTAS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, 0)");
+    check_pull_shape(d, ds, dr, count, S, M);
+    if (g_rank == 0) printf("mpi_enqueue: case f (node kernel shape; limits %d / %d) done\n", S, M);
     MPI_Comm_free(&d);
     TST_CUDA(cudaFree(ds));
     TST_CUDA(cudaFree(dr));
