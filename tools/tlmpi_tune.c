@@ -20,7 +20,7 @@
  *     candidate timed between two timings of the baseline. A timing is the slowest rank's mean over
  *     enough calls to fill -t seconds. Each keeps its best pass; the baseline keeps its best over all
  *     its timings;
- *   - the best candidate wins its size class only when it beats the baseline by 5% or more (under
+ *   - the best candidate wins its size class only when it beats the baseline by 5% or more (-T; under
  *     that spread it is a tie and the default stays). Consecutive classes with the same winner merge
  *     into one table entry.
  *   - the form timed (-F): blocking calls (MPI_Allreduce, ...), or the stream-ordered entry points
@@ -44,7 +44,7 @@
 
 #define MAX_SIZES 24
 #define MAX_CANDS 48
-#define TIE 0.05
+static double g_tie = 0.05; /* -T: the least gain (fraction) for a candidate to replace the default */
 
 enum { C_AR, C_AG, C_RSB, NCOLL };
 static const char *const coll_name[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
@@ -171,8 +171,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    while ((ch = getopt(argc, argv, "o:s:C:p:t:k:c:F:h")) != -1) {
+    while ((ch = getopt(argc, argv, "o:s:C:p:t:k:c:F:T:h")) != -1) {
         if (ch == 'F' && strcmp(optarg, "blocking") && strcmp(optarg, "enqueue")) ch = '?';
+        if (ch == 'T' && !(atof(optarg) >= 0 && atof(optarg) <= 100 && strspn(optarg, "0123456789.") == strlen(optarg))) ch = '?';
         switch (ch) {
         case 'F': form = optarg; break;
         case 'c': check = optarg; break;
@@ -182,10 +183,11 @@ int main(int argc, char **argv)
         case 'p': passes = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
         case 't': target = atof(optarg) > 0 ? atof(optarg) : 0.02; break;
         case 'k': ctas_s = optarg; break;
+        case 'T': g_tie = atof(optarg) / 100; break;
         default:
             if (g_rank == 0) {
                 fprintf(ch == 'h' ? stdout : stderr,
-                        "usage: mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS] [-F FORM]\n"
+                        "usage: mpiexec -n N tlmpi_tune [-o FILE] [-s SIZES] [-C COLLS] [-p PASSES] [-t SECONDS] [-k CTAS] [-F FORM] [-T PCT]\n"
                         "       mpiexec -n N tlmpi_tune -c FILE\n"
                         "Measure which tier/algorithm/CTA count serves each collective best per size class on\n"
                         "this layout (needs a CUDA device) and write a tuning file for TLMPI_TUNING_FILE.\n"
@@ -196,6 +198,8 @@ int main(int argc, char **argv)
                         "  -t SECONDS  time per timing (default 0.02)\n"
                         "  -k CTAS     node-tier CTA counts (columns) to try, 0 = the tier's own (default 0,16,64)\n"
                         "  -F FORM     the form to time: blocking (default) or enqueue (tlmpi_*_enqueue on a stream)\n"
+                        "  -T PCT      the least gain, in percent of the default's time, for a candidate to replace\n"
+                        "              the default (default 5; under it a tie: the default stays; 100: never)\n"
                         "  -c FILE     print the plan FILE gives MPI_COMM_WORLD's layout and measure nothing\n"
                         "              (works without a GPU: it then also lists the file's sections)\n"
                         "  -h          this help\n");
@@ -269,8 +273,8 @@ int main(int argc, char **argv)
     if (g_rank == 0) {
         f = fopen(out, "w");
         if (f) {
-            fprintf(f, "tlmpi-tuning 1\n# written by tlmpi_tune: %d ranks, passes %d, target %.3f s per timing, tie under %.0f%%, "
-                    "form %s\n", g_size, passes, target, TIE * 100, form);
+            fprintf(f, "tlmpi-tuning 1\n# written by tlmpi_tune: %d ranks, passes %d, target %.3f s per timing, tie under %g%%, "
+                    "form %s\n", g_size, passes, target, g_tie * 100, form);
             fprintf(f, "generation %s\n", tlmpi_generation());
             fprintf(f, "layout nodes=%d ranks_per_node=%d gpu=%s\n", info.node_count, info.local_size, gpu);
         }
@@ -365,15 +369,18 @@ int main(int argc, char **argv)
             for (int k = 1; k < nc; k++) {
                 if (agreed[k] && (best == 0 || tbest[k] < tbest[best])) best = k;
             }
-            win = best > 0 && tbest[best] <= tbase * (1.0 - TIE) ? cands[best].spec : "auto";
+            /* the best valid candidate replaces the default where the default failed its check, else only
+             * by -T or more */
+            win = best > 0 && (!agreed[0] || (g_tie < 1 && tbest[best] <= tbase * (1.0 - g_tie))) ? cands[best].spec : "auto";
             if (g_rank == 0) {
-                const char *why = best == 0 ? " (no other candidate valid)"
+                char tie_why[48], bs[32] = "-", gs[32] = "-";
+                const char *why;
+
+                snprintf(tie_why, sizeof(tie_why), " (tie: under %g%%)", g_tie * 100);
+                why = best == 0 ? " (no other candidate valid)"
                                   : !agreed[0] ? " (the default failed its check)"
                                   : strcmp(win, "auto") ? ""
-                                  : tbest[best] < tbase ? " (tie: under 5%)" : " (the default was fastest)";
-
-                char bs[32] = "-", gs[32] = "-";
-
+                                  : tbest[best] < tbase ? tie_why : " (the default was fastest)";
                 if (agreed[0]) {
                     snprintf(bs, sizeof(bs), "%.2f", tbase * 1e6);
                     snprintf(gs, sizeof(gs), "%.2fx", best > 0 ? tbase / tbest[best] : 1.0);

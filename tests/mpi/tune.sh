@@ -61,6 +61,18 @@ grep -q '^| allreduce | 1024 | - | .* | nccl (the default failed its check) | - 
 grep -q '^allgather nccl$' "$work/e.txt" 2>/dev/null || bad "-F enqueue: no 'allgather nccl' in $work/e.txt"
 grep -q '^# written by tlmpi_tune: .*form blocking$' "$work/t.txt" 2>/dev/null || bad "the blocking file does not name its form"
 launch -- "$prog" -F graph >"$work/badf.log" 2>&1 && bad "-F graph (not a form) was accepted"
+# 5b. -T, the least gain that replaces the default: at 100 no valid default is ever replaced (the
+# blocking form: every row a tie or the default, no collective in the file, the header says 100%);
+# where the default fails its check (-F enqueue) the best valid candidate still wins; a bad -T exits
+launch -- "$prog" -o "$work/t100.txt" -s 1k -C allreduce -p 1 -t 0.005 -k 0 -T 100 >"$work/t100.log" 2>&1 || bad "tlmpi_tune -T 100 exited $? ($work/t100.log)"
+grep -q '^# written by tlmpi_tune: .*tie under 100%, form blocking$' "$work/t100.txt" 2>/dev/null || bad "-T 100: the file does not say 'tie under 100%'"
+grep -q '^allreduce ' "$work/t100.txt" && bad "-T 100: a candidate replaced the default ($work/t100.txt)"
+grep -q '^| allreduce | 1024 | [0-9.]* | .* | auto (\(tie: under 100%\|the default was fastest\)' "$work/t100.log" ||
+    bad "-T 100: the allreduce row is not the default's ($work/t100.log)"
+launch -- "$prog" -o "$work/e100.txt" -s 1k -C allreduce -p 1 -t 0.005 -k 0 -F enqueue -T 100 >"$work/e100.log" 2>&1 || bad "tlmpi_tune -F enqueue -T 100 exited $?"
+grep -q '^allreduce nccl$' "$work/e100.txt" 2>/dev/null || bad "-F enqueue -T 100: the failing default was kept ($work/e100.txt)"
+launch -- "$prog" -T 101 >"$work/badt.log" 2>&1 && bad "-T 101 was accepted"
+launch -- "$prog" -T x >"$work/badt.log" 2>&1 && bad "-T x was accepted"
 # 6. the real tools/tlmpi_tune (the CUDA runtime of the system, not the fakes) reads a file with -c
 # on any machine, with or without a GPU (without one it measures nothing and exits 77, but -c needs none)
 tool=$builddir/tools/tlmpi_tune
