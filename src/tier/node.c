@@ -614,10 +614,12 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * else TLMPI_NODE_CTAS, else by size; at most the agreed limit that keeps every rank's CTAs resident:
  * max_ctas, or for the pool kinds max_ctas_alone (where ranks share a GPU, twice as many or more)
  * for the blocking form, and for any form whose knob asks for more columns than max_ctas (the shape
- * is the tuner's to pick: docs/PERFORMANCE.md, "The 8-rank allgather gap located"). CTAs: the
- * columns, or where another kernel of this process may be in flight beside the call's (always, but
- * for a blocking call's kernel alone), at most max_ctas of them taking the columns in turn (topo.h:
- * tlmpi_topo_grid_ctas). The form and the knob, not what is in flight, decide the columns: they are
+ * is the tuner's to pick: docs/PERFORMANCE.md, "The 8-rank allgather gap located"); without a knob
+ * the pull allgather's limit is at least TLMPI_NODE_PULL_COLS (32) in every form ("The pull
+ * allgather on 32 columns": at 8 ranks on one GPU its stream forms then run the blocking call's
+ * partition). CTAs: the columns, or where another kernel of this process may be in flight beside
+ * the call's (always, but for a blocking call's kernel alone), at most max_ctas of them taking the
+ * columns in turn (topo.h: tlmpi_topo_grid_ctas). The form and the knob, not what is in flight, decide the columns: they are
  * the same on every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call
  * that falls back to a synchronous run keeps its form). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
