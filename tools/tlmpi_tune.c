@@ -378,9 +378,9 @@ int main(int argc, char **argv)
 
                 snprintf(tie_why, sizeof(tie_why), " (tie: under %g%%)", g_tie * 100);
                 why = best == 0 ? " (no other candidate valid)"
-                                  : !agreed[0] ? " (the default failed its check)"
-                                  : strcmp(win, "auto") ? ""
-                                  : tbest[best] < tbase ? tie_why : " (the default was fastest)";
+                      : !agreed[0] ? " (the default failed its check)"
+                      : strcmp(win, "auto") ? ""
+                      : tbest[best] < tbase ? tie_why : " (the default was fastest)";
                 if (agreed[0]) {
                     snprintf(bs, sizeof(bs), "%.2f", tbase * 1e6);
                     snprintf(gs, sizeof(gs), "%.2fx", best > 0 ? tbase / tbest[best] : 1.0);

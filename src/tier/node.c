@@ -619,9 +619,9 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * allgather on 32 columns": at 8 ranks on one GPU its stream forms then run the blocking call's
  * partition). CTAs: the columns, or where another kernel of this process may be in flight beside
  * the call's (always, but for a blocking call's kernel alone), at most max_ctas of them taking the
- * columns in turn (topo.h: tlmpi_topo_grid_ctas). The form and the knob, not what is in flight, decide the columns: they are
- * the same on every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call
- * that falls back to a synchronous run keeps its form). */
+ * columns in turn (topo.h: tlmpi_topo_grid_ctas). The form and the knob, not what is in flight,
+ * decide the columns: they are the same on every rank (MPI matches blocking calls only with blocking
+ * ones; a stream-ordered call that falls back to a synchronous run keeps its form). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
                       tlmpi_node_args_t *args, int *a_p)
 {
@@ -639,11 +639,11 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     turns = a != A_LL && !c->preg && nc->xp->max_ctas_alone > split;
     blocking = turns && c->form == TLMPI_FORM_BLOCKING && !c->pend;
     lim = blocking || (turns && forced > 0) ? nc->xp->max_ctas_alone : split;
-    if (turns && forced <= 0 && args->kind == TLMPI_NODE_AG_PULL && lim < TLMPI_ENV_I(NODE_PULL_COLS)) {
+    if (turns && forced <= 0 && args->kind == TLMPI_NODE_AG_PULL) {
         /* the pull allgather's least columns (TLMPI_NODE_PULL_COLS), taken in turn below */
         long p = (long)TLMPI_ENV_I(NODE_PULL_COLS);
 
-        lim = (int)(p < nc->xp->max_ctas_alone ? p : nc->xp->max_ctas_alone);
+        lim = p > lim ? (int)(p < nc->xp->max_ctas_alone ? p : nc->xp->max_ctas_alone) : lim;
     }
     cols = forced > 0 ? (int)(forced < lim ? forced : lim) : tlmpi_cuda_node_ctas_for(args->kind, c->msg_bytes, tc->size, lim);
     cols = cols < 1 ? 1 : cols > TLMPI_NODE_MAX_CTAS ? TLMPI_NODE_MAX_CTAS : cols;
