@@ -409,10 +409,13 @@ template <int VB> __device__ __forceinline__ Vec<VB> load_pool(const char *p)
     else return __ldcg(reinterpret_cast<const unsigned char *>(p));
 }
 
-// The walk of a piece [lo, hi) that every copy loop of the node and fused kernels shares: 4 vectors
-// in flight per thread (ld(b) for every vector of a round before any st(b, v): the stores may alias
-// nothing a round reads), then the remaining vectors one by one; the tail (< 16 bytes, only at the
-// message's end) byte by byte through tail(b). b is the byte offset in the piece's buffers.
+// The walk of a piece [lo, hi) that every copy loop of the node and fused kernels shares: rounds of
+// 4 vectors per thread, in flight together (ld(b) for every vector of a round before any st(b, v):
+// the stores may alias nothing a round reads), the last round as many of them as the piece has left
+// (guarded loads and stores, still in flight together: a piece that is not a whole number of rounds,
+// e.g. 66 columns of a 16 MiB step, lost its last partial round to one-by-one copies); the tail (< 16
+// bytes, only at the message's end) byte by byte through tail(b). b is the byte offset in the piece's
+// buffers.
 template <class Ld, class St, class Tail>
 __device__ __forceinline__ void walk_piece(size_t lo, size_t hi, Ld ld, St st, Tail tail)
 {
@@ -420,14 +423,15 @@ __device__ __forceinline__ void walk_piece(size_t lo, size_t hi, Ld ld, St st, T
     const size_t nvec = (hi - lo) / 16;
     const size_t bd = blockDim.x;
     size_t i = threadIdx.x;
-    for (; i + (U - 1) * bd < nvec; i += U * bd) {
+    for (; i < nvec; i += U * bd) {
         uint4 v[U];
 #pragma unroll
-        for (int u = 0; u < U; u++) v[u] = ld(lo + (i + u * bd) * 16);
+        for (int u = 0; u < U; u++)
+            if (i + u * bd < nvec) v[u] = ld(lo + (i + u * bd) * 16);
 #pragma unroll
-        for (int u = 0; u < U; u++) st(lo + (i + u * bd) * 16, v[u]);
+        for (int u = 0; u < U; u++)
+            if (i + u * bd < nvec) st(lo + (i + u * bd) * 16, v[u]);
     }
-    for (; i < nvec; i += bd) st(lo + i * 16, ld(lo + i * 16));
     const size_t t0 = lo + nvec * 16;
     if (threadIdx.x < hi - t0) tail(t0 + threadIdx.x);
 }

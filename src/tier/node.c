@@ -615,9 +615,9 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * max_ctas, or for the pool kinds max_ctas_alone (where ranks share a GPU, twice as many or more)
  * for the blocking form, and for any form whose knob asks for more columns than max_ctas (the shape
  * is the tuner's to pick: docs/PERFORMANCE.md, "The 8-rank allgather gap located"); without a knob
- * the pull allgather's limit is at least TLMPI_NODE_PULL_COLS (32) in every form ("The pull
- * allgather on 32 columns": at 8 ranks on one GPU its stream forms then run the blocking call's
- * partition). CTAs: the columns, or where another kernel of this process may be in flight beside
+ * the pull allgather's limit is at least TLMPI_NODE_PULL_COLS in every form, by default the blocking
+ * call's ("The pull allgather on the blocking call's columns": its stream forms then run the
+ * blocking call's partition, the fastest at 2, 4 and 8 ranks on one GPU). CTAs: the columns, or where another kernel of this process may be in flight beside
  * the call's (always, but for a blocking call's kernel alone), at most max_ctas of them taking the
  * columns in turn (topo.h: tlmpi_topo_grid_ctas). The form and the knob, not what is in flight,
  * decide the columns: they are the same on every rank (MPI matches blocking calls only with blocking

@@ -43,8 +43,8 @@
  *     call's limit (M > S): M columns taken in turn by at most S CTAs (the knob is not capped at S);
  *     TLMPI_FORM_CAPTURE reads the same; a blocking call with the knob: M columns; a non-blocking one
  *     (MPI_Iallreduce): M columns taken in turn by at most S CTAs, as the enqueued call; an enqueued
- *     pull allgather by size: min(32, M) columns taken in turn (TLMPI_NODE_PULL_COLS), with the
- *     setting at 0 one column per CTA.
+ *     pull allgather by size: min(TLMPI_NODE_PULL_COLS, M) columns taken in turn, by default the
+ *     blocking call's columns (MPI_Allgather beside it), with the setting at 0 one column per CTA.
  * Prints "mpi_enqueue: PASS: ..." or "mpi_enqueue: FAIL: ..." on rank 0 (tests/harness.h).
  */
 #include "config.h"
@@ -556,7 +556,7 @@ static void check_knob_shape(tlmpi_form_t f, int S, int M, int rc)
  * one column per CTA, as every other kind */
 static void check_pull_shape(MPI_Comm d, int *ds, int *dr, size_t count, int S, int M)
 {
-    int per = (int)(count / (size_t)g_size), cols = -1, ctas = -1, want = M < 32 ? M : 32, rc;
+    int per = (int)(count / (size_t)g_size), cols = -1, ctas = -1, bcols = -1, bctas = -1, want = M < 128 ? M : 128, rc;
 
     TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "4k") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 4k)");
     rc = tlmpi_allgather_enqueue(ds, per, MPI_INT, dr, per, MPI_INT, d, g_st);
@@ -565,13 +565,17 @@ static void check_pull_shape(MPI_Comm d, int *ds, int *dr, size_t count, int S, 
     TST_CHECK(cols == want && ctas <= S && (want > S ? ctas < cols : ctas == cols),
               "node shape, pull allgather by size: enqueue %d:%d (want %d columns, taken in turn by at most %d "
               "CTAs: TLMPI_NODE_PULL_COLS; the call returned %d)", cols, ctas, want, S, rc);
+    (void)MPI_Allgather(ds, per, MPI_INT, dr, per, MPI_INT, d);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_BLOCKING, &bcols, &bctas) == TLMPI_OK && bcols == cols,
+              "node shape, pull allgather: enqueue %d:%d, blocking %d:%d (want the blocking call's columns)", cols,
+              ctas, bcols, bctas);
     TST_CHECK(tlmpi_config_set("NODE_PULL_COLS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_PULL_COLS, 0)");
     rc = tlmpi_allgather_enqueue(ds, per, MPI_INT, dr, per, MPI_INT, d, g_st);
     (void)cudaStreamSynchronize(g_st);
     TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, &ctas) == TLMPI_OK && cols == ctas && ctas <= S,
               "node shape, pull allgather with TLMPI_NODE_PULL_COLS=0: enqueue %d:%d (want one column per CTA, "
               "at most %d; the call returned %d)", cols, ctas, S, rc);
-    TST_CHECK(tlmpi_config_set("NODE_PULL_COLS", "32") == TLMPI_OK, "tlmpi_config_set(NODE_PULL_COLS, 32)");
+    TST_CHECK(tlmpi_config_set("NODE_PULL_COLS", "128") == TLMPI_OK, "tlmpi_config_set(NODE_PULL_COLS, 128)");
     TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "1m") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 1m)");
 }
 
