@@ -617,11 +617,12 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * is the tuner's to pick: docs/PERFORMANCE.md, "The 8-rank allgather gap located"); without a knob
  * the pull allgather's limit is at least TLMPI_NODE_PULL_COLS in every form, by default the blocking
  * call's ("The pull allgather on the blocking call's columns": its stream forms then run the
- * blocking call's partition, the fastest at 2, 4 and 8 ranks on one GPU). CTAs: the columns, or where another kernel of this process may be in flight beside
- * the call's (always, but for a blocking call's kernel alone), at most max_ctas of them taking the
- * columns in turn (topo.h: tlmpi_topo_grid_ctas). The form and the knob, not what is in flight,
- * decide the columns: they are the same on every rank (MPI matches blocking calls only with blocking
- * ones; a stream-ordered call that falls back to a synchronous run keeps its form). */
+ * blocking call's partition, the fastest at 2, 4 and 8 ranks on one GPU). CTAs: the columns, or
+ * where another kernel of this process may be in flight beside the call's (always, but for a
+ * blocking call's kernel alone), at most max_ctas of them taking the columns in turn (topo.h:
+ * tlmpi_topo_grid_ctas). The form and the knob, not what is in flight, decide the columns: they are
+ * the same on every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call
+ * that falls back to a synchronous run keeps its form). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
                       tlmpi_node_args_t *args, int *a_p)
 {

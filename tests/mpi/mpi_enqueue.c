@@ -552,11 +552,12 @@ static void check_knob_shape(tlmpi_form_t f, int S, int M, int rc)
 }
 
 /* f: an enqueued pull allgather (blocks of count / size ints, past TLMPI_NODE_AG_PUSH_MAX) by
- * size: min(TLMPI_NODE_PULL_COLS, M) columns taken in turn by at most S CTAs; with the setting at 0
- * one column per CTA, as every other kind */
+ * size: min(TLMPI_NODE_PULL_COLS, M) columns taken in turn by at most S CTAs, the columns of the
+ * blocking call beside it; with the setting at 0 one column per CTA, as every other kind */
 static void check_pull_shape(MPI_Comm d, int *ds, int *dr, size_t count, int S, int M)
 {
-    int per = (int)(count / (size_t)g_size), cols = -1, ctas = -1, bcols = -1, bctas = -1, want = M < 128 ? M : 128, rc;
+    int per = (int)(count / (size_t)g_size), cols = -1, ctas = -1, bcols = -1, bctas = -1, rc;
+    const int want = M < 128 ? M : 128; /* the setting's default: at or above the blocking limit */
 
     TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "4k") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 4k)");
     rc = tlmpi_allgather_enqueue(ds, per, MPI_INT, dr, per, MPI_INT, d, g_st);
