@@ -47,11 +47,11 @@ int tlmpi_topo_grid_ctas(int cols, int split, int alone_now)
     return (cols + rounds - 1) / rounds;
 }
 
-int tlmpi_topo_gpu_kernel_sharers(int in_comm)
+int tlmpi_topo_gpu_local_ranks(void)
 {
     static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
                                         "SLURM_NTASKS_PER_NODE" };
-    int local = 0, gpus = tlmpi_g.gpu_count > 0 ? tlmpi_g.gpu_count : 1, per, n;
+    int local = 0, gpus = tlmpi_g.gpu_count > 0 ? tlmpi_g.gpu_count : 1;
     size_t i;
 
     for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && local <= 0; i++) {
@@ -59,7 +59,13 @@ int tlmpi_topo_gpu_kernel_sharers(int in_comm)
 
         local = v ? atoi(v) : 0;
     }
-    per = local > 0 ? (local + gpus - 1) / gpus : 0;
+    return local > 0 ? (local + gpus - 1) / gpus : 0;
+}
+
+int tlmpi_topo_gpu_kernel_sharers(int in_comm)
+{
+    int per = tlmpi_topo_gpu_local_ranks(), n;
+
     n = per > in_comm ? per : in_comm;
     n = n > 0 ? n : 1;
     /* communicators with kernels in flight at once: threads, and at any thread level non-blocking,

@@ -37,6 +37,9 @@ typedef struct {
  * split, like real nodes). */
 int tlmpi_topo_fake_node_color(int rank, int rpn);
 
+/* This node's MPI processes per visible GPU, from the launcher's local-size variable (Open MPI,
+ * MPICH/Hydra, PMI, Slurm): ceil(local size / GPUs); 0 when no launcher says. Not collective. */
+int tlmpi_topo_gpu_local_ranks(void);
 /* How many waiting kernels of tlmpi may have to be resident on this rank's GPU at once: the ranks of
  * the comm that share it (in_comm) or, when larger, this node's MPI processes per visible GPU (from
  * the launcher's local-size variable: Open MPI, MPICH/Hydra, PMI, Slurm; disjoint

@@ -164,6 +164,9 @@ struct tlmpi_node_comm {
     unsigned long long done_ctas; /* CTAs of the launches that wrote a completion word (kernels.h:
                                    tlmpi_node_args_t.done_ctas; written only by the launch queue's jobs,
                                    one at a time: gpu/launcher.c) */
+    int outsiders;              /* this rank's GPU also runs ranks outside the comm (the launcher's
+                                   local size per GPU is larger than xp->ranks_on_gpu): its blocking
+                                   kernels never take the alone share (node_args) */
 };
 
 /* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
@@ -430,6 +433,7 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
         return TLMPI_ERR_NO_MEMORY;
     }
     multicast_why(nc, tc->dev, nc->mc_why, sizeof(nc->mc_why));
+    nc->outsiders = tlmpi_topo_gpu_local_ranks() > nc->xp->ranks_on_gpu;
     /* fault site: this rank's collective kernels never arrive (not the setup's or teardown's) */
     nc->xp->x.stuck = tlmpi_fault_hit(BARRIER_STUCK);
     nc->xp->x.late_ns = tlmpi_fault_hit(NODE_LATE) ? 2000000u : 0u;
@@ -470,8 +474,11 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
                               nc->xp->x.mc_base ? "" : nc->mc_why, nc->xp->x.mc_base ? "" : ")");
     }
     if (o < len && nc->barrier_us >= 0) {
-        snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us (%s)", nc->xp->ranks_on_gpu,
-                 nc->barrier_us, nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
+        o += (size_t)snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us (%s)", nc->xp->ranks_on_gpu,
+                              nc->barrier_us, nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
+    }
+    if (o < len && nc->outsiders) {
+        snprintf(buf + o, len - o, ", ranks of other communicators on this GPU (blocking calls never alone)");
     }
 }
 
@@ -620,7 +627,9 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * blocking call's partition, the fastest at 2, 4 and 8 ranks on one GPU). CTAs: the columns, or
  * where another kernel of this process may be in flight beside the call's (always, but for a
  * blocking call's kernel alone), at most max_ctas of them taking the columns in turn (topo.h:
- * tlmpi_topo_grid_ctas). The form and the knob, not what is in flight, decide the columns: they are
+ * tlmpi_topo_grid_ctas); never alone where the GPU also runs ranks of other communicators
+ * (nc->outsiders): a peer may be waiting for a kernel of theirs that tlmpi does not size (the hier
+ * tier's rail step on NCCL), which needs room on the GPU while this kernel waits. The form and the knob, not what is in flight, decide the columns: they are
  * the same on every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call
  * that falls back to a synchronous run keeps its form). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
@@ -651,7 +660,7 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     if (blocking || (turns && cols > split)) {
         cols = tlmpi_topo_grid_cols(cols, split, lim);
         args->cols = cols;
-        args->ctas = tlmpi_topo_grid_ctas(cols, split, blocking && tlmpi_gpu_alone());
+        args->ctas = tlmpi_topo_grid_ctas(cols, split, blocking && !nc->outsiders && tlmpi_gpu_alone());
         if (blocking && cols > split) {
             tlmpi_stat_grid_add(args->ctas < cols);
         }

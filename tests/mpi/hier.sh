@@ -9,7 +9,8 @@
 # the fake NCCL really communicates); HIER_PROG=tests/gpu/gpu_hier and HIER_LAYOUTS run it on a GPU
 # host (tests/gpu/hier.sh). Then, on the CPU box (HIER_FAULT=0 leaves it out), 4 = 2 x 2 fused with
 # TLMPI_FAULT=gin_wait_full:1,gin_wait_short:2: the GIN wait mutants reach the rail descriptor of the
-# ranks named and no other (their plan lines). Each run has TLMPI_TIMEOUT=60 and runs under `timeout`.
+# ranks named and no other (their plan lines). Each run has TLMPI_TIMEOUT=60 (on a GPU host
+# HIER_TLMPI_TIMEOUT) and runs under `timeout`.
 # One line per run, exit 1 on any failure, 77 where mpi_hier is not built.
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${top_srcdir:-$here/../..}
@@ -40,7 +41,7 @@ for lay in ${HIER_LAYOUTS:-4x2 6x2 8x4 8x2 4x2:nccl 4x2:ipc 4x2:fused0}; do
         exp_steps=${HIER_EXPECT_STEPS:-} exp_algo=
         [ $fused = off ] || { exp_steps=none exp_algo=fused; }
         HIER_EXPECT_STEPS=$exp_steps HIER_EXPECT_ALGO=$exp_algo \
-        TLMPI_TIER=hier TLMPI_TOPO_RANKS_PER_NODE=$rpn TLMPI_HIER_RAIL=$rail TLMPI_TIMEOUT=60 \
+        TLMPI_TIER=hier TLMPI_TOPO_RANKS_PER_NODE=$rpn TLMPI_HIER_RAIL=$rail TLMPI_TIMEOUT=${HIER_TLMPI_TIMEOUT:-60} \
             TLMPI_HIER_FUSED=$fused TLMPI_HIER_GROUPS=$groups TLMPI_LOG_LEVEL=$([ $fused = off ] && echo warn || echo info) \
             TLMPI_TEST_ITERS=${TLMPI_TEST_ITERS:-300} timeout -k 10 "$limit" sh "$HIER_MPIRUN" "$np" "$prog" >"$log" 2>&1
     else

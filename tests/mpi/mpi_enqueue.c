@@ -37,7 +37,11 @@
  *     their communicators (the order event's lifetime; no crash).
  *  f  (only with --node-shape, 2+ ranks each on a fake GPU of its own: enqueue.sh run node2) the node
  *     kernel's shape, tlmpi_get_node_shape, on TLMPI_TIER=node (the kernels fail to launch on the
- *     fakes; the shape is set up before): out-of-range form and NULL pointers -> TLMPI_ERR_INVALID_ARG;
+ *     fakes; the shape is set up before): first, before any stream-ordered call, a blocking pull
+ *     allgather on a dup launches all its columns (more than S) as CTAs, and on a dup made with
+ *     OMPI_COMM_WORLD_LOCAL_SIZE at twice the fake GPUs (ranks of other communicators on each GPU:
+ *     the plan line says so) at most S CTAs take them in turn; out-of-range form and NULL pointers ->
+ *     TLMPI_ERR_INVALID_ARG;
  *     an enqueued 1 MiB allreduce by size: one column per CTA, at most the plan's CTAs for a kernel
  *     that may share the GPU (S, from tlmpi_comm_describe); with TLMPI_NODE_CTAS at the blocking
  *     call's limit (M > S): M columns taken in turn by at most S CTAs (the knob is not capped at S);
@@ -580,13 +584,72 @@ static void check_pull_shape(MPI_Comm d, int *ds, int *dr, size_t count, int S, 
     TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "1m") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 1m)");
 }
 
+/* The limits the plan line names: "..., S CTAs max (blocking calls alone on the GPU: M), ..." */
+static void node_limits(MPI_Comm d, int *S, int *M, char *buf, size_t len)
+{
+    const char *m;
+
+    *S = *M = 0;
+    TST_CHECK(tlmpi_comm_describe(d, buf, len) == TLMPI_OK, "node shape: describe");
+    if ((m = strstr(buf, " CTAs max (blocking calls alone on the GPU: ")) != NULL) {
+        const char *a = m;
+        while (a > buf && a[-1] >= '0' && a[-1] <= '9') a--;
+        *S = atoi(a);
+        *M = atoi(m + strlen(" CTAs max (blocking calls alone on the GPU: "));
+    }
+    TST_CHECK(*S > 0 && *M >= *S, "node shape: the plan names no CTA limits (S %d, M %d): %s", *S, *M, buf);
+}
+
+/* A blocking pull allgather's CTAs before any stream-ordered call of the process: all its columns on
+ * a GPU that holds only the comm's ranks, at most S of them where the launcher's local size says the
+ * GPU also runs ranks of other communicators (their kernels, NCCL's in the hier tier's rail step,
+ * must find room while this one waits for a peer that waits for them). */
+static void check_outsiders_shape(int *ds, int *dr, size_t count)
+{
+    const int per = (int)(count / (size_t)g_size);
+    const char *was = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    char saved[32] = "", buf[4096], v[16];
+    int pass, S, M, cols, ctas, ndev = 1;
+
+    if (was) snprintf(saved, sizeof saved, "%s", was);
+    (void)cudaGetDeviceCount(&ndev);
+    TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "4k") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 4k)");
+    for (pass = 0; pass < 2; pass++) {
+        MPI_Comm d;
+
+        if (pass == 1) {
+            /* twice as many local ranks as fake GPUs: two ranks of the job on each rank's GPU */
+            snprintf(v, sizeof v, "%d", 2 * (ndev > 0 ? ndev : 1));
+            setenv("OMPI_COMM_WORLD_LOCAL_SIZE", v, 1);
+        }
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        (void)MPI_Allgather(ds, per, MPI_INT, dr, per, MPI_INT, d); /* the node tier's setup, then the call */
+        node_limits(d, &S, &M, buf, sizeof buf);
+        (void)MPI_Allgather(ds, per, MPI_INT, dr, per, MPI_INT, d);
+        TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_BLOCKING, &cols, &ctas) == TLMPI_OK, "shape: blocking pull allgather");
+        if (pass == 0) {
+            TST_CHECK(cols > S && ctas == cols && !strstr(buf, "other communicators"),
+                      "node shape, blocking pull allgather, the GPU the comm's own: %d:%d (want more columns than %d, "
+                      "all launched: the kernel alone on the GPU): %s", cols, ctas, S, buf);
+        } else {
+            TST_CHECK(cols > S && ctas <= S && strstr(buf, "other communicators"),
+                      "node shape, blocking pull allgather, ranks of other communicators on the GPU "
+                      "(OMPI_COMM_WORLD_LOCAL_SIZE=%s): %d:%d (want the columns taken in turn by at most %d CTAs): %s",
+                      v, cols, ctas, S, buf);
+        }
+        MPI_Comm_free(&d);
+    }
+    if (was) setenv("OMPI_COMM_WORLD_LOCAL_SIZE", saved, 1);
+    else unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "1m") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 1m)");
+}
+
 /* f: the node kernel's shape (see the head of this file) */
 static void case_node_shape(void)
 {
     const size_t count = 1 << 18; /* 1 MiB of ints: past the LL kernels */
     int *ds, *dr, cols = -1, ctas = -1, c2, t2, S = 0, M = 0, rc;
     char buf[4096], v[16];
-    const char *m;
     MPI_Comm d;
 
     if (!tlmpi_get_node_shape) {
@@ -601,17 +664,10 @@ static void case_node_shape(void)
     TST_CUDA(cudaMemset(ds, 0, count * sizeof(int)));
     TST_CHECK(tlmpi_config_set("TIER", "node") == TLMPI_OK, "tlmpi_config_set(TIER, node)");
     TST_CHECK(tlmpi_config_set("NODE_CTAS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, 0)");
+    check_outsiders_shape(ds, dr, count); /* first: before any stream-ordered call (tlmpi_gpu_alone) */
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
     TST_CHECK(tlmpi_enqueue_prepare(d, 0) == MPI_SUCCESS, "node shape: prepare");
-    TST_CHECK(tlmpi_comm_describe(d, buf, sizeof buf) == TLMPI_OK, "node shape: describe");
-    /* "..., S CTAs max (blocking calls alone on the GPU: M), ..." */
-    if ((m = strstr(buf, " CTAs max (blocking calls alone on the GPU: ")) != NULL) {
-        const char *a = m;
-        while (a > buf && a[-1] >= '0' && a[-1] <= '9') a--;
-        S = atoi(a);
-        M = atoi(m + strlen(" CTAs max (blocking calls alone on the GPU: "));
-    }
-    TST_CHECK(S > 0 && M >= S, "node shape: the plan names no CTA limits (S %d, M %d): %s", S, M, buf);
+    node_limits(d, &S, &M, buf, sizeof buf);
     rc = tlmpi_allreduce_enqueue(ds, dr, (int)count, MPI_INT, MPI_SUM, d, g_st);
     (void)cudaStreamSynchronize(g_st);
     TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_ENQUEUE, &cols, &ctas) == TLMPI_OK, "shape: enqueue");
