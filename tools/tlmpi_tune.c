@@ -12,7 +12,9 @@
  * and every decision is agreed with one PMPI_Allreduce, so the ranks stay in lockstep):
  *   - candidates per collective: the node tier's algorithms with each CTA knob of -k (0: the tier's
  *     own choice), nccl, hier, staging. They are whole tuples, not knobs tuned one at a time,
- *     because knob optima do not combine. The baseline is the current default: no table, auto;
+ *     because knob optima do not combine. The baseline is the current default: no table, auto.
+ *     Above the LL kernels' size limit the ll tuples are left out (forced there, ll runs auto): the
+ *     table's last column counts the candidates of each size;
  *   - each candidate is verified once per size: exact results on fresh integer inputs, and the
  *     stats must show the intended tier served it. A tuple that fails on any rank, or that its
  *     tier cannot serve there (it fell back), is skipped by every rank alike;
@@ -33,6 +35,7 @@
  */
 #include "config.h"
 #include "tlmpi.h"
+#include "kernels.h" /* TLMPI_NODE_LL_MAX_BYTES */
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -294,7 +297,8 @@ int main(int argc, char **argv)
         memset(cands, 0, sizeof(cands));
         cands[nc++].path = TLMPI_PATH_COUNT; /* [0]: the baseline */
         {
-            /* ll first: a forced ll above its size limit runs auto, so it is a candidate of small sizes only */
+            /* ll first: a forced ll above its size limit runs auto, so it is a candidate of small sizes only
+             * (left out per size below) */
             static const char *const node_algos[NCOLL][3] = { { "ll", "oneshot", "twoshot" }, { "ll", "push", "pull" },
                                                               { "ll", "pull", NULL } };
 
@@ -328,13 +332,20 @@ int main(int argc, char **argv)
             /* count: ints per rank block (allreduce: the whole vector); hier's allreduce needs a
              * multiple of the ranks per node, so round to it */
             size_t count = sizes[si] / 4 ? sizes[si] / 4 : 1, step = info.local_size > 0 ? (size_t)info.local_size : 1;
-            int valid[MAX_CANDS], agreed[MAX_CANDS], nvalid = 0, best = 0, ref;
+            int valid[MAX_CANDS], agreed[MAX_CANDS], skip[MAX_CANDS], nvalid = 0, napply, best = 0, ref;
             double tbest[MAX_CANDS], tbase = 1e30;
             long n = 1;
             const char *win;
 
             count = (count + step - 1) / step * step;
-            for (int k = 0; k < nc; k++) valid[k] = verify(coll, &cands[k], count, (unsigned)(si * 31 + k));
+            /* a forced ll above its size limit runs auto: not a candidate of this size (neither run nor
+             * counted) */
+            napply = 0;
+            for (int k = 0; k < nc; k++) {
+                skip[k] = k > 0 && !strncmp(cands[k].spec, "node/ll", 7) && count * 4 > TLMPI_NODE_LL_MAX_BYTES;
+                valid[k] = skip[k] ? 0 : verify(coll, &cands[k], count, (unsigned)(si * 31 + k));
+                napply += k > 0 && !skip[k];
+            }
             PMPI_Allreduce(valid, agreed, nc, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             /* the reference for the calls per timing: the baseline, or where it failed its check (-F
              * enqueue: a stream-ordered call that returned an error) the first valid candidate */
@@ -387,7 +398,7 @@ int main(int argc, char **argv)
                 }
                 printf("| %s | %zu | %s | %.2f | %s%s%s%s | %s | %d/%d |\n", coll_name[coll], count * 4, bs,
                        best > 0 ? tbest[best] * 1e6 : tbase * 1e6, win, why, best > 0 && !strcmp(win, "auto") ? "; best " : "",
-                       best > 0 && !strcmp(win, "auto") ? cands[best].spec : "", gs, nvalid - agreed[0], nc - 1);
+                       best > 0 && !strcmp(win, "auto") ? cands[best].spec : "", gs, nvalid - agreed[0], napply);
             }
             /* the table: a new entry where the winner changes; the last size class takes all larger */
             if (strcmp(win, prev) != 0) {

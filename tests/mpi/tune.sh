@@ -30,6 +30,10 @@ grep -q '^tlmpi-tuning 1$' "$work/t.txt" 2>/dev/null || bad "no tuning file head
 grep -q '^generation tlmpi-' "$work/t.txt" 2>/dev/null || bad "no generation line"
 grep -q '^layout nodes=1 ranks_per_node=2 gpu=' "$work/t.txt" 2>/dev/null || bad "no layout line for 1 node x 2"
 grep -q '^| allreduce | 1024 |' "$work/tune.log" || bad "no allreduce row in the tuner's table"
+# 64 KiB is above the LL kernels' limit: ll's two knobs are not candidates there (10 at 1 KiB, 8 at 64 KiB)
+grep -q '^| allreduce | 1024 | .* | [0-9]*/10 |$' "$work/tune.log" || bad "the 1 KiB allreduce row has not 10 candidates"
+grep -q '^| allreduce | 65536 | .* | [0-9]*/8 |$' "$work/tune.log" ||
+    bad "the 64 KiB allreduce row has not 8 candidates (ll above its limit left out)"
 # 2. a file naming every collective (the tuner's own may keep the defaults: ties): the plan uses it
 { sed -n '1,/^layout/p' "$work/t.txt"; echo "allreduce staging:4k,nccl"; echo "allgather nccl"; echo "reduce_scatter_block staging"; } >"$work/f.txt"
 launch --env TLMPI_LOG_FILE="$work/f.%r.log" -- "$prog" -c "$work/f.txt" >"$work/f.out" 2>&1 || bad "check run exited $?"
