@@ -629,9 +629,10 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * blocking call's kernel alone), at most max_ctas of them taking the columns in turn (topo.h:
  * tlmpi_topo_grid_ctas); never alone where the GPU also runs ranks of other communicators
  * (nc->outsiders): a peer may be waiting for a kernel of theirs that tlmpi does not size (the hier
- * tier's rail step on NCCL), which needs room on the GPU while this kernel waits. The form and the knob, not what is in flight, decide the columns: they are
- * the same on every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call
- * that falls back to a synchronous run keeps its form). */
+ * tier's rail step on NCCL), which needs room on the GPU while this kernel waits. The form and the
+ * knob, not what is in flight, decide the columns: they are the same on every rank (MPI matches
+ * blocking calls only with blocking ones; a stream-ordered call that falls back to a synchronous run
+ * keeps its form). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
                       tlmpi_node_args_t *args, int *a_p)
 {
