@@ -475,7 +475,8 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
     }
     if (o < len && nc->barrier_us >= 0) {
         o += (size_t)snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us (%s)", nc->xp->ranks_on_gpu,
-                              nc->barrier_us, nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
+                              nc->barrier_us,
+                              nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
     }
     if (o < len && nc->outsiders) {
         snprintf(buf + o, len - o, ", ranks of other communicators on this GPU (blocking calls never alone)");
