@@ -332,7 +332,7 @@ int main(int argc, char **argv)
             /* count: ints per rank block (allreduce: the whole vector); hier's allreduce needs a
              * multiple of the ranks per node, so round to it */
             size_t count = sizes[si] / 4 ? sizes[si] / 4 : 1, step = info.local_size > 0 ? (size_t)info.local_size : 1;
-            int valid[MAX_CANDS], agreed[MAX_CANDS], skip[MAX_CANDS], nvalid = 0, napply, best = 0, ref;
+            int valid[MAX_CANDS], agreed[MAX_CANDS], nvalid = 0, napply, best = 0, ref;
             double tbest[MAX_CANDS], tbase = 1e30;
             long n = 1;
             const char *win;
@@ -342,9 +342,10 @@ int main(int argc, char **argv)
              * counted) */
             napply = 0;
             for (int k = 0; k < nc; k++) {
-                skip[k] = k > 0 && !strncmp(cands[k].spec, "node/ll", 7) && count * 4 > TLMPI_NODE_LL_MAX_BYTES;
-                valid[k] = skip[k] ? 0 : verify(coll, &cands[k], count, (unsigned)(si * 31 + k));
-                napply += k > 0 && !skip[k];
+                const int skip = k > 0 && !strncmp(cands[k].spec, "node/ll", 7) && count * 4 > TLMPI_NODE_LL_MAX_BYTES;
+
+                valid[k] = skip ? 0 : verify(coll, &cands[k], count, (unsigned)(si * 31 + k));
+                napply += k > 0 && !skip;
             }
             PMPI_Allreduce(valid, agreed, nc, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             /* the reference for the calls per timing: the baseline, or where it failed its check (-F
