@@ -77,7 +77,8 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
  *
  * Barriers. Per column b of the call's partition (tlmpi_node_args_t.cols: one per CTA unless the
  * caller says otherwise), a flag per peer in each rank's header; barrier number k of a call
- * stores epoch+k into every peer's flag[b][rank] (release, system scope) and waits (acquire) until
+ * stores epoch+k into every peer's flag[b][rank] (release; system scope, or GPU scope where the
+ * descriptor's gpu_scope says every rank is on this GPU) and waits (acquire, the same scope) until
  * its own flag[b][p] >= epoch+k for every p. The epoch is a per-communicator running total: with
  * dev_epoch in the descriptor, a word of each rank's own pool header that the kernels read and
  * advance (nothing per call in the launch arguments: graph replays stay correct); without, kept by
@@ -118,6 +119,9 @@ typedef struct {
                                            by the kernels themselves: launches are replay-safe in CUDA
                                            graphs and tlmpi_node_args_t.epoch is unused. 0: the caller
                                            keeps it in tlmpi_node_args_t.epoch */
+    int gpu_scope;                      /* 1: every rank of the node runs on this rank's GPU (the same PCI
+                                           bus id: src/transport/ipc.c): the barriers release and acquire
+                                           at GPU scope. 0: system scope (a peer may be on another GPU) */
 } tlmpi_node_xport_t;
 
 /* What a timed-out device wait leaves for the host (first writer wins: set goes 0 -> 1 last). */

@@ -83,7 +83,9 @@ struct Params {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Memory-model primitives (system scope: ranks are processes, possibly on other GPUs)
+// Memory-model primitives. System scope: ranks are processes, possibly on other GPUs. GPU scope
+// where every rank of the node runs on this GPU (x.gpu_scope, kernels.h): their kernels meet in the
+// one L2, and a system-scope release waits for more than they need (below, flag_barrier).
 // ---------------------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long *p)
 {
@@ -94,6 +96,16 @@ __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long
 __device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned long long v)
 {
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_gpu(unsigned long long *p, unsigned long long v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ unsigned long long globaltimer()
 {
@@ -158,7 +170,10 @@ __device__ __forceinline__ bool poll_until(Load &&ld, unsigned long long target,
 // (flags(q)[b][r]: written by rank r into rank q's header). Thread t < n stores the target into
 // rank t's flag for this rank (release), then waits for its own flag from rank t (acquire);
 // __syncthreads before (what the CTA wrote is ordered before the release: bar.sync + cumulative
-// release) and after (the acquire orders the CTA's later reads).
+// release, no fence besides, as NCCL's LSA barrier: nccl_device/impl/lsa_barrier__funcs.h, arrive)
+// and after (the acquire orders the CTA's later reads). A fence.sc.sys before each release cost
+// every large call 0.3-1.3% on an H100 and the stream-ordered ones more (the rank's next kernels
+// queued behind it: docs/PERFORMANCE.md, "Back-to-back enqueued calls and the barrier's scope").
 __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsigned b, unsigned long long target, int kind,
                                              int k)
 {
@@ -169,12 +184,14 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
     if (t < n) {
         if (!x.stuck) {
             unsigned long long *f = reinterpret_cast<unsigned long long *>(static_cast<char *>(x.base[t]) + slot) + x.rank;
-            __threadfence_system();
-            st_release_sys(f, target);
+            if (x.gpu_scope)
+                st_release_gpu(f, target);
+            else
+                st_release_sys(f, target);
         }
         const unsigned long long *mine = reinterpret_cast<const unsigned long long *>(static_cast<char *>(x.base[x.rank]) + slot) + t;
         unsigned long long v;
-        if (!poll_until([&] { return ld_acquire_sys(mine); }, target, x.timeout_ns, &v)) {
+        if (!poll_until([&] { return x.gpu_scope ? ld_acquire_gpu(mine) : ld_acquire_sys(mine); }, target, x.timeout_ns, &v)) {
             report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, (int)b, k, t, target, v);
             ok = 0;
         }

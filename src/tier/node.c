@@ -478,6 +478,9 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
                               nc->barrier_us,
                               nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
     }
+    if (o < len && nc->xp->x.gpu_scope) {
+        o += (size_t)snprintf(buf + o, len - o, ", barriers at GPU scope (every rank on this GPU)");
+    }
     if (o < len && nc->outsiders) {
         snprintf(buf + o, len - o, ", ranks of other communicators on this GPU (blocking calls never alone)");
     }

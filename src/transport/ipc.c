@@ -177,6 +177,14 @@ tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, int ra
     }
     ipc->t.ranks_on_gpu = ranks_on_gpu > 0 ? ranks_on_gpu : 1;
     ipc->t.shared = shared;
+    /* every rank on this GPU (the same records everywhere: the same answer): the kernels' barriers at
+     * GPU scope (kernels.h: gpu_scope) */
+    ipc->t.x.gpu_scope = mine.busid[0] != '\0';
+    for (q = 0; q < size; q++) {
+        if (strcmp(recs[q].busid, mine.busid) != 0) {
+            ipc->t.x.gpu_scope = 0;
+        }
+    }
     /* 2: map the peers, then agree on every rank's success and on the CTA limit */
     why[0] = '\0';
     ok = ipc_open_peers(ipc, recs, rank, size, why, len) == 0;

@@ -3,7 +3,9 @@
  * (tests/mpi/mpi_host_classify, mpi_fake_device, mpi_threads, mpi_fault). "Device" memory = anything
  * allocated with cudaMalloc here (host memory, so plain loads and stores work); copies are memmove
  * and happen inside the call, so every stream is always idle. No kernels: cudaLaunchKernel returns
- * cudaErrorNotSupported (the occupancy queries answer, so launchers get as far as the launch).
+ * cudaErrorNotSupported (the occupancy queries answer, so launchers get as far as the launch), or
+ * with FAKE_CUDA_LAUNCH_NOOP=1 (read at each launch) cudaSuccess having run nothing (a test that needs
+ * a setup past a kernel whose effect it does not read: mpi_enqueue's barrier scope on a shared GPU).
  *
  * Every allocation is a mapping of its own (never the brk heap, as real device memory). CUDA IPC
  * works between processes: allocations of 64 KiB and more live in a memfd mapped
@@ -182,6 +184,7 @@ cudaError_t cudaLaunchKernel(const void *fn, dim3 g, dim3 b, void **args, size_t
                 "load it now, and the load may wait for kernels in flight (cuda/preload.cu)\n", fn);
         abort();
     }
+    if (getenv("FAKE_CUDA_LAUNCH_NOOP") && atoi(getenv("FAKE_CUDA_LAUNCH_NOOP")) == 1) return cudaSuccess;
     return last_err = cudaErrorNotSupported;
 }
 /* a registry entry for [p, p + n) (under reg_begin); -1 when the registry is full */

@@ -17,6 +17,9 @@
  *    synchronisation between them, then every result checked (cross-call slot races);
  *  - the same sweep and burst at n = 4 with the device-resident epoch (dev_epoch: what tlmpi's
  *    tiers use; the kernels read and advance it, the host passes none);
+ *  - the barriers at system scope (the 64 KiB sweeps and bursts) and at GPU scope (gpu_scope: the
+ *    1 MiB sweeps and the device-epoch part; what tlmpi uses where every rank is on one GPU, as
+ *    the "ranks" here are);
  *  - the LL flags' wrap: epochs from 2^32 - 2, LL regions pre-filled with lines that carry the
  *    first flags after the wrap (lines "left 2^32 epochs ago"): the clearing at the wrap (the
  *    launcher's with a host epoch, the kernels' own with the device-resident one) must keep every LL
@@ -60,6 +63,7 @@ static cudaStream_t st[MAXR];
 static unsigned long long epoch[MAXR];
 static int max_ctas;
 static int dev_ep; /* setup: the descriptors' dev_epoch (the kernels keep the epoch in the pool header) */
+static int gpu_sc; /* setup: the descriptors' gpu_scope (barriers at GPU scope: every "rank" is on this GPU) */
 /* --cols-only: every pool-kind call on a CTA count of each rank's own; --cols-mutant: the same launched
  * without the columns (each rank partitioning by its own CTA count, what a launcher that drops
  * tlmpi_node_args_t.cols would do): must FAIL */
@@ -93,6 +97,7 @@ static void setup(int n, size_t data_bytes, double timeout_s)
         xp[i].data_bytes = data_bytes;
         xp[i].timeout_ns = (unsigned long long)(timeout_s * 1e9);
         xp[i].dev_epoch = dev_ep;
+        xp[i].gpu_scope = gpu_sc;
         CK(cudaHostGetDevicePointer(&xp[i].err, err_h[i], 0));
     }
     /* every kernel loaded before the first launch (cuda/preload.cu): a lazy load at a "rank"'s first
@@ -694,20 +699,25 @@ int main(int argc, char **argv)
         burst(quick ? 100 : 300);
         teardown();
         if (!quick || n == 4) {
+            gpu_sc = 1; /* the barriers' GPU scope (tlmpi's where every rank is on one GPU), as the
+                           device-epoch part below; the 64 KiB parts keep system scope */
             setup(n, 1 << 20, 10.0);
             sweep(1 << 20);
             teardown();
+            gpu_sc = 0;
         }
         printf("n=%d: %d cases so far, %d failures\n", n, cases, failures);
     }
     if (!wrap_only) { /* the device-resident epoch (what tlmpi's tiers use), 4 ranks */
         dev_ep = 1;
+        gpu_sc = 1;
         setup(4, 65536, 10.0);
         sweep(65536);
         burst(quick ? 100 : 300);
         teardown();
         dev_ep = 0;
-        printf("n=4 device epoch: %d cases so far, %d failures\n", cases, failures);
+        gpu_sc = 0;
+        printf("n=4 device epoch, barriers at GPU scope: %d cases so far, %d failures\n", cases, failures);
     }
     ll_wrap(0);
     ll_wrap(1);

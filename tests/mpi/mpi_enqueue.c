@@ -40,7 +40,9 @@
  *     fakes; the shape is set up before): first, before any stream-ordered call, a blocking pull
  *     allgather on a dup launches all its columns (more than S) as CTAs, and on a dup made with
  *     OMPI_COMM_WORLD_LOCAL_SIZE at twice the fake GPUs (ranks of other communicators on each GPU:
- *     the plan line says so) at most S CTAs take them in turn; out-of-range form and NULL pointers ->
+ *     the plan line says so) at most S CTAs take them in turn; the plan line's barrier scope: system
+ *     on a dup whose ranks are on fake GPUs of their own, "GPU scope" on one made with every rank on
+ *     device 0; out-of-range form and NULL pointers ->
  *     TLMPI_ERR_INVALID_ARG;
  *     an enqueued 1 MiB allreduce by size: one column per CTA, at most the plan's CTAs for a kernel
  *     that may share the GPU (S, from tlmpi_comm_describe); with TLMPI_NODE_CTAS at the blocking
@@ -644,6 +646,42 @@ static void check_outsiders_shape(int *ds, int *dr, size_t count)
     TST_CHECK(tlmpi_config_set("NODE_AG_PUSH_MAX", "1m") == TLMPI_OK, "tlmpi_config_set(NODE_AG_PUSH_MAX, 1m)");
 }
 
+/* The barriers' memory scope, from the plan line: system scope where the comm's ranks are on GPUs of
+ * their own (the fakes give every rank one), GPU scope where every rank runs on one GPU (every rank
+ * made device 0 current before the comm's first call: one PCI bus id in every IPC record; the node
+ * tier's setup there runs its smoke-test barrier kernel, which the fakes then launch as a no-op). */
+static void check_barrier_scope(void)
+{
+    const size_t count = 1 << 16;
+    int dev = -1, pass, *ds, *dr;
+    char buf[4096];
+
+    TST_CUDA(cudaGetDevice(&dev));
+    for (pass = 0; pass < 2; pass++) {
+        int mine = pass ? 0 : dev, lo = mine, hi = mine, S, M;
+        MPI_Comm d;
+
+        TST_CUDA(cudaSetDevice(mine));
+        TST_CUDA(cudaMalloc((void **)&ds, count * sizeof(int)));
+        TST_CUDA(cudaMalloc((void **)&dr, count * sizeof(int) * (size_t)g_size));
+        TST_CUDA(cudaMemset(ds, 0, count * sizeof(int)));
+        (void)MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        (void)MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        if (pass) setenv("FAKE_CUDA_LAUNCH_NOOP", "1", 1);
+        (void)MPI_Allgather(ds, (int)count, MPI_INT, dr, (int)count, MPI_INT, d); /* the node tier's setup */
+        unsetenv("FAKE_CUDA_LAUNCH_NOOP");
+        node_limits(d, &S, &M, buf, sizeof buf);
+        TST_CHECK((strstr(buf, "barriers at GPU scope") != NULL) == (lo == hi),
+                  "barrier scope: the comm's ranks on devices %d..%d, want %s scope: %s", lo, hi,
+                  lo == hi ? "GPU" : "system", buf);
+        MPI_Comm_free(&d);
+        TST_CUDA(cudaFree(ds));
+        TST_CUDA(cudaFree(dr));
+    }
+    TST_CUDA(cudaSetDevice(dev));
+}
+
 /* f: the node kernel's shape (see the head of this file) */
 static void case_node_shape(void)
 {
@@ -665,6 +703,7 @@ static void case_node_shape(void)
     TST_CHECK(tlmpi_config_set("TIER", "node") == TLMPI_OK, "tlmpi_config_set(TIER, node)");
     TST_CHECK(tlmpi_config_set("NODE_CTAS", "0") == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, 0)");
     check_outsiders_shape(ds, dr, count); /* first: before any stream-ordered call (tlmpi_gpu_alone) */
+    check_barrier_scope();
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
     TST_CHECK(tlmpi_enqueue_prepare(d, 0) == MPI_SUCCESS, "node shape: prepare");
     node_limits(d, &S, &M, buf, sizeof buf);
