@@ -6,6 +6,7 @@
 #include "ipc.h"
 #include "checks.h"
 #include "cudawrap.h"
+#include "env.h"
 #include "fault.h"
 #include "log.h"
 #include "stream.h"
@@ -178,8 +179,8 @@ tlmpi_ipc_t *tlmpi_ipc_create(MPI_Comm comm, int rank, int size, int dev, int ra
     ipc->t.ranks_on_gpu = ranks_on_gpu > 0 ? ranks_on_gpu : 1;
     ipc->t.shared = shared;
     /* every rank on this GPU (the same records everywhere: the same answer): the kernels' barriers at
-     * GPU scope (kernels.h: gpu_scope) */
-    ipc->t.x.gpu_scope = mine.busid[0] != '\0';
+     * GPU scope (kernels.h: gpu_scope), unless TLMPI_NODE_BARRIER_SCOPE=system */
+    ipc->t.x.gpu_scope = mine.busid[0] != '\0' && TLMPI_ENV_I(NODE_BARRIER_SCOPE) == 0;
     for (q = 0; q < size; q++) {
         if (strcmp(recs[q].busid, mine.busid) != 0) {
             ipc->t.x.gpu_scope = 0;

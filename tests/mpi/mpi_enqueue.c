@@ -42,7 +42,8 @@
  *     OMPI_COMM_WORLD_LOCAL_SIZE at twice the fake GPUs (ranks of other communicators on each GPU:
  *     the plan line says so) at most S CTAs take them in turn; the plan line's barrier scope: system
  *     on a dup whose ranks are on fake GPUs of their own, "GPU scope" on one made with every rank on
- *     device 0; out-of-range form and NULL pointers ->
+ *     device 0, system again there with TLMPI_NODE_BARRIER_SCOPE=system; out-of-range form and NULL
+ *     pointers ->
  *     TLMPI_ERR_INVALID_ARG;
  *     an enqueued 1 MiB allreduce by size: one column per CTA, at most the plan's CTAs for a kernel
  *     that may share the GPU (S, from tlmpi_comm_describe); with TLMPI_NODE_CTAS at the blocking
@@ -657,9 +658,11 @@ static void check_barrier_scope(void)
     char buf[4096];
 
     TST_CUDA(cudaGetDevice(&dev));
-    for (pass = 0; pass < 2; pass++) {
-        int mine = pass ? 0 : dev, lo = mine, hi = mine, S, M;
+    for (pass = 0; pass < 3; pass++) {
+        int mine = pass ? 0 : dev, lo = mine, hi = mine, S, M, want;
         MPI_Comm d;
+
+        if (pass == 2) TST_CHECK(tlmpi_config_set("NODE_BARRIER_SCOPE", "system") == TLMPI_OK, "config NODE_BARRIER_SCOPE");
 
         TST_CUDA(cudaSetDevice(mine));
         TST_CUDA(cudaMalloc((void **)&ds, count * sizeof(int)));
@@ -672,13 +675,15 @@ static void check_barrier_scope(void)
         (void)MPI_Allgather(ds, (int)count, MPI_INT, dr, (int)count, MPI_INT, d); /* the node tier's setup */
         unsetenv("FAKE_CUDA_LAUNCH_NOOP");
         node_limits(d, &S, &M, buf, sizeof buf);
-        TST_CHECK((strstr(buf, "barriers at GPU scope") != NULL) == (lo == hi),
-                  "barrier scope: the comm's ranks on devices %d..%d, want %s scope: %s", lo, hi,
-                  lo == hi ? "GPU" : "system", buf);
+        want = lo == hi && pass < 2;
+        TST_CHECK((strstr(buf, "barriers at GPU scope") != NULL) == want,
+                  "barrier scope: the comm's ranks on devices %d..%d%s, want %s scope: %s", lo, hi,
+                  pass == 2 ? ", TLMPI_NODE_BARRIER_SCOPE=system" : "", want ? "GPU" : "system", buf);
         MPI_Comm_free(&d);
         TST_CUDA(cudaFree(ds));
         TST_CUDA(cudaFree(dr));
     }
+    TST_CHECK(tlmpi_config_set("NODE_BARRIER_SCOPE", "auto") == TLMPI_OK, "config NODE_BARRIER_SCOPE auto");
     TST_CUDA(cudaSetDevice(dev));
 }
 
