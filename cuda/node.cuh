@@ -87,25 +87,21 @@ struct Params {
 // where every rank of the node runs on this GPU (x.gpu_scope, kernels.h): their kernels meet in the
 // one L2, and a system-scope release waits for more than they need (below, flag_barrier).
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long *p)
+__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long *p, bool gpu_scope = false)
 {
     unsigned long long v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    if (gpu_scope)
+        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    else
+        asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
-__device__ __forceinline__ void st_release_sys(unsigned long long *p, unsigned long long v)
+__device__ __forceinline__ void st_release(unsigned long long *p, unsigned long long v, bool gpu_scope = false)
 {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long long *p)
-{
-    unsigned long long v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_release_gpu(unsigned long long *p, unsigned long long v)
-{
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    if (gpu_scope)
+        asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    else
+        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ unsigned long long globaltimer()
 {
@@ -184,14 +180,11 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
     if (t < n) {
         if (!x.stuck) {
             unsigned long long *f = reinterpret_cast<unsigned long long *>(static_cast<char *>(x.base[t]) + slot) + x.rank;
-            if (x.gpu_scope)
-                st_release_gpu(f, target);
-            else
-                st_release_sys(f, target);
+            st_release(f, target, x.gpu_scope);
         }
         const unsigned long long *mine = reinterpret_cast<const unsigned long long *>(static_cast<char *>(x.base[x.rank]) + slot) + t;
         unsigned long long v;
-        if (!poll_until([&] { return x.gpu_scope ? ld_acquire_gpu(mine) : ld_acquire_sys(mine); }, target, x.timeout_ns, &v)) {
+        if (!poll_until([&] { return ld_acquire(mine, x.gpu_scope); }, target, x.timeout_ns, &v)) {
             report_timeout(x, static_cast<char *>(x.base[x.rank]), kind, (int)b, k, t, target, v);
             ok = 0;
         }

@@ -39,7 +39,7 @@
 namespace tlmpi {
 namespace rail {
 
-using node::ld_acquire_sys;
+using node::ld_acquire;
 
 constexpr int kSlots = TLMPI_RAIL_SLOTS;
 constexpr int kMaxNodes = TLMPI_RAIL_MAX_NODES;
@@ -92,7 +92,7 @@ struct EmulatedRail {
         if (m < x.nnodes && m != x.node_index) {
             const unsigned long long *s = signal_at(x.rail[x.node_index], slot, m, g);
             unsigned long long v;
-            if (!node::poll_until([&] { return ld_acquire_sys(s); }, target, x.node.timeout_ns, &v)) {
+            if (!node::poll_until([&] { return ld_acquire(s); }, target, x.node.timeout_ns, &v)) {
                 node::report_timeout(x.node, static_cast<char *>(x.node.base[x.node.rank]), -1, (int)blockIdx.x, step, m, target, v, 1,
                                      slot, g);
                 ok = 0;
