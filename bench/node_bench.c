@@ -51,7 +51,9 @@
  *   paired_hi_us,hbm_bytes,gbps,ratio,valid,generation
  * generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS,
  * auto when unset or 0>/ctas=<a kernel's CTAs where another of the process may be in flight>:<a
- * blocking call's kernel alone on the GPU> (from the plan's line; absent where it names none), then in
+ * blocking call's kernel alone on the GPU> (from the plan's line; absent where it names none)/barrier=<gpu|sys>
+ * (the scope of the node kernels' barriers, from the plan's line; the floor and kernel-alone rows use the
+ * same; absent without tlmpi_comm_describe), then in
  * sections graph and sweep (node rows) /shape=<columns>:<CTAs> of the node kernel the row ran (rank 0's,
  * tlmpi_get_node_shape; "mixed" if it changed between repetitions), the form being
  * blocking, nonblocking, persistent, or for the floors sync (a kernel + wait each) and eager (K
@@ -162,6 +164,7 @@ static const char *g_row_form = "blocking"; /* the form named in the generation 
 static const char *g_row_shape = "";        /* the node kernel's columns:CTAs the row ran ("": not said) */
 static tlmpi_status_t (*g_node_shape)(tlmpi_form_t, int *, int *); /* tlmpi_get_node_shape, where the library has it */
 static char g_gen_base[256];                /* MPI, ranks, MPS, pool: the rest of the generation */
+static int g_gpu_scope;                     /* the plan's node barriers at GPU scope: the floor's too */
 
 /* generation: tlmpi-<version>/<form>/<mpi>/np=<n>/mps=<on|off>/pool=<TLMPI_NODE_POOL>/cc=<TLMPI_CONCURRENT_COLLS> */
 static void gen_setup(void)
@@ -376,6 +379,7 @@ static void floor_setup(void)
     g_x.data_bytes = data;
     g_x.timeout_ns = 30ull * 1000000000ull;
     g_x.err = err_dev;
+    g_x.gpu_scope = g_gpu_scope;
     g_x1 = g_x;
     memset(g_x1.base, 0, sizeof g_x1.base);
     g_x1.base[0] = g_pool1;
@@ -1954,6 +1958,13 @@ int main(int argc, char **argv)
                 size_t len = strlen(g_gen_base);
                 while (a > buf && a[-1] >= '0' && a[-1] <= '9') a--;
                 snprintf(g_gen_base + len, sizeof g_gen_base - len, "/ctas=%d:%d", atoi(a), atoi(m + sizeof key - 1));
+            }
+            /* the barriers' scope (the plan line names GPU scope): the floor and kernel-alone rows
+             * barrier at the same scope as tlmpi's kernels, and the generation says which */
+            g_gpu_scope = strstr(buf, "barriers at GPU scope") != NULL;
+            {
+                size_t len = strlen(g_gen_base);
+                snprintf(g_gen_base + len, sizeof g_gen_base - len, "/barrier=%s", g_gpu_scope ? "gpu" : "sys");
             }
             if (g_rank == 0) printf("\nplan (TLMPI_TIER=node):\n\n```\n%s\n```\n", buf);
         }
