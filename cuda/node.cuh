@@ -168,8 +168,8 @@ __device__ __forceinline__ bool poll_until(Load &&ld, unsigned long long target,
 // __syncthreads before (what the CTA wrote is ordered before the release: bar.sync + cumulative
 // release, no fence besides, as NCCL's LSA barrier: nccl_device/impl/lsa_barrier__funcs.h, arrive)
 // and after (the acquire orders the CTA's later reads). A fence.sc.sys before each release cost
-// every large call 0.3-1.3% on an H100 and the stream-ordered ones more (the rank's next kernels
-// queued behind it: docs/PERFORMANCE.md, "Back-to-back enqueued calls and the barrier's scope").
+// most large calls 0.2-3.6% on an H100 and the stream-ordered ones more (the rank's next kernels
+// queued behind it): docs/PERFORMANCE.md, "Back-to-back calls and the barrier's scope".
 __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsigned b, unsigned long long target, int kind,
                                              int k)
 {
