@@ -167,6 +167,9 @@ struct tlmpi_node_comm {
     int outsiders;              /* this rank's GPU also runs ranks outside the comm (the launcher's
                                    local size per GPU is larger than xp->ranks_on_gpu): its blocking
                                    kernels never take the alone share (node_args) */
+    int streamed;               /* a stream-ordered call of the comm reached node_enqueue (every rank
+                                   at the same call: the comm's calls are collective): its blocking
+                                   calls take the forms' columns from then on (node_args) */
 };
 
 /* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
@@ -633,10 +636,15 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * blocking call's kernel alone), at most max_ctas of them taking the columns in turn (topo.h:
  * tlmpi_topo_grid_ctas); never alone where the GPU also runs ranks of other communicators
  * (nc->outsiders): a peer may be waiting for a kernel of theirs that tlmpi does not size (the hier
- * tier's rail step on NCCL), which needs room on the GPU while this kernel waits. The form and the
- * knob, not what is in flight, decide the columns: they are the same on every rank (MPI matches
- * blocking calls only with blocking ones; a stream-ordered call that falls back to a synchronous run
- * keeps its form). */
+ * tier's rail step on NCCL), which needs room on the GPU while this kernel waits. Once the comm has
+ * carried a stream-ordered call (nc->streamed) its blocking calls take the forms' columns: every rank
+ * of it then has made one (tlmpi_gpu_alone is false for good), so its blocking kernels run on at most
+ * max_ctas CTAs, where the alone limit's columns taken in turn cost the allreduce and the
+ * reduce-scatter 0.5-3% against one column per CTA (H100: docs/PERFORMANCE.md, "Blocking calls beside
+ * stream-ordered ones"). The form, the knob and whether the comm has carried a stream-ordered call,
+ * not what is in flight, decide the columns: they are the same on every rank (MPI matches blocking
+ * calls only with blocking ones; a stream-ordered call that falls back to a synchronous run keeps its
+ * form; every rank's stream-ordered call reaches node_enqueue, the plan's agreed choice). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
                       tlmpi_node_args_t *args, int *a_p)
 {
@@ -652,7 +660,7 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
      * kernels), where max_ctas_alone exceeds max_ctas (it does not under multicast or
      * MPI_THREAD_MULTIPLE: xport.h) */
     turns = a != A_LL && !c->preg && nc->xp->max_ctas_alone > split;
-    blocking = turns && c->form == TLMPI_FORM_BLOCKING && !c->pend;
+    blocking = turns && c->form == TLMPI_FORM_BLOCKING && !c->pend && !nc->streamed;
     lim = blocking || (turns && forced > 0) ? nc->xp->max_ctas_alone : split;
     if (turns && forced <= 0 && args->kind == TLMPI_NODE_AG_PULL) {
         /* the pull allgather's least columns (TLMPI_NODE_PULL_COLS), taken in turn below */
@@ -737,7 +745,11 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
     tlmpi_node_args_t args;
     int a, e, saved = -1;
 
-    if (!nc || (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
+    if (!nc) {
+        return TLMPI_ERR_UNSUPPORTED;
+    }
+    nc->streamed = 1; /* before the per-rank check below: the same on every rank */
+    if ((c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
         (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev)) {
         return TLMPI_ERR_UNSUPPORTED;
     }

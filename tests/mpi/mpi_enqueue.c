@@ -46,7 +46,9 @@
  *     pointers ->
  *     TLMPI_ERR_INVALID_ARG;
  *     an enqueued 1 MiB allreduce by size: one column per CTA, at most the plan's CTAs for a kernel
- *     that may share the GPU (S, from tlmpi_comm_describe); with TLMPI_NODE_CTAS at the blocking
+ *     that may share the GPU (S, from tlmpi_comm_describe); then a blocking one on the same comm: the
+ *     same shape (the comm carried a stream-ordered call), and on a fresh dup: the blocking limit's M
+ *     columns taken in turn by at most S CTAs; with TLMPI_NODE_CTAS at the blocking
  *     call's limit (M > S): M columns taken in turn by at most S CTAs (the knob is not capped at S);
  *     TLMPI_FORM_CAPTURE reads the same; a blocking call with the knob: M columns; a non-blocking one
  *     (MPI_Iallreduce): M columns taken in turn by at most S CTAs, as the enqueued call; an enqueued
@@ -687,6 +689,28 @@ static void check_barrier_scope(void)
     TST_CUDA(cudaSetDevice(dev));
 }
 
+/* f: blocking allreduces of `count` ints by size, past S columns where the blocking call may be alone
+ * (M > S), after the process made a stream-ordered call: on d, which carried it, the columns and CTAs
+ * of d's enqueued call (cols:ctas, one column per CTA); on a fresh dup, which never did, M columns
+ * taken in turn by at most S CTAs (the process is never alone again: tlmpi_gpu_alone) */
+static void check_streamed_blocking(MPI_Comm d, int *ds, int *dr, size_t count, int S, int M, int cols, int ctas)
+{
+    int bc = -1, bt = -1;
+    MPI_Comm d2;
+
+    (void)MPI_Allreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_BLOCKING, &bc, &bt) == TLMPI_OK && bc == cols && bt == ctas,
+              "node shape, blocking allreduce on a comm that carried a stream-ordered call: %d:%d (want its "
+              "enqueued call's %d:%d)", bc, bt, cols, ctas);
+    MPI_Comm_dup(MPI_COMM_WORLD, &d2);
+    (void)MPI_Allreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d2); /* the node tier's setup, then the call */
+    (void)MPI_Allreduce(ds, dr, (int)count, MPI_INT, MPI_SUM, d2);
+    TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_BLOCKING, &bc, &bt) == TLMPI_OK && bc == M && bt <= S && bt < bc,
+              "node shape, blocking allreduce on a comm that carried none: %d:%d (want %d columns taken in turn by at "
+              "most %d CTAs)", bc, bt, M, S);
+    MPI_Comm_free(&d2);
+}
+
 /* f: the node kernel's shape (see the head of this file) */
 static void case_node_shape(void)
 {
@@ -719,6 +743,7 @@ static void case_node_shape(void)
               "at most %d CTAs; the call returned %d)", cols, ctas, S, rc);
     TST_CHECK(tlmpi_get_node_shape(TLMPI_FORM_CAPTURE, &c2, &t2) == TLMPI_OK && c2 == cols && t2 == ctas,
               "shape: capture reads the enqueue form's (%d:%d, %d:%d)", c2, t2, cols, ctas);
+    check_streamed_blocking(d, ds, dr, count, S, M, cols, ctas);
     snprintf(v, sizeof v, "%d", M);
     TST_CHECK(tlmpi_config_set("NODE_CTAS", v) == TLMPI_OK, "tlmpi_config_set(NODE_CTAS, %s)", v);
     rc = tlmpi_allreduce_enqueue(ds, dr, (int)count, MPI_INT, MPI_SUM, d, g_st);
