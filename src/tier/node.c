@@ -640,8 +640,9 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * carried a stream-ordered call (nc->streamed) its blocking calls take the forms' columns: every rank
  * of it then has made one (tlmpi_gpu_alone is false for good), so its blocking kernels run on at most
  * max_ctas CTAs, where the alone limit's columns taken in turn cost the allreduce and the
- * reduce-scatter 0.5-3% against one column per CTA (H100: docs/PERFORMANCE.md, "Blocking calls beside
- * stream-ordered ones"). The form, the knob and whether the comm has carried a stream-ordered call,
+ * reduce-scatter 0.2-2.4% at 64 and 256 MiB against one column per CTA (H100, 2-8 ranks:
+ * docs/PERFORMANCE.md, "Blocking calls beside stream-ordered ones"; the pull allgather's columns
+ * are the same either way, TLMPI_NODE_PULL_COLS). The form, the knob and whether the comm has carried a stream-ordered call,
  * not what is in flight, decide the columns: they are the same on every rank (MPI matches blocking
  * calls only with blocking ones; a stream-ordered call that falls back to a synchronous run keeps its
  * form; every rank's stream-ordered call reaches node_enqueue, the plan's agreed choice). */
