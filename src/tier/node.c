@@ -642,10 +642,11 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * max_ctas CTAs, where the alone limit's columns taken in turn cost the allreduce and the
  * reduce-scatter 0.2-2.4% at 64 and 256 MiB against one column per CTA (H100, 2-8 ranks:
  * docs/PERFORMANCE.md, "Blocking calls beside stream-ordered ones"; the pull allgather's columns
- * are the same either way, TLMPI_NODE_PULL_COLS). The form, the knob and whether the comm has carried a stream-ordered call,
- * not what is in flight, decide the columns: they are the same on every rank (MPI matches blocking
- * calls only with blocking ones; a stream-ordered call that falls back to a synchronous run keeps its
- * form; every rank's stream-ordered call reaches node_enqueue, the plan's agreed choice). */
+ * are the same either way, TLMPI_NODE_PULL_COLS). The form, the knob and whether the comm has
+ * carried a stream-ordered call, not what is in flight, decide the columns: they are the same on
+ * every rank (MPI matches blocking calls only with blocking ones; a stream-ordered call that falls
+ * back to a synchronous run keeps its form; every rank's stream-ordered call reaches node_enqueue,
+ * the plan's agreed choice). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
                       tlmpi_node_args_t *args, int *a_p)
 {
