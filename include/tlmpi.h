@@ -164,6 +164,24 @@ tlmpi_status_t tlmpi_get_launch_word_stats(unsigned long long *words, unsigned l
  */
 tlmpi_status_t tlmpi_get_node_shape(tlmpi_form_t form, int *cols_p, int *ctas_p);
 
+/**
+ * \brief The node tier's registration cache, process-wide since MPI_Init (TLMPI_NODE_REG: blocking calls
+ * zero-copy between the application's buffers): how its lookups ended, and the peers' allocations this
+ * process maps now (the caches' and the persistent requests' together). A benchmark reads it before
+ * and after a row to say whether the row ran zero-copy and from which cache state. Not reset by
+ * tlmpi_reset_stats.
+ */
+typedef struct {
+    unsigned long long hits;     /**< calls whose buffers every rank's cache held: one PMPI_Allgather, no mapping */
+    unsigned long long firsts;   /**< calls that registered an allocation first (mapped by the peers, agreed) */
+    unsigned long long pool;     /**< calls that looked and ran through the pools (some rank's buffers not registrable) */
+    unsigned long long evicted;  /**< allocations let go: least recently used beyond the bound, or range reused */
+    int mapped;                  /**< peer allocations mapped in this process now */
+    unsigned long long mapped_bytes; /**< their bytes */
+} tlmpi_reg_stats_t;
+/** \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for a NULL stats_p. */
+tlmpi_status_t tlmpi_get_reg_stats(tlmpi_reg_stats_t *stats_p);
+
 /** \brief Short names ("allreduce", "staging", ...); NULL when out of range. */
 const char *tlmpi_coll_name(tlmpi_coll_t coll);
 const char *tlmpi_path_name(tlmpi_path_t path);

@@ -183,6 +183,19 @@ tests_mpi_mpi_persist_reg_np3_SOURCES = tests/mpi/mpi_persist_reg.c tests/harnes
 tests_mpi_mpi_persist_reg_np3_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_persist_reg_np3_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_persist_reg_np3_LDFLAGS = -no-install
+# the node tier's registration cache for blocking calls (hits, staleness by buffer id, eviction, the
+# ranks agreeing), with the fake CUDA runtime; 2 and 3 ranks
+REGCACHE_TESTS = tests/mpi/mpi_regcache tests/mpi/mpi_regcache_np3
+check_PROGRAMS += $(REGCACHE_TESTS)
+TESTS += $(REGCACHE_TESTS)
+tests_mpi_mpi_regcache_SOURCES = tests/mpi/mpi_regcache.c tests/harness.h
+tests_mpi_mpi_regcache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_regcache_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_regcache_LDFLAGS = -no-install
+tests_mpi_mpi_regcache_np3_SOURCES = tests/mpi/mpi_regcache.c tests/harness.h
+tests_mpi_mpi_regcache_np3_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_regcache_np3_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_regcache_np3_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
 # failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
 # communicates between the processes of one host, through shared memory)

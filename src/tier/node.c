@@ -20,12 +20,16 @@
  * setup everywhere) and the MPS detection: a median above TLMPI_NODE_SLOW_US on any rank means a
  * time-sliced GPU, and TLMPI_CAP_NODE_SLOW (agreed) takes the tier out of the auto order.
  *
- * Persistent requests (persist, at *_init): where the call's message is at least TLMPI_NODE_DIRECT_MIN
- * (above the LL limit) and the algorithm is auto or direct, the application's buffers are registered
- * with CUDA IPC once (src/transport/ipcreg.c: every rank maps its peers' buffers, agreed by all), and
- * every start runs the zero-copy kernels (cuda/node_direct.cu) on them instead of the pool kernels;
- * unpersist releases the registration when the request is freed. Not for reduce_scatter_block in
- * place (the result overwrites input that a peer reads).
+ * Zero-copy (cuda/node_direct.cu: straight between the application's buffers, no pool data), not for
+ * reduce_scatter_block in place (the result overwrites input that a peer reads):
+ *  - blocking calls of at least TLMPI_NODE_REG_MIN (above the LL limit; any size with the algorithm
+ *    direct) look their buffers up in the communicator's registration cache (src/transport/regcache.c:
+ *    one PMPI_Allgather of every rank's allocations; a first use maps them, agreed by all), created on
+ *    the first such call and let go at teardown; where some rank's buffers cannot be registered the
+ *    call runs through the pools on every rank;
+ *  - persistent requests (persist, at *_init) of at least TLMPI_NODE_DIRECT_MIN whose algorithm is auto
+ *    or direct register their buffers once (the same exchange, both collectives), and every start runs
+ *    the zero-copy kernels; unpersist releases the registration when the request is freed.
  *
  * run: one kernel launch on the comm's stream (the per-comm barrier epoch lives in each rank's pool
  * header, read and advanced by the kernels: launches are replay-safe, kernels.h's dev_epoch),
@@ -48,7 +52,7 @@
 #include "ipc.h"
 #include "topo.h"
 #include "devcomm.h"
-#include "ipcreg.h"
+#include "regcache.h"
 #include "kernels.h"
 
 #include <stdlib.h>
@@ -170,6 +174,7 @@ struct tlmpi_node_comm {
     int streamed;               /* a stream-ordered call of the comm reached node_enqueue (every rank
                                    at the same call: the comm's calls are collective): its blocking
                                    calls take the forms' columns from then on (node_args) */
+    tlmpi_regcache_t *reg;      /* the blocking calls' registration cache (node_zero_copy) */
 };
 
 /* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
@@ -303,6 +308,7 @@ static void node_free(struct tlmpi_node_comm *nc, int dev, int heap)
 {
     int saved = -1;
 
+    tlmpi_regcache_destroy(nc->reg); /* after the last barrier: no peer reads through its mappings */
     tlmpi_ipc_destroy(nc->ipc);
     tlmpi_devcomm_destroy(nc->dc);
     if (nc->scratch && tlmpi_gpu_enter_device(dev, &saved) == 0) {
@@ -429,6 +435,12 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
             tc->caps |= TLMPI_CAP_NODE_SLOW; /* agreed: the same v[0] everywhere */
         }
     }
+    if (have_nc && !(nc->reg = tlmpi_regcache_create(tc->rank, tc->size, tc->dev, (size_t)TLMPI_ENV_I(NODE_REG_MAX)))) {
+        have_nc = 0; /* the transport is freed below, from the copy */
+        spare = *nc;
+        free(nc);
+        nc = &spare;
+    }
     if (!have_nc) {
         /* this rank alone: the plan's agreement on setup failures takes the tier away everywhere */
         snprintf(why, len, "out of host memory");
@@ -485,7 +497,18 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
         o += (size_t)snprintf(buf + o, len - o, ", barriers at GPU scope (every rank on this GPU)");
     }
     if (o < len && nc->outsiders) {
-        snprintf(buf + o, len - o, ", ranks of other communicators on this GPU (blocking calls never alone)");
+        o += (size_t)snprintf(buf + o, len - o, ", ranks of other communicators on this GPU (blocking calls never alone)");
+    }
+    if (o < len && nc->reg && TLMPI_ENV_I(NODE_REG)) {
+        tlmpi_regcache_counts_t k;
+        const char *last;
+
+        tlmpi_regcache_counts(nc->reg, &k, &last);
+        snprintf(buf + o, len - o, ", blocking calls from %lld bytes zero-copy through the registration cache "
+                 "(%d allocations, %llu MiB of peers' mapped; calls: %llu hit, %llu first, %llu pool%s%s%s)",
+                 (long long)TLMPI_ENV_I(NODE_REG_MIN), k.entries, k.mapped_bytes >> 20,
+                 k.calls[TLMPI_REG_HIT], k.calls[TLMPI_REG_FIRST], k.calls[TLMPI_REG_POOL], last[0] ? ", last: " : "",
+                 last, "");
     }
 }
 
@@ -601,12 +624,13 @@ static int node_launch(void *arg, const void *in, void *out, void *stream, tlmpi
     return e;
 }
 
-/* node_run's launch for a registered persistent request: the zero-copy kernel on its buffers (the call's
- * own, on the comm's device: kernel_call hands them unchanged) */
+/* node_run's launch for registered buffers: the zero-copy kernel on them (the call's own, on the comm's
+ * device: kernel_call hands them unchanged) */
 struct node_launch_direct {
     struct tlmpi_node_comm *nc;
     tlmpi_node_args_t args;
-    const tlmpi_ipc_reg_t *reg; /* the request's: it outlives the launch (its release drains the launch thread) */
+    const tlmpi_node_direct_t *d; /* a persistent request's registration (it outlives the launch: its release
+                                     drains the launch thread), or a blocking call's lookup (never deferred) */
 };
 static int node_launch_direct(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
 {
@@ -615,7 +639,7 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
 
     (void)in, (void)out;
     node_done_offer(l->nc, &l->args, done);
-    e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, &l->args, &l->reg->d, stream);
+    e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, &l->args, l->d, stream);
     if (e == 0) {
         l->nc->ran = 1;
         node_done_taken(l->nc, &l->args, done);
@@ -648,7 +672,7 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
  * back to a synchronous run keeps its form; every rank's stream-ordered call reaches node_enqueue,
  * the plan's agreed choice). */
 static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
-                      tlmpi_node_args_t *args, int *a_p)
+                      int direct, tlmpi_node_args_t *args, int *a_p)
 {
     long forced = TLMPI_ALGO_CTAS(algo) ? TLMPI_ALGO_CTAS(algo) : (long)TLMPI_ENV_I(NODE_CTAS);
     int a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes), cols, lim, split = nc->xp->max_ctas;
@@ -658,10 +682,10 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     args->dtype = (int)c->dt;
     args->op = (int)c->opc;
     args->count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
-    /* columns may be taken in turn: the pool kinds (not LL, not a registered request's zero-copy
-     * kernels), where max_ctas_alone exceeds max_ctas (it does not under multicast or
+    /* columns may be taken in turn: the pool kinds (not LL, not the zero-copy kernels of registered
+     * buffers), where max_ctas_alone exceeds max_ctas (it does not under multicast or
      * MPI_THREAD_MULTIPLE: xport.h) */
-    turns = a != A_LL && !c->preg && nc->xp->max_ctas_alone > split;
+    turns = a != A_LL && !direct && nc->xp->max_ctas_alone > split;
     blocking = turns && c->form == TLMPI_FORM_BLOCKING && !c->pend && !nc->streamed;
     lim = blocking || (turns && forced > 0) ? nc->xp->max_ctas_alone : split;
     if (turns && forced <= 0 && args->kind == TLMPI_NODE_AG_PULL) {
@@ -693,12 +717,53 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     *a_p = a;
 }
 
+/* Whether a blocking call tries the registration cache, from rank-uniform inputs only (the agreed plan
+ * and settings, the message size, MPI_IN_PLACE, which the standard makes uniform). */
+static int node_reg_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
+                           int algo)
+{
+    int ai = TLMPI_ALGO_INDEX(algo);
+
+    if (c->preg || c->pend || c->form != TLMPI_FORM_BLOCKING || !TLMPI_ENV_I(NODE_REG) ||
+        (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
+        (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) || node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL) {
+        return 0;
+    }
+    return ai == A_DIRECT || c->msg_bytes >= (size_t)TLMPI_ENV_I(NODE_REG_MIN);
+}
+
+/* The blocking call's buffers through the registration cache (collective: node_reg_wanted said yes on
+ * every rank): 1 with every rank's buffers in *d, or 0 (the pools serve the call, on every rank). */
+static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
+                          tlmpi_node_direct_t *d)
+{
+    const char *why_local = NULL;
+    int local_ok = 1;
+    tlmpi_reg_state_t st;
+    char why[192];
+
+    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
+        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
+        local_ok = 0;
+        why_local = "has buffers that are not device memory of the communicator's GPU";
+    }
+    st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, d, why, sizeof(why));
+    if (st == TLMPI_REG_POOL) {
+        tlmpi_debug(COLL, "communicator #%u: %s of %zu bytes through the pools (buffers not registered: %s)", tc->id,
+                    tlmpi_coll_name(c->coll), c->msg_bytes, why);
+        return 0;
+    }
+    return 1;
+}
+
 static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     static int launch_warned;
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     tlmpi_status_t st;
     tlmpi_node_args_t args;
+    tlmpi_node_direct_t zd;
+    const tlmpi_node_direct_t *d = NULL;
     int a;
 
     (void)mpi_rc_p;
@@ -708,10 +773,15 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     if (TLMPI_UNLIKELY(nc->xp->err->set)) {
         node_earlier_timed_out(tc, c, nc->xp->err); /* a stream-ordered call's, not yet reported */
     }
-    node_args(tc, nc, c, algo, &args, &a);
     if (c->preg) {
-        /* a registered persistent request (node_persist): zero-copy, the pool kind's CTA count */
-        struct node_launch_direct l = { nc, args, c->preg };
+        d = &((const tlmpi_ipc_reg_t *)c->preg)->d; /* a registered persistent request (node_persist) */
+    } else if (node_reg_wanted(tc, nc, c, algo) && node_zero_copy(tc, nc, c, &zd)) {
+        d = &zd;
+    }
+    node_args(tc, nc, c, algo, d != NULL, &args, &a);
+    if (d) {
+        /* zero-copy, the pool kind's CTA count */
+        struct node_launch_direct l = { nc, args, d };
         const tlmpi_tier_kernel_t k = { "node", node_algos[A_DIRECT], "node tier", "the node kernel (zero-copy)",
                                         NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,
                                         node_launch_direct, &l, sizeof(l), &nc->launch_ok,
@@ -758,7 +828,7 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
     if (TLMPI_UNLIKELY(nc->xp->err->set)) {
         node_earlier_timed_out(tc, c, nc->xp->err);
     }
-    node_args(tc, nc, c, algo, &args, &a);
+    node_args(tc, nc, c, algo, 0, &args, &a);
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
         return TLMPI_ERR_UNSUPPORTED;
     }

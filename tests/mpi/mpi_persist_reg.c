@@ -138,13 +138,22 @@ static void case_allreduce(void)
     run_allreduce(&rq2, s, r, n / 2, "d: the second request after the first was freed");
     MPI_Request_free(&rq2);
     expect_mapped(0, "d: after freeing both");
-    /* e: the last rank's buffers cannot be exported (FAKE_CUDA_IPC_REFUSE: as managed or pool memory) */
-    if (tst_rank == tst_size - 1) setenv("FAKE_CUDA_IPC_REFUSE", "1", 1);
-    MPI_Allreduce_init(s, r, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
-    unsetenv("FAKE_CUDA_IPC_REFUSE");
-    expect_mapped(0, "e: one rank cannot register (every rank agrees)");
-    run_allreduce(&rq, s, r, n, "e: unregistered request");
-    MPI_Request_free(&rq);
+    /* e: the last rank's buffers cannot be exported (FAKE_CUDA_IPC_REFUSE: as managed or pool memory; fresh
+     * allocations, since an exportable one stays exportable and its handle is cached) */
+    {
+        double *s2, *r2;
+
+        TST_CUDA(cudaMalloc((void **)&s2, BIG));
+        TST_CUDA(cudaMalloc((void **)&r2, BIG));
+        if (tst_rank == tst_size - 1) setenv("FAKE_CUDA_IPC_REFUSE", "1", 1);
+        MPI_Allreduce_init(s2, r2, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+        unsetenv("FAKE_CUDA_IPC_REFUSE");
+        expect_mapped(0, "e: one rank cannot register (every rank agrees)");
+        run_allreduce(&rq, s2, r2, n, "e: unregistered request");
+        MPI_Request_free(&rq);
+        cudaFree(s2);
+        cudaFree(r2);
+    }
     /* e2: the last rank cannot map its peers' buffers (FAKE_CUDA_IPC_OPEN_REFUSE) while the others can */
     if (tst_rank == tst_size - 1) setenv("FAKE_CUDA_IPC_OPEN_REFUSE", "1", 1);
     MPI_Allreduce_init(s, r, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);

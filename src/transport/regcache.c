@@ -1,0 +1,693 @@
+/*
+ * regcache: user buffers registered with CUDA IPC for the node tier's zero-copy kernels (see
+ * regcache.h): the own exports, the process's table of peers' mappings, the one exchange, a
+ * communicator's view of its ranks' allocations, and the persistent requests' registrations.
+ */
+#include "config.h"
+#include "regcache.h"
+#include "compiler.h"
+#include "cudawrap.h"
+#include "log.h"
+#include "tlmpi.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+/* ---- the process's table of peer allocations mapped here ---- */
+
+/* One peer allocation mapped in this process, shared by every view and registration that uses it. */
+typedef struct tlmpi_ipcreg_map {
+    struct tlmpi_ipcreg_map *next;
+    int pid, dev;
+    unsigned long long id, bytes; /* the owner's buffer id and allocation size */
+    void *base;
+    int refs;
+} ipcreg_map_t;
+
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static ipcreg_map_t *maps;
+static int n_mapped;
+static unsigned long long mapped_bytes;
+/* every view's calls by state and evictions (tlmpi_regcache_totals) */
+static unsigned long long tot_calls[TLMPI_REG_STATE_COUNT], tot_evicted;
+
+/* One allocation in a record. */
+typedef struct {
+    unsigned long long base, id, bytes; /* in its owner's address space; CU_POINTER_ATTRIBUTE_BUFFER_ID */
+    cudaIpcMemHandle_t h;
+} reg_alloc_t;
+
+/* What every rank tells the others: its buffers as (allocation, offset) pairs. */
+typedef struct {
+    int ok, pid, nb, pad;       /* nb: allocations (1: both buffers in one, as with MPI_IN_PLACE) */
+    int which[2];               /* input, output: index into b */
+    unsigned long long off[2];  /* their offsets in that allocation */
+    reg_alloc_t b[2];
+    char why[96];               /* ok = 0: why not */
+} reg_rec_t;
+
+/* A peer allocation's mapping, shared (refs + 1); NULL with the reason. map_lock is held. The key is
+ * (pid, id): a freed and re-allocated range has a new id, so it is never served by the old mapping. */
+static ipcreg_map_t *map_get(int pid, const reg_alloc_t *a, int dev, char *why, size_t len)
+{
+    ipcreg_map_t *m;
+    cudaError_t e;
+
+    for (m = maps; m; m = m->next) {
+        if (m->pid == pid && m->id == a->id && m->dev == dev) {
+            m->refs++;
+            return m;
+        }
+    }
+    if (!(m = calloc(1, sizeof(*m)))) {
+        snprintf(why, len, "out of host memory");
+        return NULL;
+    }
+    e = cudaIpcOpenMemHandle(&m->base, a->h, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        free(m);
+        return NULL;
+    }
+    m->pid = pid;
+    m->id = a->id;
+    m->bytes = a->bytes;
+    m->dev = dev;
+    m->refs = 1;
+    m->next = maps;
+    maps = m;
+    n_mapped++;
+    mapped_bytes += a->bytes;
+    return m;
+}
+
+/* Drop one reference; the last closes the mapping. map_lock is held, the mapping's device current. */
+static void map_put(ipcreg_map_t *m)
+{
+    ipcreg_map_t **pp;
+
+    if (--m->refs > 0) {
+        return;
+    }
+    for (pp = &maps; *pp && *pp != m; pp = &(*pp)->next) {
+    }
+    if (*pp) {
+        *pp = m->next;
+    }
+    if (cudaIpcCloseMemHandle(m->base) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+    n_mapped--;
+    mapped_bytes -= m->bytes;
+    free(m);
+}
+
+/* ---- this process's exports: (allocation base, buffer id) -> IPC handle ---- */
+
+#define EXPORTS 32
+static struct {
+    unsigned long long base, id, used;
+    cudaIpcMemHandle_t h;
+} exports[EXPORTS];
+static unsigned long long export_clock;
+static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The handle of the allocation at base with buffer id id: cached, or exported now. 0 or a cudaError_t. */
+static cudaError_t export_get(unsigned long long base, unsigned long long id, cudaIpcMemHandle_t *h)
+{
+    int i, lru = 0;
+    cudaError_t e;
+
+    pthread_mutex_lock(&export_lock);
+    export_clock++;
+    for (i = 0; i < EXPORTS; i++) {
+        if (exports[i].used && exports[i].base == base && exports[i].id == id) {
+            exports[i].used = export_clock;
+            *h = exports[i].h;
+            pthread_mutex_unlock(&export_lock);
+            return cudaSuccess;
+        }
+        if (exports[i].used < exports[lru].used) {
+            lru = i;
+        }
+    }
+    if ((e = cudaIpcGetMemHandle(h, (void *)(uintptr_t)base)) == cudaSuccess) {
+        exports[lru].base = base;
+        exports[lru].id = id;
+        exports[lru].h = *h;
+        exports[lru].used = export_clock;
+    }
+    pthread_mutex_unlock(&export_lock);
+    return e;
+}
+
+/* This rank's record: the allocations of in and out found and exported; rec->ok says whether it worked.
+ * The buffers' device is current. */
+static void rec_local(reg_rec_t *rec, const void *in, const void *out)
+{
+    const void *p[2] = { in, out };
+    int i;
+
+    if (!tlmpi_cu.get_range || !tlmpi_cu.get_attr) {
+        snprintf(rec->why, sizeof(rec->why), "the driver has no cuMemGetAddressRange / cuPointerGetAttribute");
+        return;
+    }
+    for (i = 0; i < 2; i++) {
+        CUdeviceptr base = 0;
+        unsigned long long id = 0;
+        size_t sz = 0;
+        reg_alloc_t *a = &rec->b[rec->nb];
+        cudaError_t e;
+
+        if (((uintptr_t)p[i] & 15u) != 0) {
+            snprintf(rec->why, sizeof(rec->why), "its %s buffer is not 16-byte aligned", i ? "receive" : "send");
+            return;
+        }
+        if (tlmpi_cu.get_range(&base, &sz, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS ||
+            tlmpi_cu.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS) {
+            snprintf(rec->why, sizeof(rec->why), "the driver does not know its %s buffer's allocation",
+                     i ? "receive" : "send");
+            return;
+        }
+        rec->off[i] = (unsigned long long)((uintptr_t)p[i] - (uintptr_t)base);
+        if (i == 1 && rec->nb == 1 && rec->b[0].base == (unsigned long long)base) {
+            rec->which[1] = 0; /* one allocation (in place, or carved from one) */
+            continue;
+        }
+        a->base = (unsigned long long)base;
+        a->id = id;
+        a->bytes = (unsigned long long)sz;
+        if ((e = export_get(a->base, id, &a->h)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            snprintf(rec->why, sizeof(rec->why), "CUDA IPC does not export its %s buffer (managed, cuMem or pool "
+                     "memory?): %s", i ? "receive" : "send", cudaGetErrorString(e));
+            return;
+        }
+        rec->which[i] = rec->nb++;
+    }
+    rec->ok = 1;
+}
+
+/* Every rank's record (PMPI_Allgather over comm of mine into recs); 0 when every rank's is ok, else -1
+ * with the reason: this rank's own, or the first rank that could not. */
+static int rec_exchange(MPI_Comm comm, int rank, int size, reg_rec_t *mine, reg_rec_t *recs, char *why, size_t len)
+{
+    int q;
+
+    if (PMPI_Allgather(mine, (int)sizeof(*mine), MPI_BYTE, recs, (int)sizeof(*mine), MPI_BYTE, comm) != MPI_SUCCESS) {
+        snprintf(why, len, "PMPI_Allgather of the IPC handles failed");
+        return -1;
+    }
+    for (q = 0; q < size; q++) {
+        if (!recs[q].ok) {
+            /* every rank sees the same records: all give up here, without another collective */
+            if (q == rank) {
+                snprintf(why, len, "%s", mine->why);
+            } else {
+                snprintf(why, len, "node rank %d %s", q, recs[q].why);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The agreement after mapping (MIN of ok over comm): 1 when every rank mapped its peers', else 0 with
+ * why (this rank's own reason, or that another rank could not). */
+static int agree(MPI_Comm comm, int ok, char *why, size_t len)
+{
+    if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        ok = 0;
+        snprintf(why, len, "PMPI_Allreduce of the outcome failed");
+    }
+    if (!ok && !why[0]) {
+        snprintf(why, len, "another node rank could not map its peers' buffers");
+    }
+    return ok;
+}
+
+/* ---- persistent requests ---- */
+
+static void reg_release(tlmpi_ipc_reg_t *reg)
+{
+    int i;
+
+    pthread_mutex_lock(&map_lock);
+    for (i = 0; i < reg->nmaps; i++) {
+        map_put(reg->maps[i]);
+    }
+    pthread_mutex_unlock(&map_lock);
+    reg->nmaps = 0;
+}
+
+/* Map every peer's allocations into reg->d; 0 or -1 with the reason. */
+static int reg_open(tlmpi_ipc_reg_t *reg, const reg_rec_t *recs, int rank, int size, const void *in, void *out,
+                    char *why, size_t len)
+{
+    int q, rc = 0;
+
+    pthread_mutex_lock(&map_lock);
+    for (q = 0; q < size && rc == 0; q++) {
+        char *b[2] = { NULL, NULL };
+        int j;
+
+        if (q == rank) {
+            reg->d.in[q] = in;
+            reg->d.out[q] = out;
+            continue;
+        }
+        if (recs[q].pid == recs[rank].pid) {
+            snprintf(why, len, "node rank %d is in this process", q);
+            rc = -1;
+            break;
+        }
+        for (j = 0; j < recs[q].nb; j++) {
+            char mwhy[128];
+            ipcreg_map_t *m = map_get(recs[q].pid, &recs[q].b[j], reg->dev, mwhy, sizeof(mwhy));
+
+            if (!m) {
+                snprintf(why, len, "node rank %d's buffers: %s", q, mwhy);
+                rc = -1;
+                break;
+            }
+            reg->maps[reg->nmaps++] = m;
+            b[j] = m->base;
+        }
+        if (rc == 0) {
+            reg->d.in[q] = b[recs[q].which[0]] + recs[q].off[0];
+            reg->d.out[q] = b[recs[q].which[1]] + recs[q].off[1];
+        }
+    }
+    pthread_mutex_unlock(&map_lock);
+    return rc;
+}
+
+tlmpi_ipc_reg_t *tlmpi_ipc_reg_create(MPI_Comm comm, int rank, int size, int dev, int local_ok, const char *why_local,
+                                      const void *in, size_t in_bytes, void *out, size_t out_bytes, char *why,
+                                      size_t len)
+{
+    tlmpi_ipc_reg_t *reg = NULL;
+    reg_rec_t mine, recs[TLMPI_NODE_MAX_RANKS];
+    int saved = -1, entered = 0;
+
+    (void)in_bytes, (void)out_bytes; /* inside their allocations by MPI's rules: nothing to check */
+    if (size < 1 || size > TLMPI_NODE_MAX_RANKS || rank < 0 || rank >= size) {
+        snprintf(why, len, "%d ranks (the node kernels serve 1..%d)", size, TLMPI_NODE_MAX_RANKS);
+        return NULL; /* the same on every rank: no collective was entered */
+    }
+    memset(&mine, 0, sizeof(mine));
+    memset(recs, 0, sizeof(recs));
+    mine.pid = (int)getpid();
+    if (!local_ok) {
+        snprintf(mine.why, sizeof(mine.why), "%s", why_local ? why_local : "cannot register");
+    } else if (!(reg = calloc(1, sizeof(*reg)))) {
+        snprintf(mine.why, sizeof(mine.why), "out of host memory");
+    } else if (tlmpi_gpu_enter_device(dev, &saved) != 0) {
+        snprintf(mine.why, sizeof(mine.why), "cannot make device %d current", dev);
+    } else {
+        entered = 1;
+        reg->dev = dev;
+        rec_local(&mine, in, out);
+    }
+    /* 1: every rank's record, whatever happened here */
+    if (rec_exchange(comm, rank, size, &mine, recs, why, len) != 0) {
+        goto fail;
+    }
+    /* 2: map the peers' buffers, then agree on every rank's success */
+    why[0] = '\0';
+    if (!agree(comm, reg_open(reg, recs, rank, size, in, out, why, len) == 0, why, len)) {
+        reg_release(reg);
+        goto fail;
+    }
+    tlmpi_gpu_restore_device(saved);
+    return reg;
+fail:
+    tlmpi_debug(CUDA, "user buffers not registered: %s", why);
+    if (entered) {
+        tlmpi_gpu_restore_device(saved);
+    }
+    free(reg);
+    return NULL;
+}
+
+void tlmpi_ipc_reg_destroy(tlmpi_ipc_reg_t *reg)
+{
+    int saved = -1;
+
+    if (!reg) {
+        return;
+    }
+    if (tlmpi_gpu_enter_device(reg->dev, &saved) != 0) {
+        saved = -1;
+    }
+    reg_release(reg);
+    tlmpi_gpu_restore_device(saved);
+    free(reg);
+}
+
+int tlmpi_ipc_reg_mapped(void)
+{
+    int n;
+
+    pthread_mutex_lock(&map_lock);
+    n = n_mapped;
+    pthread_mutex_unlock(&map_lock);
+    return n;
+}
+
+/* ---- a communicator's view ---- */
+
+/* One allocation of one rank of the communicator, as every rank's view has it (the same fields on every
+ * rank; ptr and map are this process's: map NULL for the own rank's, which is not mapped). */
+typedef struct {
+    unsigned long long base, id, bytes; /* in the owner's address space */
+    unsigned long long used;            /* the view's clock at the last call that used it */
+    int q;                              /* the owner's rank in the communicator */
+    char *ptr;                          /* where it is reached here */
+    ipcreg_map_t *map;
+} view_ent_t;
+
+struct tlmpi_regcache {
+    int rank, size, dev, n;
+    size_t max_bytes;
+    unsigned long long clock;           /* calls that found every rank's records ok */
+    unsigned long long bytes;           /* every entry's bytes (the same on every rank) */
+    tlmpi_regcache_counts_t cnt;
+    char last_why[128];
+    view_ent_t e[TLMPI_REGCACHE_ENTRIES];
+};
+
+tlmpi_regcache_t *tlmpi_regcache_create(int rank, int size, int dev, size_t max_bytes)
+{
+    tlmpi_regcache_t *rc = calloc(1, sizeof(*rc));
+
+    if (rc) {
+        rc->rank = rank;
+        rc->size = size;
+        rc->dev = dev;
+        rc->max_bytes = max_bytes;
+    }
+    return rc;
+}
+
+/* Remove entry i (its mapping let go). map_lock is held, the view's device current. */
+static void view_drop(tlmpi_regcache_t *rc, int i)
+{
+    view_ent_t *v = &rc->e[i];
+
+    if (v->map) {
+        rc->cnt.mapped_bytes -= v->bytes;
+        map_put(v->map);
+    }
+    rc->bytes -= v->bytes;
+    rc->e[i] = rc->e[--rc->n];
+    rc->cnt.evicted++;
+    __atomic_fetch_add(&tot_evicted, 1ull, __ATOMIC_RELAXED);
+}
+
+void tlmpi_regcache_destroy(tlmpi_regcache_t *rc)
+{
+    int saved = -1, i;
+
+    if (!rc) {
+        return;
+    }
+    if (tlmpi_gpu_enter_device(rc->dev, &saved) != 0) {
+        saved = -1;
+    }
+    pthread_mutex_lock(&map_lock);
+    for (i = 0; i < rc->n; i++) {
+        if (rc->e[i].map) {
+            map_put(rc->e[i].map);
+        }
+    }
+    pthread_mutex_unlock(&map_lock);
+    tlmpi_gpu_restore_device(saved);
+    free(rc);
+}
+
+static int view_find(const tlmpi_regcache_t *rc, int q, const reg_alloc_t *a)
+{
+    int i;
+
+    for (i = 0; i < rc->n; i++) {
+        const view_ent_t *v = &rc->e[i];
+
+        if (v->q == q && v->base == a->base && v->id == a->id) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Make room for the new allocation a of rank q: drop q's entries whose range overlaps a's (freed: a
+ * live allocation cannot overlap another), then the least recently used entries not used by this call
+ * while the view is full. Every step depends only on the records and the view: the same on every rank.
+ * map_lock is held. */
+static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a)
+{
+    int i;
+
+    for (i = 0; i < rc->n;) {
+        const view_ent_t *v = &rc->e[i];
+
+        if (v->q == q && v->base < a->base + a->bytes && a->base < v->base + v->bytes) {
+            view_drop(rc, i);
+        } else {
+            i++;
+        }
+    }
+    while (rc->n > 0 && (rc->n >= TLMPI_REGCACHE_ENTRIES || rc->bytes + a->bytes > rc->max_bytes)) {
+        int lru = -1;
+
+        for (i = 0; i < rc->n; i++) {
+            if (rc->e[i].used != rc->clock && (lru < 0 || rc->e[i].used < rc->e[lru].used)) {
+                lru = i;
+            }
+        }
+        if (lru < 0) {
+            break; /* every entry serves this call: the bound gives way to it */
+        }
+        view_drop(rc, lru);
+    }
+}
+
+/* The call's pointers from the view (every allocation of every record is in it). */
+static void view_fill(const tlmpi_regcache_t *rc, const reg_rec_t *recs, const void *in, void *out,
+                      tlmpi_node_direct_t *d)
+{
+    int q;
+
+    for (q = 0; q < rc->size; q++) {
+        char *b[2] = { NULL, NULL };
+        int j;
+
+        if (q == rc->rank) {
+            d->in[q] = in;
+            d->out[q] = out;
+            continue;
+        }
+        for (j = 0; j < recs[q].nb; j++) {
+            b[j] = rc->e[view_find(rc, q, &recs[q].b[j])].ptr;
+        }
+        d->in[q] = b[recs[q].which[0]] + recs[q].off[0];
+        d->out[q] = b[recs[q].which[1]] + recs[q].off[1];
+    }
+}
+
+static tlmpi_reg_state_t counted(tlmpi_regcache_t *rc, tlmpi_reg_state_t st, const char *why)
+{
+    rc->cnt.calls[st]++;
+    __atomic_fetch_add(&tot_calls[st], 1ull, __ATOMIC_RELAXED);
+    if (st == TLMPI_REG_POOL) {
+        snprintf(rc->last_why, sizeof(rc->last_why), "%s", why);
+    }
+    return st;
+}
+
+tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int local_ok, const char *why_local,
+                                        const void *in, void *out, tlmpi_node_direct_t *d, char *why, size_t len)
+{
+    reg_rec_t mine, recs[TLMPI_NODE_MAX_RANKS];
+    ipcreg_map_t *nm[TLMPI_NODE_MAX_RANKS][2];
+    int saved = -1, entered = 0, q, j, misses = 0, ok = 1;
+    tlmpi_reg_state_t st = TLMPI_REG_POOL;
+
+    memset(&mine, 0, sizeof(mine));
+    memset(nm, 0, sizeof(nm));
+    mine.pid = (int)getpid();
+    if (!local_ok) {
+        snprintf(mine.why, sizeof(mine.why), "%s", why_local ? why_local : "cannot register");
+    } else if (tlmpi_gpu_enter_device(rc->dev, &saved) != 0) {
+        snprintf(mine.why, sizeof(mine.why), "cannot make device %d current", rc->dev);
+    } else {
+        entered = 1;
+        rec_local(&mine, in, out);
+    }
+    /* 1: every rank's record; a rank that cannot register makes the call go through the pools everywhere */
+    if (rec_exchange(comm, rc->rank, rc->size, &mine, recs, why, len) != 0) {
+        goto out;
+    }
+    if (!entered) {
+        snprintf(why, len, "cannot make device %d current", rc->dev); /* cannot happen: mine.ok would be 0 */
+        goto out;
+    }
+    /* 2: the same lookups on every rank */
+    rc->clock++;
+    for (q = 0; q < rc->size; q++) {
+        for (j = 0; j < recs[q].nb; j++) {
+            int i = view_find(rc, q, &recs[q].b[j]);
+
+            if (i >= 0) {
+                rc->e[i].used = rc->clock;
+            } else {
+                misses++;
+            }
+        }
+    }
+    if (misses == 0) {
+        view_fill(rc, recs, in, out, d);
+        st = TLMPI_REG_HIT;
+        goto out;
+    }
+    /* 3: map what this rank lacks, agree, then enter every new allocation (each rank's own too) */
+    why[0] = '\0';
+    pthread_mutex_lock(&map_lock);
+    for (q = 0; q < rc->size && ok; q++) {
+        if (q == rc->rank) {
+            continue;
+        }
+        if (recs[q].pid == mine.pid) {
+            snprintf(why, len, "node rank %d is in this process", q);
+            ok = 0;
+        }
+        for (j = 0; j < recs[q].nb && ok; j++) {
+            char mwhy[128];
+
+            if (view_find(rc, q, &recs[q].b[j]) >= 0) {
+                continue;
+            }
+            if (!(nm[q][j] = map_get(recs[q].pid, &recs[q].b[j], rc->dev, mwhy, sizeof(mwhy)))) {
+                snprintf(why, len, "node rank %d's buffers: %s", q, mwhy);
+                ok = 0;
+            }
+        }
+    }
+    pthread_mutex_unlock(&map_lock);
+    ok = agree(comm, ok, why, len);
+    pthread_mutex_lock(&map_lock);
+    for (q = 0; q < rc->size; q++) {
+        for (j = 0; j < recs[q].nb; j++) {
+            view_ent_t *v;
+
+            if (!ok) {
+                if (nm[q][j]) {
+                    map_put(nm[q][j]); /* the agreement says no: let go of what this rank mapped */
+                }
+                continue;
+            }
+            if (view_find(rc, q, &recs[q].b[j]) >= 0) {
+                continue;
+            }
+            view_room(rc, q, &recs[q].b[j]);
+            v = &rc->e[rc->n++];
+            v->base = recs[q].b[j].base;
+            v->id = recs[q].b[j].id;
+            v->bytes = recs[q].b[j].bytes;
+            v->used = rc->clock;
+            v->q = q;
+            v->map = nm[q][j];
+            v->ptr = q == rc->rank ? (char *)(uintptr_t)v->base : (char *)nm[q][j]->base;
+            rc->bytes += v->bytes;
+            if (v->map) {
+                rc->cnt.mapped_bytes += v->bytes;
+            }
+        }
+    }
+    pthread_mutex_unlock(&map_lock);
+    if (ok) {
+        view_fill(rc, recs, in, out, d);
+        st = TLMPI_REG_FIRST;
+    }
+out:
+    if (entered) {
+        tlmpi_gpu_restore_device(saved);
+    }
+    rc->cnt.entries = rc->n;
+    return counted(rc, st, why);
+}
+
+void tlmpi_regcache_counts(const tlmpi_regcache_t *rc, tlmpi_regcache_counts_t *out, const char **last_why)
+{
+    *out = rc->cnt;
+    *last_why = rc->last_why;
+}
+
+void tlmpi_regcache_totals(unsigned long long calls[TLMPI_REG_STATE_COUNT], unsigned long long *evicted,
+                           int *mapped, unsigned long long *bytes)
+{
+    int i;
+
+    for (i = 0; i < TLMPI_REG_STATE_COUNT; i++) {
+        calls[i] = __atomic_load_n(&tot_calls[i], __ATOMIC_RELAXED);
+    }
+    *evicted = __atomic_load_n(&tot_evicted, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&map_lock);
+    *mapped = n_mapped;
+    *bytes = mapped_bytes;
+    pthread_mutex_unlock(&map_lock);
+}
+
+#else /* !HAVE_CUDA */
+
+tlmpi_ipc_reg_t *tlmpi_ipc_reg_create(MPI_Comm comm, int rank, int size, int dev, int local_ok, const char *why_local,
+                                      const void *in, size_t in_bytes, void *out, size_t out_bytes, char *why,
+                                      size_t len)
+{
+    (void)comm, (void)rank, (void)size, (void)dev, (void)local_ok, (void)why_local, (void)in, (void)in_bytes;
+    (void)out, (void)out_bytes;
+    snprintf(why, len, "built without CUDA");
+    return NULL;
+}
+
+void tlmpi_ipc_reg_destroy(tlmpi_ipc_reg_t *reg)
+{
+    (void)reg;
+}
+
+int tlmpi_ipc_reg_mapped(void)
+{
+    return 0;
+}
+
+void tlmpi_regcache_totals(unsigned long long calls[TLMPI_REG_STATE_COUNT], unsigned long long *evicted,
+                           int *mapped, unsigned long long *bytes)
+{
+    memset(calls, 0, sizeof(calls[0]) * TLMPI_REG_STATE_COUNT);
+    *evicted = 0;
+    *mapped = 0;
+    *bytes = 0;
+}
+#endif
+
+TLMPI_EXPORT tlmpi_status_t tlmpi_get_reg_stats(tlmpi_reg_stats_t *s)
+{
+    unsigned long long calls[TLMPI_REG_STATE_COUNT];
+
+    if (!s) {
+        return TLMPI_ERR_INVALID_ARG;
+    }
+    tlmpi_regcache_totals(calls, &s->evicted, &s->mapped, &s->mapped_bytes);
+    s->hits = calls[TLMPI_REG_HIT];
+    s->firsts = calls[TLMPI_REG_FIRST];
+    s->pool = calls[TLMPI_REG_POOL];
+    return TLMPI_OK;
+}
