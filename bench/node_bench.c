@@ -103,6 +103,7 @@ static size_t g_maxb;
 static struct {
     size_t sizes[MAX_SIZES], eff[MAX_SIZES];
     int nsizes, neff, lat_reps, lat_iters, stg_iters, reps, eff_reps, as_test, do_lat, do_sweep, do_eff, do_form, do_graph;
+    int do_persist, do_reg;
     double target_s;
     size_t validate_max, large;
     const char *csv;
@@ -181,6 +182,15 @@ static void gen_setup(void)
     snprintf(g_gen_base, sizeof g_gen_base, "%s/np=%d/mps=%s/pool=%s/cc=%s", mpi, g_size,
              getenv("CUDA_MPS_PIPE_DIRECTORY") ? "on" : "off", pool && *pool ? pool : "default",
              cc && *cc && strcmp(cc, "0") ? cc : "auto");
+    {
+        /* the blocking calls' registration cache: /zc=on:<TLMPI_NODE_REG_MIN> or off (the path column
+         * names the algorithm that ran: direct where zero-copy) */
+        const char *reg = getenv("TLMPI_NODE_REG"), *rmin = getenv("TLMPI_NODE_REG_MIN");
+        size_t l = strlen(g_gen_base);
+        if (dlsym(RTLD_DEFAULT, "tlmpi_get_reg_stats"))
+            snprintf(g_gen_base + l, sizeof g_gen_base - l, "/zc=%s%s%s", reg && !strcmp(reg, "0") ? "off" : "on",
+                     reg && !strcmp(reg, "0") ? "" : ":", reg && !strcmp(reg, "0") ? "" : rmin && *rmin ? rmin : "default");
+    }
     for (len = 0; g_gen_base[len]; len++) if (g_gen_base[len] == ',') g_gen_base[len] = ':';
 }
 
@@ -1413,6 +1423,86 @@ static void bench_form(void)
     form_persistent();
 }
 
+/* -S persist: form's table of blocking, non-blocking and persistent calls alone */
+static void bench_persist(void)
+{
+#if FORM_HAVE_PERSISTENT
+    int c;
+    for (c = 0; c < C_N; c++) g_preq[c] = MPI_REQUEST_NULL;
+#endif
+    *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
+    form_persistent();
+}
+
+/*
+ * Section "reg" (-S reg): what a blocking call's first use of fresh buffers costs (the node tier's
+ * registration cache: every rank exports its allocations and maps its peers'). Per repetition (-r,
+ * at least 7) and size of -F from 1 MiB: fresh cudaMalloc send and receive buffers, then after a
+ * barrier one MPI_Allreduce on them (first), after another one more (hit), then the buffers freed.
+ * Reported: median over repetitions of the mean over ranks of each, and the median paired difference
+ * (first - hit: the registration). What the lookups did (tlmpi_get_reg_stats: first registrations,
+ * hits, pool fallbacks over the section) goes with the table; the generation carries /zc=.
+ */
+static void bench_reg(void)
+{
+    int si, rep, reps = o.lat_reps < 7 ? 7 : o.lat_reps > MAX_REPS ? MAX_REPS : o.lat_reps;
+    tlmpi_status_t (*get)(tlmpi_reg_stats_t *) = NULL;
+    tlmpi_reg_stats_t r0, r1;
+
+    *(void **)&get = dlsym(RTLD_DEFAULT, "tlmpi_get_reg_stats");
+    memset(&r0, 0, sizeof r0);
+    memset(&r1, 0, sizeof r1);
+    if (get) get(&r0);
+    if (g_rank == 0) {
+        printf("\n## A blocking MPI_Allreduce's first call on fresh buffers against its second, %d ranks, TLMPI_TIER=node "
+               "(us: median of %d repetitions of the mean over ranks)\n\n| bytes | first | second | first - second "
+               "(median paired) |\n| ---: | ---: | ---: | ---: |\n", g_size, reps);
+    }
+    if (!set_cfg("node", -1, NULL)) return;
+    for (si = 0; si < g_form_nsizes; si++) {
+        size_t b = g_form_sizes[si];
+        double first[MAX_REPS], hit[MAX_REPS], d[MAX_REPS], sl[MAX_REPS], mf, mh, md;
+        if (b < ((size_t)1 << 20)) continue;
+        for (rep = 0; rep < reps; rep++) {
+            float *s, *r;
+            double t0, t[2];
+            int k;
+            CK(cudaMalloc((void **)&s, b));
+            CK(cudaMalloc((void **)&r, b));
+            CK(cudaMemset(s, 0, b));
+            CK(cudaDeviceSynchronize());
+            for (k = 0; k < 2; k++) {
+                PMPI_Barrier(g_comm);
+                t0 = now();
+                MPI_Allreduce(s, r, (int)(b / sizeof(float)), MPI_FLOAT, MPI_SUM, g_comm);
+                t[k] = now() - t0;
+            }
+            form_reduce(t[0], first, sl, rep);
+            form_reduce(t[1], hit, sl, rep);
+            d[rep] = first[rep] - hit[rep];
+            PMPI_Barrier(g_comm);
+            cudaFree(s);
+            cudaFree(r);
+        }
+        mf = median(first, reps);
+        mh = median(hit, reps);
+        md = median(d, reps);
+        if (g_rank == 0) {
+            printf("| %zu | %.1f | %.1f | %.1f |\n", b, mf, mh, md);
+            fflush(stdout);
+        }
+        g_row_form = "blocking";
+        csv_row("reg", "allreduce", "first", "call", "node", b, 1, reps, mf, 0, 1, md, 0, 0, 0, 0, 0, "-");
+        csv_row("reg", "allreduce", "second", "call", "node", b, 1, reps, mh, 0, 0, 0, 0, 0, 0, 0, 0, "-");
+    }
+    if (get) get(&r1);
+    if (g_rank == 0) {
+        printf("\nregistration cache over the section (rank 0): %llu first, %llu hit, %llu pool, %llu evicted; %d peer "
+               "allocations mapped now\n", r1.firsts - r0.firsts, r1.hits - r0.hits, r1.pool - r0.pool,
+               r1.evicted - r0.evicted, r1.mapped);
+    }
+}
+
 /* ---------------------------------------------------------------- 5. stream-ordered calls and graphs */
 
 /*
@@ -1791,9 +1881,11 @@ static void usage(void)
     printf("usage: node_bench [options]\n"
            "  -s LIST   sweep sizes, per-rank message bytes (default 8,64,512,4k,32k,256k,2m,16m,64m,256m)\n"
            "  -e LIST   efficiency sizes (default 64m,256m)\n"
-           "  -S LIST   sections: lat,sweep,eff,form,graph (default lat,sweep,eff; form: the non-blocking and\n"
-           "            persistent forms against blocking and the floors; graph: tlmpi_*_enqueue on a stream\n"
-           "            and replayed CUDA graphs against the eager and graph floors)\n"
+           "  -S LIST   sections: lat,sweep,eff,form,persist,reg,graph (default lat,sweep,eff; form: the\n"
+           "            non-blocking and persistent forms against blocking and the floors; persist: only form's\n"
+           "            table of blocking, non-blocking and persistent calls; reg: the first call on fresh\n"
+           "            buffers of -F's sizes against the next; graph: tlmpi_*_enqueue on a stream and\n"
+           "            replayed CUDA graphs against the eager and graph floors)\n"
            "  -K N      form, graph: back-to-back calls (default 100)\n"
            "  -F LIST   form: persistent / non-blocking / blocking sizes (default 8,1m,16m,64m)\n"
            "  -G LIST   graph (-S graph: enqueued calls and CUDA graphs against the floors): sizes\n"
@@ -1850,6 +1942,8 @@ int main(int argc, char **argv)
                 o.do_eff = strstr(v, "eff") != NULL;
                 o.do_form = strstr(v, "form") != NULL;
                 o.do_graph = strstr(v, "graph") != NULL;
+                o.do_persist = strstr(v, "persist") != NULL;
+                o.do_reg = strstr(v, "reg") != NULL;
                 break;
             case 'K': g_form_k = atoi(v); bad = g_form_k < 1 || g_form_k > FORM_MAXK; break;
             case 'F': bad = parse_sizes(v, g_form_sizes, &g_form_nsizes); break;
@@ -1918,6 +2012,7 @@ int main(int argc, char **argv)
     *(void **)&g_node_shape = dlsym(RTLD_DEFAULT, "tlmpi_get_node_shape");
     for (i = 0; o.do_sweep && i < o.nsizes; i++) maxs = o.sizes[i] > maxs ? o.sizes[i] : maxs;
     for (i = 0; o.do_eff && i < o.neff; i++) maxs = o.eff[i] > maxs ? o.eff[i] : maxs;
+    if (o.do_persist || o.do_reg) for (i = 0; i < g_form_nsizes; i++) maxs = g_form_sizes[i] > maxs ? g_form_sizes[i] : maxs;
     if (o.do_form) {
         for (i = 0; i < g_form_nsizes; i++) maxs = g_form_sizes[i] > maxs ? g_form_sizes[i] : maxs;
         if (maxs < ((size_t)16 << 20)) maxs = (size_t)16 << 20; /* (a): 16 MiB */
@@ -1973,6 +2068,8 @@ int main(int argc, char **argv)
     if (o.do_sweep) bench_sweep();
     if (o.do_eff) bench_eff();
     if (o.do_form) bench_form();
+    if (o.do_persist && !o.do_form) bench_persist();
+    if (o.do_reg) bench_reg();
     if (o.do_graph) bench_graph();
     set_cfg("auto", -1, NULL);
     if (g_csv) fclose(g_csv);

@@ -134,6 +134,13 @@ tests_gpu_gpu_threads_SOURCES = tests/mpi/mpi_threads.c tests/mpi/exact_values.h
 tests_gpu_gpu_threads_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_threads_LDADD = libtlmpi.la $(CUDA_LIBS) -lpthread -lm
 tests_gpu_gpu_threads_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# the node tier's registration cache on a real GPU (blocking calls zero-copy; staleness, mixed memory
+# kinds, eviction); run by tests/gpu/regcache.sh under MPS with 2, 4 and 8 ranks; exits 77 without a GPU
+check_PROGRAMS += tests/gpu/gpu_regcache
+tests_gpu_gpu_regcache_SOURCES = tests/gpu/gpu_regcache.c tests/harness.h
+tests_gpu_gpu_regcache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_regcache_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
+tests_gpu_gpu_regcache_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # host and device memory classified right after each change of a range (tests/mpi/mpi_host_cache's
 # twin on a real GPU; exits 77 without one)
 check_PROGRAMS += tests/gpu/gpu_host_cache
@@ -292,6 +299,8 @@ EXTRA_DIST += tests/gpu/node.sh
 EXTRA_DIST += tests/gpu/nbc.sh tests/gpu/mpich-debs.sh
 # tests/gpu/graph.sh NPS BUILD_DIR [quick] (gpu_graph): device-run.sh part graph
 EXTRA_DIST += tests/gpu/graph.sh
+# tests/gpu/regcache.sh NPS BUILD_DIR (gpu_regcache: the registration cache under MPS)
+EXTRA_DIST += tests/gpu/regcache.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);
 # skips (77) where mpi_fault is not built
 TESTS += tests/mpi/fault.sh
