@@ -717,25 +717,54 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     *a_p = a;
 }
 
-/* Whether a blocking call tries the registration cache, from rank-uniform inputs only (the agreed plan
- * and settings, the message size, MPI_IN_PLACE, which the standard makes uniform). */
+/* Whether a call tries the registration cache, from rank-uniform inputs only (the agreed plan and
+ * settings, the form, the message size, MPI_IN_PLACE, which the standard makes uniform): blocking and
+ * stream-ordered calls (captured or not), not the non-blocking ones (the lookup is a host collective,
+ * which MPI_I* must not wait in) nor persistent requests (registered at init, or through the pools). */
 static int node_reg_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
                            int algo)
 {
     int ai = TLMPI_ALGO_INDEX(algo);
 
-    if (c->preg || c->pend || c->form != TLMPI_FORM_BLOCKING || !TLMPI_ENV_I(NODE_REG) ||
-        (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
+    if (c->preg || c->pend || (c->form != TLMPI_FORM_BLOCKING && c->form != TLMPI_FORM_ENQUEUE) ||
+        !TLMPI_ENV_I(NODE_REG) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
         (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) || node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL) {
         return 0;
     }
     return ai == A_DIRECT || c->msg_bytes >= (size_t)TLMPI_ENV_I(NODE_REG_MIN);
 }
 
-/* The blocking call's buffers through the registration cache (collective: node_reg_wanted said yes on
- * every rank): 1 with every rank's buffers in *d, or 0 (the pools serve the call, on every rank). */
+/* The registration cache's drain (regcache.h): every kernel of the comm queued so far completed, the
+ * stream-ordered ones included (the comm's stream after its order event, as teardown's barrier), in a
+ * bounded wait; a failure reports and aborts (the ranks' views would part). */
+static int node_drain(void *arg)
+{
+    tlmpi_tier_comm_t *tc = arg;
+    tlmpi_wait_who_t who = { MPI_COMM_NULL, tc->id, TLMPI_COLL_ALLREDUCE, "node" };
+    int e, saved = -1;
+
+    if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
+        e = (int)cudaErrorInvalidDevice;
+    } else {
+        e = tlmpi_gpu_ctx_begin(tc->ctx);
+        if (e == 0) {
+            e = tlmpi_gpu_stream_wait_grace(tc->ctx, &who, "the registration cache's drain", NODE_GRACE_S);
+        }
+        tlmpi_gpu_restore_device(saved);
+    }
+    if (e != 0) {
+        tlmpi_error(COLL, "communicator #%u: waiting for its queued kernels before letting go of a registered buffer "
+                    "failed: %s; calling MPI_Abort", tc->id, cudaGetErrorString((cudaError_t)e));
+        tlmpi_gpu_abort(tc->comm);
+    }
+    return 0;
+}
+
+/* The call's buffers through the registration cache (collective: node_reg_wanted said yes on every
+ * rank), used as `use` says: 1 with every rank's buffers in *d, or 0 (the pools serve the call, on
+ * every rank). */
 static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
-                          tlmpi_node_direct_t *d)
+                          tlmpi_reg_use_t use, tlmpi_node_direct_t *d)
 {
     const char *why_local = NULL;
     int local_ok = 1;
@@ -747,7 +776,8 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
         local_ok = 0;
         why_local = "has buffers that are not device memory of the communicator's GPU";
     }
-    st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, d, why, sizeof(why));
+    st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, use,
+                               use == TLMPI_REG_USE_GRAPH ? NULL : node_drain, tc, d, why, sizeof(why));
     if (st == TLMPI_REG_POOL) {
         tlmpi_debug(COLL, "communicator #%u: %s of %zu bytes through the pools (buffers not registered: %s)", tc->id,
                     tlmpi_coll_name(c->coll), c->msg_bytes, why);
@@ -775,7 +805,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     }
     if (c->preg) {
         d = &((const tlmpi_ipc_reg_t *)c->preg)->d; /* a registered persistent request (node_persist) */
-    } else if (node_reg_wanted(tc, nc, c, algo) && node_zero_copy(tc, nc, c, &zd)) {
+    } else if (node_reg_wanted(tc, nc, c, algo) && node_zero_copy(tc, nc, c, TLMPI_REG_USE_HOST, &zd)) {
         d = &zd;
     }
     node_args(tc, nc, c, algo, d != NULL, &args, &a);
@@ -815,12 +845,25 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
 {
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     tlmpi_node_args_t args;
-    int a, e, saved = -1;
+    tlmpi_node_direct_t zd;
+    int a, e, saved = -1, direct = 0;
 
     if (!nc) {
         return TLMPI_ERR_UNSUPPORTED;
     }
     nc->streamed = 1; /* before the per-rank check below: the same on every rank */
+    if (node_reg_wanted(tc, nc, c, algo)) {
+        /* before the per-rank check too (collective); a rank whose buffers are on another device says so in
+         * its record, and every rank then uses the pools */
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+
+        if (cudaStreamIsCapturing((cudaStream_t)stream, &cs) != cudaSuccess) {
+            (void)cudaGetLastError();
+            cs = cudaStreamCaptureStatusActive; /* unknown: pinned, the careful answer */
+        }
+        direct = node_zero_copy(tc, nc, c, cs == cudaStreamCaptureStatusNone ? TLMPI_REG_USE_STREAM : TLMPI_REG_USE_GRAPH,
+                                &zd);
+    }
     if ((c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
         (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev)) {
         return TLMPI_ERR_UNSUPPORTED;
@@ -828,11 +871,17 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
     if (TLMPI_UNLIKELY(nc->xp->err->set)) {
         node_earlier_timed_out(tc, c, nc->xp->err);
     }
-    node_args(tc, nc, c, algo, 0, &args, &a);
+    node_args(tc, nc, c, algo, direct, &args, &a);
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
         return TLMPI_ERR_UNSUPPORTED;
     }
-    e = tlmpi_cuda_node_run(&nc->xp->x, &args, stream);
+    if (direct) {
+        a = A_DIRECT;
+        args.kind = direct_kind(c->coll);
+        e = tlmpi_cuda_node_run_direct(&nc->xp->x, &args, &zd, stream);
+    } else {
+        e = tlmpi_cuda_node_run(&nc->xp->x, &args, stream);
+    }
     tlmpi_gpu_restore_device(saved);
     if (e != 0) {
         (void)cudaGetLastError();

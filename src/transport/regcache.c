@@ -46,7 +46,8 @@ typedef struct {
 
 /* What every rank tells the others: its buffers as (allocation, offset) pairs. */
 typedef struct {
-    int ok, pid, nb, pad;       /* nb: allocations (1: both buffers in one, as with MPI_IN_PLACE) */
+    int ok, pid, nb, use;       /* nb: allocations (1: both buffers in one, as with MPI_IN_PLACE); use: the
+                                   call's tlmpi_reg_use_t (the views only) */
     int which[2];               /* input, output: index into b */
     unsigned long long off[2];  /* their offsets in that allocation */
     reg_alloc_t b[2];
@@ -371,6 +372,7 @@ typedef struct {
     unsigned long long base, id, bytes; /* in the owner's address space */
     unsigned long long used;            /* the view's clock at the last call that used it */
     int q;                              /* the owner's rank in the communicator */
+    int use;                            /* the most demanding tlmpi_reg_use_t of the calls that used it */
     char *ptr;                          /* where it is reached here */
     ipcreg_map_t *map;
 } view_ent_t;
@@ -448,18 +450,40 @@ static int view_find(const tlmpi_regcache_t *rc, int q, const reg_alloc_t *a)
     return -1;
 }
 
+/* Whether entry i may be let go now: not pinned by a capture; one a stream-ordered call used only after
+ * the drain (called once per lookup: *drained), never without one. map_lock is held. */
+static int view_can_drop(const tlmpi_regcache_t *rc, int i, int (*drain)(void *), void *arg, int *drained)
+{
+    const view_ent_t *v = &rc->e[i];
+
+    if (v->use == TLMPI_REG_USE_GRAPH) {
+        return 0;
+    }
+    if (v->use == TLMPI_REG_USE_STREAM && !*drained) {
+        if (!drain) {
+            return 0;
+        }
+        *drained = drain(arg) == 0 ? 1 : -1;
+    }
+    return v->use != TLMPI_REG_USE_STREAM || *drained == 1;
+}
+
 /* Make room for the new allocation a of rank q: drop q's entries whose range overlaps a's (freed: a
  * live allocation cannot overlap another), then the least recently used entries not used by this call
- * while the view is full. Every step depends only on the records and the view: the same on every rank.
- * map_lock is held. */
-static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a)
+ * while the view is full; entries view_can_drop keeps stay. Every step depends only on the records,
+ * the agreed use and the view: the same on every rank (a drain that fails on one rank only leaves that
+ * rank's entries in place while the others drop theirs: it then reports and aborts, as every failed
+ * bounded wait does). map_lock is held. */
+static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a, int (*drain)(void *), void *arg,
+                      int *drained)
 {
     int i;
 
     for (i = 0; i < rc->n;) {
         const view_ent_t *v = &rc->e[i];
 
-        if (v->q == q && v->base < a->base + a->bytes && a->base < v->base + v->bytes) {
+        if (v->q == q && v->base < a->base + a->bytes && a->base < v->base + v->bytes &&
+            view_can_drop(rc, i, drain, arg, drained)) {
             view_drop(rc, i);
         } else {
             i++;
@@ -469,12 +493,13 @@ static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a)
         int lru = -1;
 
         for (i = 0; i < rc->n; i++) {
-            if (rc->e[i].used != rc->clock && (lru < 0 || rc->e[i].used < rc->e[lru].used)) {
+            if (rc->e[i].used != rc->clock && rc->e[i].use != TLMPI_REG_USE_GRAPH &&
+                (rc->e[i].use != TLMPI_REG_USE_STREAM || drain) && (lru < 0 || rc->e[i].used < rc->e[lru].used)) {
                 lru = i;
             }
         }
-        if (lru < 0) {
-            break; /* every entry serves this call: the bound gives way to it */
+        if (lru < 0 || !view_can_drop(rc, lru, drain, arg, drained)) {
+            break; /* every entry serves this call or stays: the bound gives way */
         }
         view_drop(rc, lru);
     }
@@ -514,16 +539,18 @@ static tlmpi_reg_state_t counted(tlmpi_regcache_t *rc, tlmpi_reg_state_t st, con
 }
 
 tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int local_ok, const char *why_local,
-                                        const void *in, void *out, tlmpi_node_direct_t *d, char *why, size_t len)
+                                        const void *in, void *out, tlmpi_reg_use_t use, int (*drain)(void *),
+                                        void *drain_arg, tlmpi_node_direct_t *d, char *why, size_t len)
 {
     reg_rec_t mine, recs[TLMPI_NODE_MAX_RANKS];
     ipcreg_map_t *nm[TLMPI_NODE_MAX_RANKS][2];
-    int saved = -1, entered = 0, q, j, misses = 0, ok = 1;
+    int saved = -1, entered = 0, q, j, misses = 0, ok = 1, drained = 0;
     tlmpi_reg_state_t st = TLMPI_REG_POOL;
 
     memset(&mine, 0, sizeof(mine));
     memset(nm, 0, sizeof(nm));
     mine.pid = (int)getpid();
+    mine.use = (int)use;
     if (!local_ok) {
         snprintf(mine.why, sizeof(mine.why), "%s", why_local ? why_local : "cannot register");
     } else if (tlmpi_gpu_enter_device(rc->dev, &saved) != 0) {
@@ -540,14 +567,23 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
         snprintf(why, len, "cannot make device %d current", rc->dev); /* cannot happen: mine.ok would be 0 */
         goto out;
     }
-    /* 2: the same lookups on every rank */
+    /* 2: the same lookups on every rank, under the most demanding use of any rank */
     rc->clock++;
+    for (q = 0; q < rc->size; q++) {
+        if (recs[q].use > (int)use) {
+            use = (tlmpi_reg_use_t)recs[q].use;
+        }
+        if (use == TLMPI_REG_USE_GRAPH) {
+            drain = NULL; /* some rank captures: nothing of the comm's own streams may be touched */
+        }
+    }
     for (q = 0; q < rc->size; q++) {
         for (j = 0; j < recs[q].nb; j++) {
             int i = view_find(rc, q, &recs[q].b[j]);
 
             if (i >= 0) {
                 rc->e[i].used = rc->clock;
+                rc->e[i].use = rc->e[i].use > (int)use ? rc->e[i].use : (int)use;
             } else {
                 misses++;
             }
@@ -597,12 +633,21 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
             if (view_find(rc, q, &recs[q].b[j]) >= 0) {
                 continue;
             }
-            view_room(rc, q, &recs[q].b[j]);
+            view_room(rc, q, &recs[q].b[j], drain, drain_arg, &drained);
+            if (rc->n >= TLMPI_REGCACHE_ENTRIES) {
+                ok = 0; /* pinned entries fill the view (the same on every rank): this call uses the pools */
+                if (nm[q][j]) {
+                    map_put(nm[q][j]);
+                }
+                snprintf(why, len, "the registration cache is full of allocations captured into graphs");
+                continue;
+            }
             v = &rc->e[rc->n++];
             v->base = recs[q].b[j].base;
             v->id = recs[q].b[j].id;
             v->bytes = recs[q].b[j].bytes;
             v->used = rc->clock;
+            v->use = (int)use;
             v->q = q;
             v->map = nm[q][j];
             v->ptr = q == rc->rank ? (char *)(uintptr_t)v->base : (char *)nm[q][j]->base;

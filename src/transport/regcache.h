@@ -13,6 +13,12 @@
  *  - a persistent request (tlmpi_ipc_reg_*), registered once at its *_init with the same exchange
  *    (always both collectives) and released when the request is freed.
  *
+ * Forms. Blocking calls use the pointers until they return; stream-ordered calls until their kernel ran
+ * (an entry they used is let go only after the communicator's queued kernels completed: the caller's
+ * drain); captured calls for as long as the graph may be replayed (their entries are pinned until the
+ * communicator is freed). Every rank's record says how its call uses them and the most demanding use
+ * counts on every rank, so the view stays the same everywhere.
+ *
  * Staleness. An allocation is known by (owner pid, CU_POINTER_ATTRIBUTE_BUFFER_ID), which the driver
  * makes unique within a process for its lifetime: a range freed and allocated again, at the same
  * address or not, has a new id, so no record of the new allocation matches the old mapping. The
@@ -87,14 +93,27 @@ tlmpi_regcache_t *tlmpi_regcache_create(int rank, int size, int dev, size_t max_
 /* Let go of every mapping the view holds (the caller made sure no kernel still uses them). Local. */
 void tlmpi_regcache_destroy(tlmpi_regcache_t *rc);
 
+/* How the call uses the pointers a lookup gives (every rank says; the most demanding one counts). */
+typedef enum {
+    TLMPI_REG_USE_HOST = 0,     /* a blocking call: its kernel completed before the next lookup */
+    TLMPI_REG_USE_STREAM,       /* a stream-ordered call: its kernel may still be queued at the next lookup;
+                                   an entry it used is let go only after the view's drain */
+    TLMPI_REG_USE_GRAPH         /* captured into a CUDA graph, which may be replayed at any time: its
+                                   entries are pinned until the view is destroyed */
+} tlmpi_reg_use_t;
+
 /* Collective over comm (every rank of the view's communicator, in the same call order): the call's
  * input in and output out (MPI_IN_PLACE resolved: the same pointer, or for allgather the own block
- * inside out), which this rank can register where local_ok (else why_local says why not). Fills *d
- * with every rank's buffers as mapped here and returns TLMPI_REG_HIT or TLMPI_REG_FIRST, or returns
- * TLMPI_REG_POOL with the reason in why (this rank's own, or which rank could not); the same result
- * on every rank. The caller's device is restored. */
+ * inside out), which this rank can register where local_ok (else why_local says why not), used as
+ * `use` says. Fills *d with every rank's buffers as mapped here and returns TLMPI_REG_HIT or
+ * TLMPI_REG_FIRST, or returns TLMPI_REG_POOL with the reason in why (this rank's own, or which rank
+ * could not); the same result on every rank. Making room may let go of an entry that a stream-ordered
+ * call used: drain(drain_arg) is called first (once; it waits until the communicator's queued kernels
+ * completed, 0 on success); where some rank captures (use GRAPH) or drain is NULL such entries stay.
+ * The caller's device is restored. */
 tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int local_ok, const char *why_local,
-                                        const void *in, void *out, tlmpi_node_direct_t *d, char *why, size_t len);
+                                        const void *in, void *out, tlmpi_reg_use_t use, int (*drain)(void *),
+                                        void *drain_arg, tlmpi_node_direct_t *d, char *why, size_t len);
 /* The view's counters, and its last TLMPI_REG_POOL reason ("" before any). */
 void tlmpi_regcache_counts(const tlmpi_regcache_t *rc, tlmpi_regcache_counts_t *out, const char **last_why);
 

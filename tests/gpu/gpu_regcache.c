@@ -13,7 +13,11 @@
  *     fd handle as PyTorch's expandable segments): the call runs through the pools on every rank, right;
  *     the next call on cudaMalloc buffers is zero-copy again;
  *  e  a communicator made under TLMPI_NODE_REG_MAX of one buffer pair (every rank's allocations count),
- *     round robin over 3 pairs: every call registers, allocations are evicted, results right.
+ *     round robin over 3 pairs: every call registers, allocations are evicted, results right;
+ *  f  stream-ordered calls (tlmpi_allreduce_enqueue) on a stream: first, hits, and on the bounded
+ *     communicator of e alternating pairs (the entries a queued kernel used are let go after the drain);
+ *  g  a captured tlmpi_allreduce_enqueue replayed 3 times with fresh inputs (its entries pinned), then
+ *     blocking calls on other buffers under the bound of e (the pinned pair stays), and one more replay.
  * Checks that zero-copy ran: the node tier's "direct" algorithm counters and tlmpi_get_reg_stats (hits,
  * first registrations, pool fallbacks, evictions; the same on every rank). Exit 77 without a GPU.
  */
@@ -263,6 +267,78 @@ static void vmm_free(void *p, size_t bytes, CUmemGenericAllocationHandle h)
     }
 }
 
+/* f, g: stream-ordered and captured calls (input written on the stream, the result checked after a sync) */
+static void t_enqueue(MPI_Comm comm, cudaStream_t st, cudaGraphExec_t ge, float *in, float *out, size_t n,
+                      const char *what)
+{
+    uint64_t seed;
+    int size, r;
+    size_t i;
+
+    MPI_Comm_size(comm, &size);
+    host_room(n);
+    tst_rng_sync();
+    seed = tst_rand();
+    for (i = 0; i < n; i++) {
+        g_h[i] = val(seed, tst_rank, i);
+        g_ref[i] = 0;
+        for (r = 0; r < size; r++) {
+            g_ref[i] += val(seed, r, i);
+        }
+    }
+    TST_CUDA(cudaMemcpyAsync(in, g_h, n * sizeof(float), cudaMemcpyHostToDevice, st));
+    TST_CUDA(cudaMemsetAsync(out, 0xff, n * sizeof(float), st));
+    if (ge) {
+        TST_CUDA(cudaGraphLaunch(ge, st));
+    } else {
+        TST_CHECK(tlmpi_allreduce_enqueue(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, st) == MPI_SUCCESS,
+                  "%s: tlmpi_allreduce_enqueue: %s", what, tlmpi_enqueue_error());
+    }
+    TST_CUDA(cudaStreamSynchronize(st));
+    compare(out, n, what);
+}
+
+static void case_streams(MPI_Comm bounded, float **x, float **y, size_t n)
+{
+    cudaStream_t st;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    float *gs, *gr;
+    int k;
+
+    TST_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    for (k = 0; k < 3; k++) {
+        t_enqueue(MPI_COMM_WORLD, st, NULL, x[0], y[0], n, "f: stream-ordered");
+    }
+    expect(2, 1, 0, 3, "f: stream-ordered");
+    for (k = 0; k < 6; k++) {
+        t_enqueue(bounded, st, NULL, x[k % 2], y[k % 2], n, "f: stream-ordered, alternating under the bound");
+    }
+    expect(0, 6, 0, 6, "f: alternating under the bound");
+    /* g: captured */
+    TST_CUDA(cudaMalloc((void **)&gs, n * sizeof(float)));
+    TST_CUDA(cudaMalloc((void **)&gr, n * sizeof(float)));
+    TST_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    TST_CHECK(tlmpi_allreduce_enqueue(gs, gr, (int)n, MPI_FLOAT, MPI_SUM, bounded, st) == MPI_SUCCESS,
+              "g: captured tlmpi_allreduce_enqueue: %s", tlmpi_enqueue_error());
+    TST_CUDA(cudaStreamEndCapture(st, &g));
+    TST_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    expect(0, 1, 0, 1, "g: captured");
+    for (k = 0; k < 3; k++) {
+        t_enqueue(bounded, st, ge, gs, gr, n, "g: replayed");
+    }
+    for (k = 0; k < 4; k++) {
+        t_allreduce(bounded, x[k % 3], y[k % 3], n, "g: blocking calls on other buffers beside the graph");
+    }
+    t_enqueue(bounded, st, ge, gs, gr, n, "g: replayed after them");
+    expect(-1, 4, 0, 4, "g: after the replays");
+    TST_CUDA(cudaGraphExecDestroy(ge));
+    TST_CUDA(cudaGraphDestroy(g));
+    TST_CUDA(cudaStreamDestroy(st));
+    cudaFree(gs);
+    cudaFree(gr);
+}
+
 int main(int argc, char **argv)
 {
     int ndev = 0, k, same = 0, all_same = 0;
@@ -382,6 +458,7 @@ int main(int argc, char **argv)
     expect(0, 9, 0, 9, "e: round robin");
     t_allreduce(dup, x[2], y[2], n, "e: the last pair again");
     expect(1, 0, 0, 1, "e: the last pair again");
+    case_streams(dup, x, y, n);
     MPI_Comm_free(&dup);
     for (k = 0; k < 3; k++) {
         cudaFree(x[k]);

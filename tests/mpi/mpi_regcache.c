@@ -23,7 +23,11 @@
  *  f  eviction: a communicator made under TLMPI_NODE_REG_MAX = 512k (two 256 KiB allocations, every
  *     rank's counted) alternating between two buffer pairs never hits and evicts; then a pair that fits
  *     hits again; freeing the communicator lets go of its mappings;
- *  g  a communicator freed: its mappings go with it.
+ *  g  a communicator freed: its mappings go with it;
+ *  h  stream-ordered calls (tlmpi_allreduce_enqueue; FAKE_CUDA_LAUNCH_NOOP=1: the launch succeeds having
+ *     run nothing, so only the lookups are checked): first, then hits, on the same cache as the blocking
+ *     calls; under a one-allocation bound the entries a stream-ordered call used are let go after the
+ *     drain (evictions counted, mappings let go).
  * Every call has fresh random inputs and poisoned outputs, checked exactly (small integers in double).
  */
 #include "config.h"
@@ -265,6 +269,52 @@ static void case_evict(void)
     }
 }
 
+/* h: stream-ordered calls look up the same cache */
+static void case_enqueue(void)
+{
+    const long n = BIG / sizeof(double);
+    double *a[2];
+    MPI_Comm dup;
+    int i, m0;
+    tlmpi_reg_stats_t s0, s1;
+
+    for (i = 0; i < 2; i++) {
+        TST_CUDA(cudaMalloc((void **)&a[i], BIG));
+    }
+    tlmpi_get_reg_stats(&g_last);
+    setenv("FAKE_CUDA_LAUNCH_NOOP", "1", 1);
+    for (i = 0; i < 3; i++) {
+        TST_CHECK(tlmpi_allreduce_enqueue(MPI_IN_PLACE, a[0], (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, NULL) ==
+                  MPI_SUCCESS, "h: tlmpi_allreduce_enqueue: %s", tlmpi_enqueue_error());
+    }
+    expect_calls(2, 1, 0, "h: stream-ordered calls");
+    /* a comm whose bound holds one allocation of every rank: the other buffer's first use lets go of the
+     * first, which a stream-ordered call used (the drain) */
+    TST_CHECK(tlmpi_config_set("NODE_REG_MAX", "256k") == TLMPI_OK, "h: tlmpi_config_set");
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    TST_CHECK(tlmpi_allreduce_enqueue(MPI_IN_PLACE, a[0], 8, MPI_DOUBLE, MPI_SUM, dup, NULL) == MPI_SUCCESS,
+              "h: the dup's setup: %s", tlmpi_enqueue_error());
+    m0 = fake_cuda_ipc_mapped;
+    tlmpi_get_reg_stats(&s0);
+    g_last = s0;
+    for (i = 0; i < 4; i++) {
+        TST_CHECK(tlmpi_allreduce_enqueue(MPI_IN_PLACE, a[i % 2], (int)n, MPI_DOUBLE, MPI_SUM, dup, NULL) ==
+                  MPI_SUCCESS, "h: alternating: %s", tlmpi_enqueue_error());
+    }
+    expect_calls(0, 4, 0, "h: alternating stream-ordered calls under the bound");
+    tlmpi_get_reg_stats(&s1);
+    TST_CHECK(s1.evicted - s0.evicted >= 3 * (unsigned long long)tst_size, "h: %llu evicted, expected at least %d",
+              s1.evicted - s0.evicted, 3 * tst_size);
+    /* a[0] stays mapped for the world's cache; the dup holds a[1] alone */
+    TST_CHECK(fake_cuda_ipc_mapped - m0 == tst_size - 1, "h: rank %d maps %d more allocations, expected %d",
+              tst_rank, fake_cuda_ipc_mapped - m0, tst_size - 1);
+    unsetenv("FAKE_CUDA_LAUNCH_NOOP");
+    MPI_Comm_free(&dup);
+    for (i = 0; i < 2; i++) {
+        cudaFree(a[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     double *d;
@@ -287,6 +337,7 @@ int main(int argc, char **argv)
     tlmpi_get_reg_stats(&g_last);
     case_basic();
     case_evict();
+    case_enqueue();
     cudaFree(d);
     return tst_finish();
 }
