@@ -78,8 +78,8 @@ static long compare(const float *dev, size_t n, const char *what)
     return bad;
 }
 
-/* allreduce of n floats: in (NULL: in place on out) */
-static void t_allreduce(MPI_Comm comm, float *in, float *out, size_t n, const char *what)
+/* fresh inputs of an allreduce of n floats in g_h (this rank's), its result in g_ref */
+static void allreduce_data(MPI_Comm comm, size_t n)
 {
     uint64_t seed;
     int size, r;
@@ -96,6 +96,12 @@ static void t_allreduce(MPI_Comm comm, float *in, float *out, size_t n, const ch
             g_ref[i] += val(seed, r, i);
         }
     }
+}
+
+/* allreduce of n floats: in (NULL: in place on out) */
+static void t_allreduce(MPI_Comm comm, float *in, float *out, size_t n, const char *what)
+{
+    allreduce_data(comm, n);
     TST_CUDA(cudaMemcpy(in ? in : out, g_h, n * sizeof(float), cudaMemcpyHostToDevice));
     if (in) {
         TST_CUDA(cudaMemset(out, 0xff, n * sizeof(float)));
@@ -271,21 +277,7 @@ static void vmm_free(void *p, size_t bytes, CUmemGenericAllocationHandle h)
 static void t_enqueue(MPI_Comm comm, cudaStream_t st, cudaGraphExec_t ge, float *in, float *out, size_t n,
                       const char *what)
 {
-    uint64_t seed;
-    int size, r;
-    size_t i;
-
-    MPI_Comm_size(comm, &size);
-    host_room(n);
-    tst_rng_sync();
-    seed = tst_rand();
-    for (i = 0; i < n; i++) {
-        g_h[i] = val(seed, tst_rank, i);
-        g_ref[i] = 0;
-        for (r = 0; r < size; r++) {
-            g_ref[i] += val(seed, r, i);
-        }
-    }
+    allreduce_data(comm, n);
     TST_CUDA(cudaMemcpyAsync(in, g_h, n * sizeof(float), cudaMemcpyHostToDevice, st));
     TST_CUDA(cudaMemsetAsync(out, 0xff, n * sizeof(float), st));
     if (ge) {

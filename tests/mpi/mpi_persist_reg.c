@@ -32,40 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern int fake_cuda_ipc_mapped;
-
 #if MPI_VERSION >= 4
 
-#define BIG (256 << 10)   /* bytes of the registered buffers (>= the fake's 64 KiB export size) */
-#define NMAX 8
-
-static double val(uint64_t seed, int r, long i)
-{
-    uint64_t x = seed ^ ((uint64_t)(r + 1) << 40) ^ (uint64_t)i * 0x9E3779B97F4A7C15ULL;
-
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 29;
-    return (double)((int)(x % 9) - 4);
-}
-
-/* mapped peer allocations beyond the node tier's pools (base: counted after the tier's setup) */
-static int g_base;
-static int mapped(void)
-{
-    return fake_cuda_ipc_mapped - g_base;
-}
-
-/* every rank's count, checked against want on every rank */
-static void expect_mapped(int want, const char *what)
-{
-    int m = mapped(), all[NMAX], i;
-
-    MPI_Allgather(&m, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
-    for (i = 0; i < tst_size; i++) {
-        TST_CHECK(all[i] == want, "%s: rank %d has %d peer allocations mapped, expected %d", what, i, all[i], want);
-    }
-}
+#include "fake_reg.h"
 
 /* start, wait and check an allreduce request 3 times; in == NULL: in place on out */
 static void run_allreduce(MPI_Request *rq, double *in, double *out, long n, const char *what)
@@ -263,22 +232,11 @@ static void case_comm_gone(void)
 int main(int argc, char **argv)
 {
     double *d;
+    int rc = fake_reg_start("mpi_persist_reg", "TLMPI_NODE_DIRECT_MIN", &argc, &argv, &d);
 
-    setenv("FAKE_CUDA_DEVICES", "8", 1);
-    setenv("TLMPI_TIER", "node", 1);
-    setenv("TLMPI_NODE_TRANSPORT", "ipc", 1);
-    setenv("TLMPI_NODE_DIRECT_MIN", "128k", 1);
-    tst_init("mpi_persist_reg", &argc, &argv);
-    if (tst_size > NMAX) {
-        return tst_skip("written for at most 8 ranks");
+    if (rc) {
+        return rc;
     }
-    TST_CUDA(cudaSetDevice(tst_rank));
-    /* the world's plan and node pools first (their mappings are the base) */
-    TST_CUDA(cudaMalloc((void **)&d, BIG));
-    MPI_Allreduce(MPI_IN_PLACE, d, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    g_base = fake_cuda_ipc_mapped;
-    TST_CHECK(g_base == tst_size - 1, "the node tier's pools: %d peer pools mapped, expected %d (is the node tier "
-              "set up?)", g_base, tst_size - 1);
     case_allreduce();
     case_others();
     case_comm_gone();
