@@ -396,6 +396,24 @@ tlmpi_mem_type_t tlmpi_mem_type_classify(const void *p, int *dev_p, tlmpi_mem_se
 #endif
 }
 
+int tlmpi_mem_range(const void *p, uintptr_t *base_p, size_t *size_p, unsigned long long *id_p)
+{
+#ifdef HAVE_CUDA
+    range_t r;
+
+    /* the cache's entry, validated by this call's classification (not under TLMPI_PTR_CACHE=trust,
+     * whose entries may carry a freed allocation's id) */
+    if (TLMPI_ENV_I(PTR_CACHE) != 1 && range_find((uintptr_t)p, &r) >= 0 && r.id != 0) {
+        *base_p = r.base;
+        *size_p = r.end - r.base;
+        *id_p = r.id;
+        return 1;
+    }
+#endif
+    (void)p, (void)base_p, (void)size_p, (void)id_p;
+    return 0;
+}
+
 void tlmpi_mem_cache_flush(void)
 {
 #ifdef HAVE_CUDA

@@ -121,6 +121,11 @@ static inline __attribute__((always_inline)) int tlmpi_mem_host_brk2(const void 
 #endif
 }
 
+/* The allocation holding device pointer p (its base, size and CU_POINTER_ATTRIBUTE_BUFFER_ID) from the
+ * classification cache, for a pointer this call has classified (the classification validated the
+ * entry's id); 1 on success, 0 when the cache cannot say (then ask the driver). */
+int tlmpi_mem_range(const void *p, uintptr_t *base_p, size_t *size_p, unsigned long long *id_p);
+
 /* Drop every cached device range (tests, finalize). */
 void tlmpi_mem_cache_flush(void);
 

@@ -767,8 +767,10 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
                           tlmpi_reg_use_t use, tlmpi_node_direct_t *d)
 {
     const char *why_local = NULL;
-    int local_ok = 1;
+    int local_ok = 1, i;
     tlmpi_reg_state_t st;
+    tlmpi_reg_range_t known[2];
+    const void *p[2] = { c->in, c->rbuf };
     char why[192];
 
     if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
@@ -776,7 +778,17 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
         local_ok = 0;
         why_local = "has buffers that are not device memory of the communicator's GPU";
     }
-    st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, use,
+    for (i = 0; i < 2 && local_ok; i++) {
+        /* the classification of this call validated them: no driver call */
+        uintptr_t b = 0;
+        size_t sz = 0;
+        unsigned long long id = 0;
+
+        known[i].bytes = tlmpi_mem_range(p[i], &b, &sz, &id) ? (unsigned long long)sz : 0;
+        known[i].base = (unsigned long long)b;
+        known[i].id = id;
+    }
+    st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, local_ok ? known : NULL, use,
                                use == TLMPI_REG_USE_GRAPH ? NULL : node_drain, tc, d, why, sizeof(why));
     if (st == TLMPI_REG_POOL) {
         tlmpi_debug(COLL, "communicator #%u: %s of %zu bytes through the pools (buffers not registered: %s)", tc->id,

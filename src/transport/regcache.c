@@ -150,9 +150,9 @@ static cudaError_t export_get(unsigned long long base, unsigned long long id, cu
     return e;
 }
 
-/* This rank's record: the allocations of in and out found and exported; rec->ok says whether it worked.
- * The buffers' device is current. */
-static void rec_local(reg_rec_t *rec, const void *in, const void *out)
+/* This rank's record: the allocations of in and out found (known[i] where bytes is not 0, else the
+ * driver's answer) and exported; rec->ok says whether it worked. The buffers' device is current. */
+static void rec_local(reg_rec_t *rec, const void *in, const void *out, const tlmpi_reg_range_t *known)
 {
     const void *p[2] = { in, out };
     int i;
@@ -172,8 +172,12 @@ static void rec_local(reg_rec_t *rec, const void *in, const void *out)
             snprintf(rec->why, sizeof(rec->why), "its %s buffer is not 16-byte aligned", i ? "receive" : "send");
             return;
         }
-        if (tlmpi_cu.get_range(&base, &sz, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS ||
-            tlmpi_cu.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS) {
+        if (known && known[i].bytes) {
+            base = (CUdeviceptr)known[i].base;
+            sz = (size_t)known[i].bytes;
+            id = known[i].id;
+        } else if (tlmpi_cu.get_range(&base, &sz, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS ||
+                   tlmpi_cu.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS) {
             snprintf(rec->why, sizeof(rec->why), "the driver does not know its %s buffer's allocation",
                      i ? "receive" : "send");
             return;
@@ -316,7 +320,7 @@ tlmpi_ipc_reg_t *tlmpi_ipc_reg_create(MPI_Comm comm, int rank, int size, int dev
     } else {
         entered = 1;
         reg->dev = dev;
-        rec_local(&mine, in, out);
+        rec_local(&mine, in, out, NULL);
     }
     /* 1: every rank's record, whatever happened here */
     if (rec_exchange(comm, rank, size, &mine, recs, why, len) != 0) {
@@ -539,8 +543,9 @@ static tlmpi_reg_state_t counted(tlmpi_regcache_t *rc, tlmpi_reg_state_t st, con
 }
 
 tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int local_ok, const char *why_local,
-                                        const void *in, void *out, tlmpi_reg_use_t use, int (*drain)(void *),
-                                        void *drain_arg, tlmpi_node_direct_t *d, char *why, size_t len)
+                                        const void *in, void *out, const tlmpi_reg_range_t *known, tlmpi_reg_use_t use,
+                                        int (*drain)(void *), void *drain_arg, tlmpi_node_direct_t *d, char *why,
+                                        size_t len)
 {
     reg_rec_t mine, recs[TLMPI_NODE_MAX_RANKS];
     ipcreg_map_t *nm[TLMPI_NODE_MAX_RANKS][2];
@@ -557,7 +562,7 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
         snprintf(mine.why, sizeof(mine.why), "cannot make device %d current", rc->dev);
     } else {
         entered = 1;
-        rec_local(&mine, in, out);
+        rec_local(&mine, in, out, known);
     }
     /* 1: every rank's record; a rank that cannot register makes the call go through the pools everywhere */
     if (rec_exchange(comm, rc->rank, rc->size, &mine, recs, why, len) != 0) {

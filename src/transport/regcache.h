@@ -93,6 +93,11 @@ tlmpi_regcache_t *tlmpi_regcache_create(int rank, int size, int dev, size_t max_
 /* Let go of every mapping the view holds (the caller made sure no kernel still uses them). Local. */
 void tlmpi_regcache_destroy(tlmpi_regcache_t *rc);
 
+/* An allocation as the caller already knows it (the classification cache: mem/classify.h). */
+typedef struct {
+    unsigned long long base, bytes, id; /* bytes 0: unknown, ask the driver */
+} tlmpi_reg_range_t;
+
 /* How the call uses the pointers a lookup gives (every rank says; the most demanding one counts). */
 typedef enum {
     TLMPI_REG_USE_HOST = 0,     /* a blocking call: its kernel completed before the next lookup */
@@ -105,15 +110,17 @@ typedef enum {
 /* Collective over comm (every rank of the view's communicator, in the same call order): the call's
  * input in and output out (MPI_IN_PLACE resolved: the same pointer, or for allgather the own block
  * inside out), which this rank can register where local_ok (else why_local says why not), used as
- * `use` says. Fills *d with every rank's buffers as mapped here and returns TLMPI_REG_HIT or
+ * `use` says; known[0], known[1] (NULL: none) are the allocations of in and out where the caller knows
+ * them (else the driver is asked). Fills *d with every rank's buffers as mapped here and returns TLMPI_REG_HIT or
  * TLMPI_REG_FIRST, or returns TLMPI_REG_POOL with the reason in why (this rank's own, or which rank
  * could not); the same result on every rank. Making room may let go of an entry that a stream-ordered
  * call used: drain(drain_arg) is called first (once; it waits until the communicator's queued kernels
  * completed, 0 on success); where some rank captures (use GRAPH) or drain is NULL such entries stay.
  * The caller's device is restored. */
 tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int local_ok, const char *why_local,
-                                        const void *in, void *out, tlmpi_reg_use_t use, int (*drain)(void *),
-                                        void *drain_arg, tlmpi_node_direct_t *d, char *why, size_t len);
+                                        const void *in, void *out, const tlmpi_reg_range_t *known, tlmpi_reg_use_t use,
+                                        int (*drain)(void *), void *drain_arg, tlmpi_node_direct_t *d, char *why,
+                                        size_t len);
 /* The view's counters, and its last TLMPI_REG_POOL reason ("" before any). */
 void tlmpi_regcache_counts(const tlmpi_regcache_t *rc, tlmpi_regcache_counts_t *out, const char **last_why);
 
