@@ -497,7 +497,8 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
         o += (size_t)snprintf(buf + o, len - o, ", barriers at GPU scope (every rank on this GPU)");
     }
     if (o < len && nc->outsiders) {
-        o += (size_t)snprintf(buf + o, len - o, ", ranks of other communicators on this GPU (blocking calls never alone)");
+        o += (size_t)snprintf(buf + o, len - o, ", ranks of other communicators on this GPU (blocking calls never "
+                              "alone)");
     }
     if (o < len && nc->reg && TLMPI_ENV_I(NODE_REG)) {
         tlmpi_regcache_counts_t k;
@@ -728,7 +729,8 @@ static int node_reg_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_
 
     if (c->preg || c->pend || (c->form != TLMPI_FORM_BLOCKING && c->form != TLMPI_FORM_ENQUEUE) ||
         !TLMPI_ENV_I(NODE_REG) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
-        (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) || node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL) {
+        (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) ||
+        node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL) {
         return 0;
     }
     return ai == A_DIRECT || c->msg_bytes >= (size_t)TLMPI_ENV_I(NODE_REG_MIN);
@@ -873,8 +875,8 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
             (void)cudaGetLastError();
             cs = cudaStreamCaptureStatusActive; /* unknown: pinned, the careful answer */
         }
-        direct = node_zero_copy(tc, nc, c, cs == cudaStreamCaptureStatusNone ? TLMPI_REG_USE_STREAM : TLMPI_REG_USE_GRAPH,
-                                &zd);
+        direct = node_zero_copy(tc, nc, c,
+                                cs == cudaStreamCaptureStatusNone ? TLMPI_REG_USE_STREAM : TLMPI_REG_USE_GRAPH, &zd);
     }
     if ((c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
         (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev)) {

@@ -177,7 +177,8 @@ static void rec_local(reg_rec_t *rec, const void *in, const void *out, const tlm
             sz = (size_t)known[i].bytes;
             id = known[i].id;
         } else if (tlmpi_cu.get_range(&base, &sz, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS ||
-                   tlmpi_cu.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)(uintptr_t)p[i]) != CUDA_SUCCESS) {
+                   tlmpi_cu.get_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)(uintptr_t)p[i]) !=
+                       CUDA_SUCCESS) {
             snprintf(rec->why, sizeof(rec->why), "the driver does not know its %s buffer's allocation",
                      i ? "receive" : "send");
             return;
@@ -454,32 +455,22 @@ static int view_find(const tlmpi_regcache_t *rc, int q, const reg_alloc_t *a)
     return -1;
 }
 
-/* Whether entry i may be let go now: not pinned by a capture; one a stream-ordered call used only after
- * the drain (called once per lookup: *drained), never without one. map_lock is held. */
-static int view_can_drop(const tlmpi_regcache_t *rc, int i, int (*drain)(void *), void *arg, int *drained)
+/* Whether entry i may be let go now: not pinned by a capture; one a stream-ordered call used only once
+ * the comm's queued kernels completed (drained: the lookup's drain ran). */
+static int view_can_drop(const tlmpi_regcache_t *rc, int i, int drained)
 {
     const view_ent_t *v = &rc->e[i];
 
-    if (v->use == TLMPI_REG_USE_GRAPH) {
-        return 0;
-    }
-    if (v->use == TLMPI_REG_USE_STREAM && !*drained) {
-        if (!drain) {
-            return 0;
-        }
-        *drained = drain(arg) == 0 ? 1 : -1;
-    }
-    return v->use != TLMPI_REG_USE_STREAM || *drained == 1;
+    return v->use == TLMPI_REG_USE_HOST || (v->use == TLMPI_REG_USE_STREAM && drained);
 }
 
 /* Make room for the new allocation a of rank q: drop q's entries whose range overlaps a's (freed: a
  * live allocation cannot overlap another), then the least recently used entries not used by this call
  * while the view is full; entries view_can_drop keeps stay. Every step depends only on the records,
- * the agreed use and the view: the same on every rank (a drain that fails on one rank only leaves that
- * rank's entries in place while the others drop theirs: it then reports and aborts, as every failed
- * bounded wait does). map_lock is held. */
-static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a, int (*drain)(void *), void *arg,
-                      int *drained)
+ * the agreed use and the view: the same on every rank (a drain that fails on one rank would part the
+ * views: the caller's drain reports and aborts instead, as every failed bounded wait does). map_lock is
+ * held. */
+static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a, int drained)
 {
     int i;
 
@@ -487,7 +478,7 @@ static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a, int (*d
         const view_ent_t *v = &rc->e[i];
 
         if (v->q == q && v->base < a->base + a->bytes && a->base < v->base + v->bytes &&
-            view_can_drop(rc, i, drain, arg, drained)) {
+            view_can_drop(rc, i, drained)) {
             view_drop(rc, i);
         } else {
             i++;
@@ -497,12 +488,12 @@ static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a, int (*d
         int lru = -1;
 
         for (i = 0; i < rc->n; i++) {
-            if (rc->e[i].used != rc->clock && rc->e[i].use != TLMPI_REG_USE_GRAPH &&
-                (rc->e[i].use != TLMPI_REG_USE_STREAM || drain) && (lru < 0 || rc->e[i].used < rc->e[lru].used)) {
+            if (rc->e[i].used != rc->clock && view_can_drop(rc, i, drained) &&
+                (lru < 0 || rc->e[i].used < rc->e[lru].used)) {
                 lru = i;
             }
         }
-        if (lru < 0 || !view_can_drop(rc, lru, drain, arg, drained)) {
+        if (lru < 0) {
             break; /* every entry serves this call or stays: the bound gives way */
         }
         view_drop(rc, lru);
@@ -624,6 +615,16 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
     }
     pthread_mutex_unlock(&map_lock);
     ok = agree(comm, ok, why, len);
+    if (ok && drain) {
+        /* entries that stream-ordered calls used may have to go to make room: once the comm's queued
+         * kernels completed (the same decision on every rank: the view and the agreed use) */
+        for (q = 0; q < rc->n; q++) {
+            if (rc->e[q].use == TLMPI_REG_USE_STREAM && rc->e[q].used != rc->clock) {
+                drained = drain(drain_arg) == 0;
+                break;
+            }
+        }
+    }
     pthread_mutex_lock(&map_lock);
     for (q = 0; q < rc->size; q++) {
         for (j = 0; j < recs[q].nb; j++) {
@@ -638,7 +639,7 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
             if (view_find(rc, q, &recs[q].b[j]) >= 0) {
                 continue;
             }
-            view_room(rc, q, &recs[q].b[j], drain, drain_arg, &drained);
+            view_room(rc, q, &recs[q].b[j], drained);
             if (rc->n >= TLMPI_REGCACHE_ENTRIES) {
                 ok = 0; /* pinned entries fill the view (the same on every rank): this call uses the pools */
                 if (nm[q][j]) {
