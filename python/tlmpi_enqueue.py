@@ -341,13 +341,32 @@ def _comm_size(comm):
 
 # --- the collectives -------------------------------------------------------------------------------
 
-def prepare(comm=None, sync_fallback=False, no_mixing=False):
+_FLAGS = SYNC_FALLBACK | NO_MIXING
+
+
+def _prepare_flags(flags, sync_fallback, no_mixing):
+    """The flags word of prepare(): an int of the exported constants (a bool counts as 0 / 1, which is
+    SYNC_FALLBACK, what a second positional True meant before flags existed), OR the keyword booleans.
+    Anything else, or a bit that is not one of the constants, raises TlmpiError."""
+    call = "tlmpi_enqueue_prepare_f"
+    if not isinstance(flags, int):
+        raise TlmpiError(call, -1, "flags must be an int of tlmpi_enqueue.SYNC_FALLBACK / NO_MIXING, not %r"
+                         % (flags,))
+    if flags & ~_FLAGS or flags < 0:
+        raise TlmpiError(call, -1, "unknown flag bits 0x%x (known: SYNC_FALLBACK 0x%x, NO_MIXING 0x%x)"
+                         % (flags & ~_FLAGS if flags >= 0 else flags, SYNC_FALLBACK, NO_MIXING))
+    return int(flags) | (SYNC_FALLBACK if sync_fallback else 0) | (NO_MIXING if no_mixing else 0)
+
+
+def prepare(comm=None, flags=0, sync_fallback=False, no_mixing=False):
     """Build comm's plan, pools and handles now (collective over comm; never during a capture) and
-    set its flags, the same on every rank: sync_fallback lets tiers that cannot run stream-ordered
-    (staging, the MPI) run the blocking form instead of failing; no_mixing promises that graph
-    replays never overlap the communicator's uncaptured calls (no event nodes in the graph)."""
-    flags = (SYNC_FALLBACK if sync_fallback else 0) | (NO_MIXING if no_mixing else 0)
-    _check(library().tlmpi_enqueue_prepare_f(_comm_f(comm), flags), "tlmpi_enqueue_prepare_f")
+    set its flags, the same on every rank: flags is SYNC_FALLBACK | NO_MIXING (or 0); sync_fallback=True
+    and no_mixing=True say the same. SYNC_FALLBACK lets tiers that cannot run stream-ordered (staging,
+    the MPI) run the blocking form instead of failing; NO_MIXING promises that graph replays never
+    overlap the communicator's uncaptured calls (no event nodes in the graph). A flags value that is
+    not an int of those bits raises TlmpiError before anything is called."""
+    f = _prepare_flags(flags, sync_fallback, no_mixing)
+    _check(library().tlmpi_enqueue_prepare_f(_comm_f(comm), f), "tlmpi_enqueue_prepare_f")
 
 
 def allreduce(sendbuf, recvbuf, op=None, comm=None, stream=None):

@@ -9,6 +9,9 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 # --- unit tests (tests/unit: Check, fork mode, no MPI run, no GPU) and topology MPI tests ---
 EXTRA_DIST += tests/unit/env_doc.sh tests/unit/no_check.sh
 TESTS += tests/unit/env_doc.sh
+# tlmpi_enqueue.prepare()'s flags (python/tlmpi_enqueue.py) with the library stubbed: no MPI, no GPU
+EXTRA_DIST += tests/unit/python_flags.sh tests/unit/python_flags.py
+TESTS += tests/unit/python_flags.sh
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) -DTLMPI_FIXTURE_DIR='"$(abs_top_srcdir)/tests/fixtures"'
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 UNIT_LDADD = libtlmpi_core.la $(CHECK_LIBS)
