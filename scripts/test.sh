@@ -6,6 +6,8 @@
 #   3. for each MPI that is installed, MPICH (CC=mpicc.mpich MPIEXEC=mpiexec.mpich) and Open MPI
 #      (CC=mpicc.openmpi MPIEXEC=mpiexec.openmpi): an out-of-tree build in build-ci-mpich /
 #      build-ci-ompi, make -j$(nproc), make check; prints every test log,
+#   3b. per MPI, tests/install/consume.sh: make install into a temporary DESTDIR, a program built
+#      against it through find_package(tlmpi) and through pkg-config, run with 2 ranks (2 tests),
 #   4. prints "make-check (MPI): N passed, N failed, N skipped" per MPI and, as the last line,
 #      "make-check: N passed, N failed, N skipped" over both; exits nonzero if anything failed.
 #
@@ -65,7 +67,7 @@ progress() {
 # shellcheck source=scripts/packages.sh
 . "$src/scripts/packages.sh"
 install_missing test.sh mpich libmpich-dev libopenmpi-dev openmpi-bin libhwloc-dev hwloc check autoconf \
-    automake libtool pkg-config gfortran valgrind make python3-mpi4py
+    automake libtool pkg-config gfortran valgrind make python3-mpi4py cmake
 
 # ---- 2. autotools --------------------------------------------------------------------------------
 say "autoreconf -fi"
@@ -135,6 +137,16 @@ run_one() { # name CC MPIEXEC
     tot_fail=$((tot_fail + f))
     tot_skip=$((tot_skip + ${s:-0}))
     summary+=("make-check ($name): ${p:-0} passed, $f failed, ${s:-0} skipped ($(elapsed "$t") for make check)")
+
+    # the installed library consumed through find_package(tlmpi) and pkg-config (2 tests)
+    say "$name: install and consume (tests/install/consume.sh)"
+    bash "$src/tests/install/consume.sh" "$dir" "$cc" "$mpiexec" | tee consume.out
+    p=$(grep -c '^consume: .* PASS' consume.out) f=$(grep -c '^consume: .* FAIL' consume.out)
+    s=$(grep -c '^consume: .* SKIP' consume.out)
+    tot_pass=$((tot_pass + p))
+    tot_fail=$((tot_fail + f))
+    tot_skip=$((tot_skip + s))
+    summary+=("consume ($name): $p passed, $f failed, $s skipped")
 
     if [ "${TLMPI_DISTCHECK:-1}" = 1 ] && [ -z "${did_distcheck:-}" ]; then
         did_distcheck=1
