@@ -22,11 +22,13 @@
  *
  * Zero-copy (cuda/node_direct.cu: straight between the application's buffers, no pool data), not for
  * reduce_scatter_block in place (the result overwrites input that a peer reads):
- *  - blocking calls of at least TLMPI_NODE_REG_MIN (above the LL limit; any size with the algorithm
- *    direct) look their buffers up in the communicator's registration cache (src/transport/regcache.c:
- *    one PMPI_Allgather of every rank's allocations; a first use maps them, agreed by all), created on
- *    the first such call and let go at teardown; where some rank's buffers cannot be registered the
- *    call runs through the pools on every rank;
+ *  - blocking and stream-ordered calls (eager or captured) of at least TLMPI_NODE_REG_MIN (above the
+ *    LL limit; any size with the algorithm direct) look their buffers up in the communicator's
+ *    registration cache (src/transport/regcache.c: one PMPI_Allgather of every rank's allocations; a
+ *    first use maps them, agreed by all; a captured call's allocations stay mapped until teardown),
+ *    created at setup and let go at teardown; where some rank's buffers cannot be registered the call
+ *    runs through the pools on every rank; non-blocking calls use the pools (the lookup is a host
+ *    collective);
  *  - persistent requests (persist, at *_init) of at least TLMPI_NODE_DIRECT_MIN whose algorithm is auto
  *    or direct register their buffers once (the same exchange, both collectives), and every start runs
  *    the zero-copy kernels; unpersist releases the registration when the request is freed.
@@ -174,7 +176,8 @@ struct tlmpi_node_comm {
     int streamed;               /* a stream-ordered call of the comm reached node_enqueue (every rank
                                    at the same call: the comm's calls are collective): its blocking
                                    calls take the forms' columns from then on (node_args) */
-    tlmpi_regcache_t *reg;      /* the blocking calls' registration cache (node_zero_copy) */
+    tlmpi_regcache_t *reg;      /* the registration cache of the blocking and stream-ordered calls
+                                   (node_zero_copy) */
 };
 
 /* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
@@ -505,11 +508,11 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
         const char *last;
 
         tlmpi_regcache_counts(nc->reg, &k, &last);
-        snprintf(buf + o, len - o, ", blocking calls from %lld bytes zero-copy through the registration cache "
-                 "(%d allocations, %llu MiB of peers' mapped; calls: %llu hit, %llu first, %llu pool%s%s%s)",
-                 (long long)TLMPI_ENV_I(NODE_REG_MIN), k.entries, k.mapped_bytes >> 20,
+        snprintf(buf + o, len - o, ", blocking and stream-ordered calls from %lld bytes zero-copy through the "
+                 "registration cache (%d allocations, %llu MiB of peers' mapped; calls: %llu hit, %llu first, %llu "
+                 "pool%s%s)", (long long)TLMPI_ENV_I(NODE_REG_MIN), k.entries, k.mapped_bytes >> 20,
                  k.calls[TLMPI_REG_HIT], k.calls[TLMPI_REG_FIRST], k.calls[TLMPI_REG_POOL], last[0] ? ", last: " : "",
-                 last, "");
+                 last);
     }
 }
 
