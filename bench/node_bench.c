@@ -1409,7 +1409,8 @@ static void form_overlap(void)
     }
 }
 
-static void bench_form(void)
+/* What sections form and persist need first: no persistent request yet, the form counters' entry point. */
+static void form_init(void)
 {
 #if FORM_HAVE_PERSISTENT
     int c;
@@ -1417,6 +1418,11 @@ static void bench_form(void)
 #endif
     *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
     if (!g_form_stats && g_rank == 0) printf("\nnode_bench: this libtlmpi has no tlmpi_get_form_stats: forms not checked\n");
+}
+
+static void bench_form(void)
+{
+    form_init();
     form_return();
     form_overlap();
     form_b2b();
@@ -1426,11 +1432,7 @@ static void bench_form(void)
 /* -S persist: form's table of blocking, non-blocking and persistent calls alone */
 static void bench_persist(void)
 {
-#if FORM_HAVE_PERSISTENT
-    int c;
-    for (c = 0; c < C_N; c++) g_preq[c] = MPI_REQUEST_NULL;
-#endif
-    *(void **)&g_form_stats = dlsym(RTLD_DEFAULT, "tlmpi_get_form_stats");
+    form_init();
     form_persistent();
 }
 

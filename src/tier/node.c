@@ -794,7 +794,7 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
         known[i].id = id;
     }
     st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, local_ok ? known : NULL, use,
-                               use == TLMPI_REG_USE_GRAPH ? NULL : node_drain, tc, d, why, sizeof(why));
+                               node_drain, tc, d, why, sizeof(why));
     if (st == TLMPI_REG_POOL) {
         tlmpi_debug(COLL, "communicator #%u: %s of %zu bytes through the pools (buffers not registered: %s)", tc->id,
                     tlmpi_coll_name(c->coll), c->msg_bytes, why);

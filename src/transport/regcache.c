@@ -254,45 +254,83 @@ static void reg_release(tlmpi_ipc_reg_t *reg)
     reg->nmaps = 0;
 }
 
-/* Map every peer's allocations into reg->d; 0 or -1 with the reason. */
-static int reg_open(tlmpi_ipc_reg_t *reg, const reg_rec_t *recs, int rank, int size, const void *in, void *out,
-                    char *why, size_t len)
+struct tlmpi_regcache;
+static int view_find(const struct tlmpi_regcache *rc, int q, const reg_alloc_t *a);
+
+/* Map the peers' allocations of recs into m[q][j] (map_get: shared with every other holder), but those
+ * that the view `have` already holds (NULL: none); 0, or -1 with the reason (what was mapped stays in
+ * m, for the caller to let go). map_lock is held. */
+static int map_peers(const reg_rec_t *recs, int rank, int size, int dev, const struct tlmpi_regcache *have,
+                     ipcreg_map_t *m[][2], char *why, size_t len)
 {
-    int q, rc = 0;
+    int q, j;
 
-    pthread_mutex_lock(&map_lock);
-    for (q = 0; q < size && rc == 0; q++) {
-        char *b[2] = { NULL, NULL };
-        int j;
-
+    for (q = 0; q < size; q++) {
         if (q == rank) {
-            reg->d.in[q] = in;
-            reg->d.out[q] = out;
             continue;
         }
         if (recs[q].pid == recs[rank].pid) {
             snprintf(why, len, "node rank %d is in this process", q);
-            rc = -1;
-            break;
+            return -1;
         }
         for (j = 0; j < recs[q].nb; j++) {
             char mwhy[128];
-            ipcreg_map_t *m = map_get(recs[q].pid, &recs[q].b[j], reg->dev, mwhy, sizeof(mwhy));
 
-            if (!m) {
-                snprintf(why, len, "node rank %d's buffers: %s", q, mwhy);
-                rc = -1;
-                break;
+            if (have && view_find(have, q, &recs[q].b[j]) >= 0) {
+                continue;
             }
-            reg->maps[reg->nmaps++] = m;
-            b[j] = m->base;
+            if (!(m[q][j] = map_get(recs[q].pid, &recs[q].b[j], dev, mwhy, sizeof(mwhy)))) {
+                snprintf(why, len, "node rank %d's buffers: %s", q, mwhy);
+                return -1;
+            }
         }
-        if (rc == 0) {
-            reg->d.in[q] = b[recs[q].which[0]] + recs[q].off[0];
-            reg->d.out[q] = b[recs[q].which[1]] + recs[q].off[1];
+    }
+    return 0;
+}
+
+/* Every rank's input and output into *d: the own ones as given, a peer's at its record's offsets from
+ * where its allocations are reached here (base[q][j]). */
+static void fill_direct(const reg_rec_t *recs, int rank, int size, char *base[][2], const void *in, void *out,
+                        tlmpi_node_direct_t *d)
+{
+    int q;
+
+    for (q = 0; q < size; q++) {
+        if (q == rank) {
+            d->in[q] = in;
+            d->out[q] = out;
+            continue;
+        }
+        d->in[q] = base[q][recs[q].which[0]] + recs[q].off[0];
+        d->out[q] = base[q][recs[q].which[1]] + recs[q].off[1];
+    }
+}
+
+/* Map every peer's allocations into reg->d; 0 or -1 with the reason (the mappings taken so far are in
+ * reg->maps: reg_release lets go of them). */
+static int reg_open(tlmpi_ipc_reg_t *reg, const reg_rec_t *recs, int rank, int size, const void *in, void *out,
+                    char *why, size_t len)
+{
+    ipcreg_map_t *m[TLMPI_NODE_MAX_RANKS][2];
+    char *b[TLMPI_NODE_MAX_RANKS][2];
+    int q, j, rc;
+
+    memset(m, 0, sizeof(m));
+    memset(b, 0, sizeof(b));
+    pthread_mutex_lock(&map_lock);
+    rc = map_peers(recs, rank, size, reg->dev, NULL, m, why, len);
+    for (q = 0; q < size; q++) {
+        for (j = 0; j < 2; j++) {
+            if (m[q][j]) {
+                reg->maps[reg->nmaps++] = m[q][j];
+                b[q][j] = m[q][j]->base;
+            }
         }
     }
     pthread_mutex_unlock(&map_lock);
+    if (rc == 0) {
+        fill_direct(recs, rank, size, b, in, out, &reg->d);
+    }
     return rc;
 }
 
@@ -411,7 +449,6 @@ static void view_drop(tlmpi_regcache_t *rc, int i)
     view_ent_t *v = &rc->e[i];
 
     if (v->map) {
-        rc->cnt.mapped_bytes -= v->bytes;
         map_put(v->map);
     }
     rc->bytes -= v->bytes;
@@ -441,7 +478,7 @@ void tlmpi_regcache_destroy(tlmpi_regcache_t *rc)
     free(rc);
 }
 
-static int view_find(const tlmpi_regcache_t *rc, int q, const reg_alloc_t *a)
+static int view_find(const struct tlmpi_regcache *rc, int q, const reg_alloc_t *a)
 {
     int i;
 
@@ -500,27 +537,31 @@ static void view_room(tlmpi_regcache_t *rc, int q, const reg_alloc_t *a, int dra
     }
 }
 
-/* The call's pointers from the view (every allocation of every record is in it). */
-static void view_fill(const tlmpi_regcache_t *rc, const reg_rec_t *recs, const void *in, void *out,
-                      tlmpi_node_direct_t *d)
+/* Where every record's allocations are in the view (idx[q][j]; every one is there) and the call's
+ * pointers from them into *d. */
+static void view_index(const tlmpi_regcache_t *rc, const reg_rec_t *recs, int idx[][2])
 {
-    int q;
+    int q, j;
 
     for (q = 0; q < rc->size; q++) {
-        char *b[2] = { NULL, NULL };
-        int j;
-
-        if (q == rc->rank) {
-            d->in[q] = in;
-            d->out[q] = out;
-            continue;
-        }
         for (j = 0; j < recs[q].nb; j++) {
-            b[j] = rc->e[view_find(rc, q, &recs[q].b[j])].ptr;
+            idx[q][j] = view_find(rc, q, &recs[q].b[j]);
         }
-        d->in[q] = b[recs[q].which[0]] + recs[q].off[0];
-        d->out[q] = b[recs[q].which[1]] + recs[q].off[1];
     }
+}
+
+static void view_fill(const tlmpi_regcache_t *rc, const reg_rec_t *recs, int idx[][2], const void *in, void *out,
+                      tlmpi_node_direct_t *d)
+{
+    char *b[TLMPI_NODE_MAX_RANKS][2];
+    int q, j;
+
+    for (q = 0; q < rc->size; q++) {
+        for (j = 0; j < recs[q].nb; j++) {
+            b[q][j] = rc->e[idx[q][j]].ptr;
+        }
+    }
+    fill_direct(recs, rc->rank, rc->size, b, in, out, d);
 }
 
 static tlmpi_reg_state_t counted(tlmpi_regcache_t *rc, tlmpi_reg_state_t st, const char *why)
@@ -540,7 +581,8 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
 {
     reg_rec_t mine, recs[TLMPI_NODE_MAX_RANKS];
     ipcreg_map_t *nm[TLMPI_NODE_MAX_RANKS][2];
-    int saved = -1, entered = 0, q, j, misses = 0, ok = 1, drained = 0;
+    int idx[TLMPI_NODE_MAX_RANKS][2];
+    int saved = -1, entered = 0, q, j, misses = 0, ok, drained = 0;
     tlmpi_reg_state_t st = TLMPI_REG_POOL;
 
     memset(&mine, 0, sizeof(mine));
@@ -559,60 +601,36 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
     if (rec_exchange(comm, rc->rank, rc->size, &mine, recs, why, len) != 0) {
         goto out;
     }
-    if (!entered) {
-        snprintf(why, len, "cannot make device %d current", rc->dev); /* cannot happen: mine.ok would be 0 */
-        goto out;
-    }
-    /* 2: the same lookups on every rank, under the most demanding use of any rank */
+    /* 2: the same lookups on every rank, under the most demanding use of any rank (mine.ok, so entered) */
     rc->clock++;
     for (q = 0; q < rc->size; q++) {
-        if (recs[q].use > (int)use) {
-            use = (tlmpi_reg_use_t)recs[q].use;
-        }
-        if (use == TLMPI_REG_USE_GRAPH) {
-            drain = NULL; /* some rank captures: nothing of the comm's own streams may be touched */
-        }
+        use = recs[q].use > (int)use ? (tlmpi_reg_use_t)recs[q].use : use;
     }
+    if (use == TLMPI_REG_USE_GRAPH) {
+        drain = NULL; /* some rank captures: nothing of the comm's own streams may be touched */
+    }
+    view_index(rc, recs, idx);
     for (q = 0; q < rc->size; q++) {
         for (j = 0; j < recs[q].nb; j++) {
-            int i = view_find(rc, q, &recs[q].b[j]);
+            view_ent_t *v = idx[q][j] >= 0 ? &rc->e[idx[q][j]] : NULL;
 
-            if (i >= 0) {
-                rc->e[i].used = rc->clock;
-                rc->e[i].use = rc->e[i].use > (int)use ? rc->e[i].use : (int)use;
+            if (v) {
+                v->used = rc->clock;
+                v->use = v->use > (int)use ? v->use : (int)use;
             } else {
                 misses++;
             }
         }
     }
     if (misses == 0) {
-        view_fill(rc, recs, in, out, d);
+        view_fill(rc, recs, idx, in, out, d);
         st = TLMPI_REG_HIT;
         goto out;
     }
     /* 3: map what this rank lacks, agree, then enter every new allocation (each rank's own too) */
     why[0] = '\0';
     pthread_mutex_lock(&map_lock);
-    for (q = 0; q < rc->size && ok; q++) {
-        if (q == rc->rank) {
-            continue;
-        }
-        if (recs[q].pid == mine.pid) {
-            snprintf(why, len, "node rank %d is in this process", q);
-            ok = 0;
-        }
-        for (j = 0; j < recs[q].nb && ok; j++) {
-            char mwhy[128];
-
-            if (view_find(rc, q, &recs[q].b[j]) >= 0) {
-                continue;
-            }
-            if (!(nm[q][j] = map_get(recs[q].pid, &recs[q].b[j], rc->dev, mwhy, sizeof(mwhy)))) {
-                snprintf(why, len, "node rank %d's buffers: %s", q, mwhy);
-                ok = 0;
-            }
-        }
-    }
+    ok = map_peers(recs, rc->rank, rc->size, rc->dev, rc, nm, why, len) == 0;
     pthread_mutex_unlock(&map_lock);
     ok = agree(comm, ok, why, len);
     if (ok && drain) {
@@ -658,27 +676,31 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
             v->map = nm[q][j];
             v->ptr = q == rc->rank ? (char *)(uintptr_t)v->base : (char *)nm[q][j]->base;
             rc->bytes += v->bytes;
-            if (v->map) {
-                rc->cnt.mapped_bytes += v->bytes;
-            }
         }
     }
     pthread_mutex_unlock(&map_lock);
     if (ok) {
-        view_fill(rc, recs, in, out, d);
+        view_index(rc, recs, idx); /* entries moved as others went */
+        view_fill(rc, recs, idx, in, out, d);
         st = TLMPI_REG_FIRST;
     }
 out:
     if (entered) {
         tlmpi_gpu_restore_device(saved);
     }
-    rc->cnt.entries = rc->n;
     return counted(rc, st, why);
 }
 
 void tlmpi_regcache_counts(const tlmpi_regcache_t *rc, tlmpi_regcache_counts_t *out, const char **last_why)
 {
+    int i;
+
     *out = rc->cnt;
+    out->entries = rc->n;
+    out->mapped_bytes = 0;
+    for (i = 0; i < rc->n; i++) {
+        out->mapped_bytes += rc->e[i].map ? rc->e[i].bytes : 0;
+    }
     *last_why = rc->last_why;
 }
 
