@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/run-gpu.sh: measure tlmpi on one GPU host with bench/tlmpi_bench, for the numbers in
-# docs/perf/gpu.md (and later docs/PERFORMANCE.md).
+# docs/perf/gpu.md and docs/PERFORMANCE.md.
 #
 #   bash bench/run-gpu.sh TARBALL|BUILD_DIR
 #
