@@ -390,11 +390,13 @@ static void floor_setup(void)
     g_x.timeout_ns = 30ull * 1000000000ull;
     g_x.err = err_dev;
     g_x.gpu_scope = g_gpu_scope;
+    tlmpi_node_xport_data_after_header(&g_x);
     g_x1 = g_x;
     memset(g_x1.base, 0, sizeof g_x1.base);
     g_x1.base[0] = g_pool1;
     g_x1.rank = 0;
     g_x1.nranks = 1;
+    tlmpi_node_xport_data_after_header(&g_x1);
     memset(&g_a, 0, sizeof g_a);
     g_a.kind = TLMPI_NODE_BARRIER;
     g_a.ctas = 1;

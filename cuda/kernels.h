@@ -104,9 +104,17 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
 
 /* The per-communicator transport descriptor (plain data; copied into every launch). */
 typedef struct {
-    void *base[TLMPI_NODE_MAX_RANKS];   /* pool of every node rank, as mapped in this process */
+    void *base[TLMPI_NODE_MAX_RANKS];   /* pool header of every node rank, as mapped in this process */
+    void *data[TLMPI_NODE_MAX_RANKS];   /* data area of every node rank, as mapped in this process: right
+                                           after the header (tlmpi_node_xport_data_after_header) or an
+                                           allocation of its own that grows on demand (src/transport/ipc.c);
+                                           NULL while data_bytes is 0 */
     int rank, nranks;                   /* this rank among the node's ranks, and their number */
-    size_t data_bytes;                  /* data area of each pool (a multiple of 512) */
+    size_t data_bytes;                  /* data area of each pool (a multiple of 512; 0: none yet, only the
+                                           LL kinds and the zero-copy kernels run) */
+    size_t step_bytes;                  /* the zero-copy allgather's step bound (node_direct.cu): half of
+                                           the largest data area the pools may have (TLMPI_NODE_POOL),
+                                           whatever they have now, so that its steps never depend on growth */
     unsigned long long timeout_ns;      /* bound of each device wait; 0: none */
     void *err;                          /* device address of a host-mapped tlmpi_node_err_t */
     int stuck;                          /* fault injection: this rank never arrives at barriers */
@@ -123,6 +131,18 @@ typedef struct {
                                            bus id: src/transport/ipc.c): the barriers release and acquire
                                            at GPU scope. 0: system scope (a peer may be on another GPU) */
 } tlmpi_node_xport_t;
+
+/* data[q] = base[q] + TLMPI_NODE_HDR_BYTES for q < nranks (pools of one allocation each: header then
+ * data area), and step_bytes from data_bytes. */
+static inline void tlmpi_node_xport_data_after_header(tlmpi_node_xport_t *x)
+{
+    int q;
+
+    for (q = 0; q < TLMPI_NODE_MAX_RANKS; q++) {
+        x->data[q] = q < x->nranks && x->base[q] ? (void *)((char *)x->base[q] + TLMPI_NODE_HDR_BYTES) : (void *)0;
+    }
+    x->step_bytes = x->data_bytes;
+}
 
 /* What a timed-out device wait leaves for the host (first writer wins: set goes 0 -> 1 last). */
 typedef struct {
@@ -228,6 +248,11 @@ void tlmpi_cuda_preload_stats(int *count, long long *us);
  * their CTAs are resident at once (occupancy API x SMs / ranks, capped at TLMPI_NODE_MAX_CTAS);
  * 0 if the query fails. */
 int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu);
+
+/* The data area (bytes of each pool) with which a pool kind's call of `bytes` (allreduce: all of it;
+ * allgather, reduce-scatter: one block) runs in one step (the launcher's step rule); (size_t)-1 where
+ * that overflows. */
+size_t tlmpi_cuda_node_area_for(int kind, size_t bytes, int nranks);
 
 /* The CTA count for a node collective whose per-rank message is `bytes`, at most max_ctas. */
 int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas);

@@ -206,6 +206,17 @@ extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
     return (int)(m > kMaxCtas ? kMaxCtas : m);
 }
 
+extern "C" size_t tlmpi_cuda_node_area_for(int kind, size_t bytes, int nranks)
+{
+    const size_t b = (bytes + 15) & ~(size_t)15;
+    if (b < bytes) return (size_t)-1;
+    // chunk_for's inverse: a data half holds one step's slots (n of them for push and reduce-scatter)
+    const size_t c = kind == TLMPI_NODE_AG_PULL && b > kPullChunkMax ? kPullChunkMax : b;
+    const size_t n = kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_RSB_PULL ? (size_t)(nranks > 0 ? nranks : 1) : 1;
+    if (c > ((size_t)-1) / 2 / n) return (size_t)-1;
+    return 2 * n * c;
+}
+
 extern "C" int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int max_ctas)
 {
     if (max_ctas < 1) max_ctas = 1;

@@ -278,10 +278,11 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
     q.p.chunk = q.p.bytes;
     q.p.nsteps = 1;
     if (ag) {
-        // allgather in steps of the pull kernel's size (a data half of the pool, at most 16 MiB: node.cu),
+        // allgather in steps of the pull kernel's size (half of the largest data area a pool may have:
+        // x->step_bytes, whatever the pools hold now; at most 16 MiB: node.cu),
         // a barrier after each: at 4 and 8 ranks on one GPU, 64 MiB blocks without them ran 1.06-1.16x
         // the blocking call's time (the ranks drift apart and stop sharing L2), 16 MiB ones 0.69-0.71x
-        size_t c = x->data_bytes / 2;
+        size_t c = x->step_bytes / 2;
         if (c > kDirectStepMax) c = kDirectStepMax;
         c &= ~(size_t)15;
         if (c < 16) return (int)cudaErrorInvalidValue;

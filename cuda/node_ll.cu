@@ -41,8 +41,9 @@
 // its kernel was 42 KiB of sm_90 code, twice the allreduce's (nvcc 13.0), and 1.0 us slower than it
 // at 8 ranks (kernel alone, H200 under MPS) where its traffic is the same as the reduce-scatter's.
 // The rare cases (unaligned or short words, a timed-out poll) are out of line (__noinline__): the
-// hot path of each word is one load or store, and the three kernels are 16-19 KiB. (That the code
-// size caused the 1.0 us is this file's hypothesis until the GPU bench confirms it: GPU-TESTS.md.)
+// hot path of each word is one load or store, and the three kernels are 16-19 KiB. (With the rare
+// cases out of line, the 8-rank LL allgather kernel alone costs 19.30 us against the allreduce's
+// 19.07, +0.23 us, on an H100, 2026-12-05, 8e7fb56: docs/GPU-TESTS.md.)
 #include "node_kernels.cuh"
 
 using namespace tlmpi;

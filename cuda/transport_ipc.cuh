@@ -1,7 +1,8 @@
 // transport_ipc.cuh: the CUDA-IPC device transport of the node kernels (concept: cuda/node.cuh).
 //
 // Every node rank's pool is mapped into this process (cudaIpcOpenMemHandle, by the host side in
-// src/transport/ipc.c); data(q) is rank q's data area. Barriers are flag words in the pools'
+// src/transport/ipc.c); data(q) is rank q's data area (x.data[q]: after its header, or an allocation of
+// its own that the host grows on demand). Barriers are flag words in the pools'
 // headers (node::flag_barrier: release stores into the peers' headers, acquire polls of the own,
 // system scope, bounded by the descriptor's timeout). There is no multicast object: the multicast
 // operations are emulated with the same 16-byte vectors an NVLS multimem.ld_reduce.v4 /
@@ -26,7 +27,7 @@ struct IpcTransport {
 
     __device__ __forceinline__ int nranks() const { return x.nranks; }
     __device__ __forceinline__ int rank() const { return x.rank; }
-    __device__ __forceinline__ char *data(int q) const { return static_cast<char *>(x.base[q]) + TLMPI_NODE_HDR_BYTES; }
+    __device__ __forceinline__ char *data(int q) const { return static_cast<char *>(x.data[q]); }
     __device__ __forceinline__ bool barrier(int k) const
     {
         return flag_barrier(x, col.i, epoch + (unsigned long long)k, kind, k);

@@ -182,6 +182,20 @@ typedef struct {
 /** \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for a NULL stats_p. */
 tlmpi_status_t tlmpi_get_reg_stats(tlmpi_reg_stats_t *stats_p);
 
+/**
+ * \brief The node tier's device pools in this process now (TLMPI_NODE_POOL_GROW: each a 320 KiB header,
+ * and a data area grown on demand at the first call that needs more). For tests and benchmarks that
+ * say what tlmpi holds per communicator. Not reset by tlmpi_reset_stats.
+ */
+typedef struct {
+    unsigned long long bytes;    /**< device memory the pools hold: headers and data areas (areas that a
+                                      captured graph may still use included) */
+    int pools;                   /**< communicators holding one */
+    unsigned long long grown;    /**< data areas grown since MPI_Init */
+} tlmpi_pool_stats_t;
+/** \return TLMPI_OK, or TLMPI_ERR_INVALID_ARG for a NULL stats_p. */
+tlmpi_status_t tlmpi_get_pool_stats(tlmpi_pool_stats_t *stats_p);
+
 /** \brief Short names ("allreduce", "staging", ...); NULL when out of range. */
 const char *tlmpi_coll_name(tlmpi_coll_t coll);
 const char *tlmpi_path_name(tlmpi_path_t path);

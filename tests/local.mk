@@ -144,6 +144,14 @@ tests_gpu_gpu_regcache_SOURCES = tests/gpu/gpu_regcache.c tests/harness.h
 tests_gpu_gpu_regcache_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_regcache_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
 tests_gpu_gpu_regcache_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# what the node tier holds per communicator and what a new one costs (pools' bytes, 64 live
+# communicators, the first call on a new one, create/call/free cycles); run by tests/gpu/comm-memory.sh
+# under MPS; exits 77 without a GPU
+check_PROGRAMS += tests/gpu/gpu_comm_memory
+tests_gpu_gpu_comm_memory_SOURCES = tests/gpu/gpu_comm_memory.c
+tests_gpu_gpu_comm_memory_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_comm_memory_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
+tests_gpu_gpu_comm_memory_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # host and device memory classified right after each change of a range (tests/mpi/mpi_host_cache's
 # twin on a real GPU; exits 77 without one)
 check_PROGRAMS += tests/gpu/gpu_host_cache
@@ -206,6 +214,14 @@ tests_mpi_mpi_regcache_np3_SOURCES = tests/mpi/mpi_regcache.c tests/mpi/fake_reg
 tests_mpi_mpi_regcache_np3_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_regcache_np3_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_regcache_np3_LDFLAGS = -no-install
+# the node tier's data area growing on demand (header alone, growth per call kind, the cap, dups and
+# splits, non-blocking and persistent), with the fake CUDA runtime; 3 ranks
+check_PROGRAMS += tests/mpi/mpi_pool_grow_np3
+TESTS += tests/mpi/mpi_pool_grow_np3
+tests_mpi_mpi_pool_grow_np3_SOURCES = tests/mpi/mpi_pool_grow.c tests/harness.h
+tests_mpi_mpi_pool_grow_np3_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_pool_grow_np3_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_pool_grow_np3_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
 # failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
 # communicates between the processes of one host, through shared memory)
@@ -304,6 +320,8 @@ EXTRA_DIST += tests/gpu/nbc.sh tests/gpu/mpich-debs.sh
 EXTRA_DIST += tests/gpu/graph.sh
 # tests/gpu/regcache.sh NPS BUILD_DIR (gpu_regcache: the registration cache under MPS)
 EXTRA_DIST += tests/gpu/regcache.sh
+# tests/gpu/comm-memory.sh NPS BUILD_DIR [NCOMMS CYCLES] (gpu_comm_memory under MPS)
+EXTRA_DIST += tests/gpu/comm-memory.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);
 # skips (77) where mpi_fault is not built
 TESTS += tests/mpi/fault.sh

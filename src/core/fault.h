@@ -16,6 +16,7 @@ typedef enum {
     TLMPI_FAULT_WAIT_STUCK,      /* a host wait never sees its GPU work complete (bounded by TLMPI_TIMEOUT) */
     TLMPI_FAULT_IPC_OPEN,        /* cudaIpcOpenMemHandle of a peer's node pool (node tier setup) */
     TLMPI_FAULT_NODE_POOL,       /* the node tier's device pool allocation (node tier setup) */
+    TLMPI_FAULT_NODE_POOL_GROW,  /* the node tier's data area growing on demand: this rank's allocation fails */
     TLMPI_FAULT_DEVCOMM_INIT,    /* this rank's ncclDevCommCreate of the node tier's devcomm transport fails */
     TLMPI_FAULT_BARRIER_STUCK,   /* this rank's node kernels never arrive at their barriers (device timeout) */
     TLMPI_FAULT_RAIL_STUCK,      /* this rank's fused 2D kernels never signal their rail peers (device timeout) */

@@ -109,7 +109,7 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
     /* collective: every rank takes part whatever happened here */
     {
         tlmpi_ipc_t *ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, tc->gpu_sharers, tc->shared_gpu,
-                                            data, tc->ctx ? tc->ctx->stream : NULL, why, len);
+                                            data, 0, tc->ctx ? tc->ctx->stream : NULL, why, len);
 
         ok = hf && ipc;
         if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !all) {
@@ -136,6 +136,7 @@ tlmpi_hier_fused_t *tlmpi_hier_fused_create(tlmpi_tier_comm_t *tc, char *why, si
         hf->x.rail[n] = hf->ipc->t.x.base[n * L + l];
     }
 common:
+    tlmpi_node_xport_data_after_header(&hf->x.node); /* the node's pools: header, then data */
     hf->x.node_index = nd;
     hf->x.nnodes = N;
     /* fault sites: this rank never arrives at node barriers / never signals its rail peers */

@@ -15,9 +15,11 @@
  * multicast where allowed) where every rank can use it, else ipc (src/transport/ipc.c: CUDA IPC,
  * multicast emulated). auto: devcomm where available (silently ipc where it is not; one warning
  * per rank where it was attempted and failed), =devcomm: devcomm only (unavailable or failed: the
- * tier is off, one warning per rank), =ipc: ipc. Where ranks share a GPU, setup times 10 node barriers
- * (after one warm-up; each waited for): it is the kernels' smoke test (a failure anywhere fails the
- * setup everywhere) and the MPS detection: a median above TLMPI_NODE_SLOW_US on any rank means a
+ * tier is off, one warning per rank), =ipc: ipc (its pools' data area grows on demand, collectively, at the
+ * first call of a pool kind that needs more: node_pool_ready). Where ranks share a GPU, setup times 10 node barriers
+ * (after one warm-up, the kernels' smoke test: a failure anywhere fails the setup everywhere; each waited
+ * for; only the warm-up where every rank's process timed its GPU for an earlier communicator, whose
+ * agreed median then counts): the MPS detection: a median above TLMPI_NODE_SLOW_US on any rank means a
  * time-sliced GPU, and TLMPI_CAP_NODE_SLOW (agreed) takes the tier out of the auto order.
  *
  * Zero-copy (cuda/node_direct.cu: straight between the application's buffers, no pool data), not for
@@ -55,6 +57,7 @@
 #include "topo.h"
 #include "devcomm.h"
 #include "regcache.h"
+#include "launcher.h"
 #include "kernels.h"
 
 #include <stdlib.h>
@@ -159,6 +162,7 @@ struct tlmpi_node_comm {
     tlmpi_devcomm_t *dc;
     /* (the barrier epoch lives in each pool's header, read and advanced by the kernels: dev_epoch) */
     double barrier_us;          /* agreed median of the timed barriers (< 0: not timed) */
+    int barrier_known;          /* barrier_us is an earlier comm's (every rank's process timed its GPU) */
     int slow;                   /* the timed barriers say: time-sliced GPU */
     char mc_why[96];            /* why multicast is emulated */
     void *scratch;              /* on the comm's device, for buffers on another one */
@@ -178,6 +182,9 @@ struct tlmpi_node_comm {
                                    calls take the forms' columns from then on (node_args) */
     tlmpi_regcache_t *reg;      /* the registration cache of the blocking and stream-ordered calls
                                    (node_zero_copy) */
+    int area_captured;          /* a kernel captured into a graph on this rank used the current data
+                                   area (ipc, growing: node_pool_ready keeps it when it grows) */
+    int grow_failed;            /* a growth failed (agreed): the area stays as it is, one warning */
 };
 
 /* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
@@ -286,14 +293,24 @@ static int node_barrier(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const
     return 0;
 }
 
-/* The timed barriers (ranks share a GPU): the median in microseconds, or -1 with the reason. */
-static double time_barriers(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, char *why, size_t len)
+/* The agreed median of the timed barriers of an earlier communicator of this process on device d, plus
+ * one (0: none yet): a GPU's sharing (MPS or time-sliced) does not change while the process runs, so a
+ * later communicator whose ranks all know it skips the timing (node_setup). */
+#define NODE_TIMED_DEVS 64
+static double g_timed_us1[NODE_TIMED_DEVS];
+
+/* The smoke test (one node barrier) and, where timed, the timed barriers (ranks share a GPU): the median
+ * in microseconds (0 untimed), or -1 with the reason. */
+static double time_barriers(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, int timed, char *why, size_t len)
 {
     double t[NODE_TIMED_BARRIERS];
     int i;
 
     if (node_barrier(tc, nc, &nc->xp->x, "the node tier's smoke test", why, len) != 0) {
         return -1;
+    }
+    if (!timed) {
+        return 0;
     }
     for (i = 0; i < NODE_TIMED_BARRIERS; i++) {
         double t0 = now_us();
@@ -353,7 +370,7 @@ static int node_transport(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, siz
         }
     }
     nc->ipc = tlmpi_ipc_create(tc->comm, tc->rank, tc->size, tc->dev, tc->gpu_sharers, tc->shared_gpu, data,
-                               tc->ctx->stream, why, len);
+                               TLMPI_ENV_I(NODE_POOL_GROW) != 0, tc->ctx->stream, why, len);
     if (!nc->ipc) {
         return -1;
     }
@@ -412,9 +429,19 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
     }
     nc->barrier_us = -1;
     if (nc->xp->shared) {
-        double v[2] = { 0, 0 }, med;
+        const int di = tc->dev >= 0 && tc->dev < NODE_TIMED_DEVS ? tc->dev : -1;
+        double v[2] = { 0, 0 }, med, known[2] = { 0, 1 };
         char lwhy[160] = "";
 
+        /* time the barriers unless every rank's process timed them on its GPU for an earlier comm (agreed:
+         * the most any rank knows, and whether some rank knows nothing) */
+        if (di >= 0 && g_timed_us1[di] > 0) {
+            known[0] = g_timed_us1[di] - 1;
+            known[1] = 0;
+        }
+        if (PMPI_Allreduce(MPI_IN_PLACE, known, 2, MPI_DOUBLE, MPI_MAX, tc->comm) != MPI_SUCCESS) {
+            known[1] = 1; /* MPI errors are fatal by default: not reached with a divergent outcome */
+        }
         if (!have_nc) {
             snprintf(lwhy, sizeof(lwhy), "out of host memory");
             med = -1;
@@ -422,7 +449,7 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
             snprintf(lwhy, sizeof(lwhy), "cannot make device %d current", tc->dev);
             med = -1;
         } else {
-            med = time_barriers(tc, nc, lwhy, sizeof(lwhy));
+            med = time_barriers(tc, nc, known[1] != 0, lwhy, sizeof(lwhy));
             tlmpi_gpu_restore_device(saved);
         }
         v[0] = med >= 0 ? med : 0;
@@ -431,6 +458,12 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
             snprintf(why, len, "%s", med < 0 ? lwhy : "the node tier's smoke test (a node barrier) failed on another rank");
             node_free(nc, tc->dev, have_nc); /* no collective kernel ran: nobody uses the pools */
             return TLMPI_ERR_CUDA;
+        }
+        if (known[1] == 0) {
+            v[0] = known[0]; /* the earlier timing: the same everywhere */
+            nc->barrier_known = 1;
+        } else if (di >= 0) {
+            g_timed_us1[di] = v[0] + 1;
         }
         nc->barrier_us = v[0];
         nc->slow = TLMPI_ENV_I(NODE_SLOW_US) > 0 && v[0] > (double)TLMPI_ENV_I(NODE_SLOW_US);
@@ -484,16 +517,23 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
         o = (size_t)snprintf(buf, len, "transport ipc");
     }
     if (o < len) {
-        o += (size_t)snprintf(buf + o, len - o, ", %d ranks, pool %zu %s, %d CTAs max (blocking calls alone on the GPU: "
+        char pool[128];
+
+        if (nc->ipc && nc->ipc->grows) {
+            snprintf(pool, sizeof(pool), "320 KiB header + data area of %zu KiB (grows on demand up to %zu KiB)",
+                     data >> 10, nc->ipc->cap >> 10);
+        } else {
+            snprintf(pool, sizeof(pool), "%zu KiB", data >> 10);
+        }
+        o += (size_t)snprintf(buf + o, len - o, ", %d ranks, pool %s, %d CTAs max (blocking calls alone on the GPU: "
                               "%d), multicast %s%s%s%s",
-                              nc->xp->x.nranks, data % ((size_t)1 << 20) ? data >> 10 : data >> 20,
-                              data % ((size_t)1 << 20) ? "KiB" : "MiB", nc->xp->max_ctas, nc->xp->max_ctas_alone,
+                              nc->xp->x.nranks, pool, nc->xp->max_ctas, nc->xp->max_ctas_alone,
                               nc->xp->x.mc_base ? "nvls" : "emulated", nc->xp->x.mc_base ? "" : " (",
                               nc->xp->x.mc_base ? "" : nc->mc_why, nc->xp->x.mc_base ? "" : ")");
     }
     if (o < len && nc->barrier_us >= 0) {
-        o += (size_t)snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us (%s)", nc->xp->ranks_on_gpu,
-                              nc->barrier_us,
+        o += (size_t)snprintf(buf + o, len - o, ", %d ranks on this GPU, barrier %.0f us%s (%s)", nc->xp->ranks_on_gpu,
+                              nc->barrier_us, nc->barrier_known ? " (timed for an earlier communicator)" : "",
                               nc->slow ? "time-sliced: auto leaves the node tier out" : "MPS or fast enough");
     }
     if (o < len && nc->xp->x.gpu_scope) {
@@ -765,6 +805,75 @@ static int node_drain(void *arg)
     return 0;
 }
 
+/* Whether stream is capturing into a graph (unknown: yes, the careful answer). */
+static int node_capturing(void *stream)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &cs) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+/* The pools' data area ready for a pool kernel of kind on call c (the ipc transport's growing area;
+ * every rank alike: kind, size and form are rank-uniform). Where it holds less than the call needs to
+ * run in one step (tlmpi_cuda_node_area_for) and less than TLMPI_NODE_POOL, it grows, collectively, to
+ * the power of two that fits the call (at least 1 MiB and twice what it had, at most the cap): the
+ * launch thread drained and the comm's queued kernels waited for first (tlmpi_ipc_grow frees the old
+ * area unless a captured kernel used it), under relaxed stream-capture mode (a captured call may be the
+ * one that grows it). A persistent start never grows it (MPI_Start is local: its init did,
+ * node_persist); may_grow says whether this call may. 0, or -1 where there is no data area at all (a
+ * growth failed on some rank, agreed: the call goes to staging); a failed growth with an area left
+ * runs the call in more steps. After a failure (one warning) the comm's area is never grown again. */
+static int node_pool_ready(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int kind,
+                           int may_grow)
+{
+    tlmpi_ipc_t *ipc = nc->ipc;
+    size_t want, have, p = (size_t)1 << 20;
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    char why[224];
+    int rc;
+
+    if (!ipc || !ipc->grows || kind == TLMPI_NODE_AG_LL || kind == TLMPI_NODE_RSB_LL || kind == TLMPI_NODE_AR_LL) {
+        return 0;
+    }
+    have = ipc->t.x.data_bytes;
+    want = tlmpi_cuda_node_area_for(kind, c->msg_bytes, tc->size);
+    if (have >= want || have >= ipc->cap) {
+        return 0;
+    }
+    if (!may_grow || nc->grow_failed) {
+        return have ? 0 : -1; /* a start, or a comm whose growth failed once (agreed): not tried again */
+    }
+    while (p < want && p < ipc->cap) {
+        p <<= 1;
+    }
+    want = p;
+    if (want < 2 * have) {
+        want = 2 * have;
+    }
+    if (want > ipc->cap) {
+        want = ipc->cap;
+    }
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    tlmpi_launcher_drain("the node pools' data area growing");
+    node_drain(tc);
+    rc = tlmpi_ipc_grow(ipc, tc->comm, want, nc->area_captured, why, sizeof(why));
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    if (rc == 0) {
+        nc->area_captured = 0;
+        tlmpi_debug(COMM, "communicator #%u: the node pools' data area grew from %zu to %zu bytes (%s of %zu bytes)",
+                    tc->id, have, want, tlmpi_coll_name(c->coll), c->msg_bytes);
+        return 0;
+    }
+    nc->grow_failed = 1;
+    tlmpi_warn(COMM, "communicator #%u: the node pools' data area could not grow from %zu to %zu bytes (%s); %s",
+               tc->id, have, want, why, have ? "larger calls run in more steps" : "calls that need it go through staging");
+    return have ? 0 : -1;
+}
+
 /* The call's buffers through the registration cache (collective: node_reg_wanted said yes on every
  * rank), used as `use` says: 1 with every rank's buffers in *d, or 0 (the pools serve the call, on
  * every rank). */
@@ -825,6 +934,11 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     } else if (node_reg_wanted(tc, nc, c, algo) && node_zero_copy(tc, nc, c, TLMPI_REG_USE_HOST, &zd)) {
         d = &zd;
     }
+    if (!d && node_pool_ready(tc, nc, c, (int)node_kind(c->coll, node_algo(c->coll, TLMPI_ALGO_INDEX(algo),
+                                                                            c->msg_bytes)),
+                              c->form != TLMPI_FORM_PERSISTENT) != 0) {
+        return TLMPI_ERR_UNSUPPORTED; /* on every rank: staging serves it */
+    }
     node_args(tc, nc, c, algo, d != NULL, &args, &a);
     if (d) {
         /* zero-copy, the pool kind's CTA count */
@@ -863,7 +977,7 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     tlmpi_node_args_t args;
     tlmpi_node_direct_t zd;
-    int a, e, saved = -1, direct = 0;
+    int a, e, saved = -1, direct = 0, captured = -1;
 
     if (!nc) {
         return TLMPI_ERR_UNSUPPORTED;
@@ -872,14 +986,21 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
     if (node_reg_wanted(tc, nc, c, algo)) {
         /* before the per-rank check too (collective); a rank whose buffers are on another device says so in
          * its record, and every rank then uses the pools */
-        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        captured = node_capturing(stream);
+        direct = node_zero_copy(tc, nc, c, captured ? TLMPI_REG_USE_GRAPH : TLMPI_REG_USE_STREAM, &zd);
+    }
+    if (!direct) {
+        /* the pools' data area (collective where it grows: before the per-rank check too); a captured
+         * kernel's area is kept when it grows again */
+        const int pk = (int)node_kind(c->coll, node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes));
 
-        if (cudaStreamIsCapturing((cudaStream_t)stream, &cs) != cudaSuccess) {
-            (void)cudaGetLastError();
-            cs = cudaStreamCaptureStatusActive; /* unknown: pinned, the careful answer */
+        if (node_pool_ready(tc, nc, c, pk, 1) != 0) {
+            return TLMPI_ERR_UNSUPPORTED;
         }
-        direct = node_zero_copy(tc, nc, c,
-                                cs == cudaStreamCaptureStatusNone ? TLMPI_REG_USE_STREAM : TLMPI_REG_USE_GRAPH, &zd);
+        if (nc->ipc && nc->ipc->grows && nc->ipc->t.x.data_bytes && !nc->area_captured &&
+            pk != TLMPI_NODE_AG_LL && pk != TLMPI_NODE_RSB_LL && pk != TLMPI_NODE_AR_LL) {
+            nc->area_captured = captured >= 0 ? captured : node_capturing(stream);
+        }
     }
     if ((c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
         (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev)) {
@@ -923,19 +1044,18 @@ static void node_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
     }
 }
 
-/* The persistent forms at *_init (collective): the buffers registered for the zero-copy kernels where
+/* node_persist's registration: the buffers registered for the zero-copy kernels where
  * the call runs them. Whether to try is decided from rank-uniform inputs only (the agreed plan and
  * settings, the message size, MPI_IN_PLACE, which the standard makes uniform); what this rank's buffers
  * allow is agreed inside tlmpi_ipc_reg_create. */
-static void *node_persist(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo)
+static void *node_persist_reg(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo)
 {
-    struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     int ai = TLMPI_ALGO_INDEX(algo), local_ok = 1;
     const char *why_local = NULL;
     tlmpi_ipc_reg_t *reg;
     char why[192];
 
-    if (!nc || !TLMPI_ENV_I(NODE_DIRECT) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
+    if (!TLMPI_ENV_I(NODE_DIRECT) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
         c->msg_bytes < (size_t)TLMPI_ENV_I(NODE_DIRECT_MIN) || node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL ||
         (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place)) {
         return NULL;
@@ -955,6 +1075,24 @@ static void *node_persist(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
             tlmpi_info(COLL, "communicator #%u: persistent %s of %zu bytes: through the pools (buffers not "
                        "registered: %s)", tc->id, tlmpi_coll_name(c->coll), c->msg_bytes, why);
         }
+    }
+    return reg;
+}
+
+/* The persistent forms at *_init (collective): registered for the zero-copy kernels (node_persist_reg),
+ * else the pools' data area grown to what the starts need (they never grow it: MPI_Start is local). */
+static void *node_persist(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo)
+{
+    struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
+    void *reg;
+
+    if (!nc) {
+        return NULL;
+    }
+    reg = node_persist_reg(tc, nc, c, algo);
+    if (!reg) {
+        (void)node_pool_ready(tc, nc, c, (int)node_kind(c->coll, node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes)),
+                              1);
     }
     return reg;
 }

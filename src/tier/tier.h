@@ -19,7 +19,8 @@
  *   complete    after a started call's device work completed: the checks its run makes after its
  *               wait (the kernels' error record); NULL: none
  *   enqueue     the stream-ordered form (entry/enqueue.c): enqueue the call on the caller's stream and
- *               return, no host wait, no allocation, nothing on the legacy stream or the comm's own
+ *               return, no host wait, no allocation (but the node tier's rare collective steps: a
+ *               registration cache miss, its pools' data area growing), nothing on the legacy stream or the comm's own
  *               streams, and nothing per call baked into a launch that replays depend on (the stream
  *               may be capturing into a CUDA graph); the caller orders it (gpu/order.c). NULL: the
  *               tier cannot run stream-ordered. UNSUPPORTED: not this call (nothing enqueued)

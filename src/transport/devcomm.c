@@ -390,6 +390,7 @@ tlmpi_devcomm_t *tlmpi_devcomm_create(MPI_Comm comm, int rank, int size, int dev
         }
         dc->gin_proxy = c[2];
     }
+    tlmpi_node_xport_data_after_header(&dc->t.x); /* every pool one window allocation: header, then data */
     free(reqs);
     tlmpi_gpu_restore_device(saved);
     {

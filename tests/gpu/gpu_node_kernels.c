@@ -98,6 +98,7 @@ static void setup(int n, size_t data_bytes, double timeout_s)
         xp[i].timeout_ns = (unsigned long long)(timeout_s * 1e9);
         xp[i].dev_epoch = dev_ep;
         xp[i].gpu_scope = gpu_sc;
+        tlmpi_node_xport_data_after_header(&xp[i]);
         CK(cudaHostGetDevicePointer(&xp[i].err, err_h[i], 0));
     }
     /* every kernel loaded before the first launch (cuda/preload.cu): a lazy load at a "rank"'s first

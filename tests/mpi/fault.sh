@@ -222,7 +222,7 @@ check_injected() { # name rank
 ndev="--env FAKE_CUDA_DEVICES=4"
 ipc="--env TLMPI_NODE_TRANSPORT=ipc"
 run_case node staging --env TLMPI_TIER=node $ndev $ipc
-check_run node staging 1 'tier node.*launch failed' 'node: transport ipc, 4 ranks, pool 128 MiB'
+check_run node staging 1 'tier node.*launch failed' 'node: transport ipc, 4 ranks, pool 320 KiB header \+ data area of [0-9]+ KiB \(grows on demand up to 131072 KiB\)'
 
 run_case ipc_open staging --env TLMPI_TIER=node $ndev $ipc --env TLMPI_FAULT=ipc_open:1
 check_run ipc_open staging 1 'setting up tier node failed'
@@ -234,13 +234,18 @@ check_run ipc_open_auto nccl 1 'setting up tier node failed'
 run_case node_pool staging --env TLMPI_TIER=node $ndev $ipc --env TLMPI_FAULT=node_pool:2
 check_run node_pool staging 1 'setting up tier node failed'
 
+# the data area cannot grow on one rank: agreed, every rank stages the calls that need it (one warning
+# each, besides the fake's launch failure)
+run_case node_pool_grow staging --env TLMPI_TIER=node $ndev $ipc --env TLMPI_FAULT=node_pool_grow:2
+check_run node_pool_grow staging 2 'data area could not grow'
+
 run_case devcomm staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=devcomm_init:3 --env TLMPI_NODE_TRANSPORT=devcomm
 check_run devcomm staging 1 'setting up tier node failed.*devcomm transport failed'
 check_injected devcomm 3
 
 run_case devcomm_auto staging --env TLMPI_TIER=node $ndev --env TLMPI_FAULT=devcomm_init:3
 check_run devcomm_auto staging 2 "devcomm transport.*failed on some rank.*uses the ipc transport" \
-    'node: transport ipc, 4 ranks, pool 128 MiB'
+    'node: transport ipc, 4 ranks, pool 320 KiB header \+ data area of [0-9]+ KiB \(grows on demand up to 131072 KiB\)'
 check_injected devcomm_auto 3
 
 # check_calls name inits creates: the fake NCCL's calls of ncclCommInitRank and ncclDevCommCreate on
