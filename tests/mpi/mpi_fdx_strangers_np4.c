@@ -10,7 +10,8 @@
  * finds the names in /proc/net/unix, as any process of the node can, then connects twice to every
  * rank's socket: one connection says nothing and stays open, the other sends a well-formed message
  * claiming rank 3 (at rank 3's own socket: rank 0) with a descriptor of its own memory, a memfd of the
- * pool's size whose first word is its pid. The ranks' own connections come after the strangers':
+ * pool's size whose first word is its pid (a rank that refuses the connection at once may close it
+ * before the message goes). The ranks' own connections come after the strangers':
  * rank 0 sends once the strangers have connected, rank 3 once they and every other rank have sent,
  * so rank 3's connection is the last one queued at every socket.
  *
@@ -168,7 +169,8 @@ static void stranger(int size, int in, int out, int drop)
         cm->cmsg_type = SCM_RIGHTS;
         cm->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-        if (sendmsg(s, &h, MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+        /* EPIPE, ECONNRESET: the rank closed the connection before the message went (refused it) */
+        if (sendmsg(s, &h, MSG_NOSIGNAL) != (ssize_t)sizeof(m) && errno != EPIPE && errno != ECONNRESET) {
             verdict = verdict == 'y' ? 's' : verdict;
         }
     }
