@@ -139,7 +139,8 @@ static int fdx_rank_of(const fdx_x_t *x, long long pid)
     return -1;
 }
 
-/* A connection refused: closed (s; -1: the caller closes it), and said (one info line naming the peer, the first few times). */
+/* A connection refused: closed (s; -1: the caller closes it), and said (one info line naming the peer,
+ * the first few times). */
 static void fdx_refuse(fdx_x_t *x, int s, long long pid, long long uid, const char *reason)
 {
     if (s >= 0) {

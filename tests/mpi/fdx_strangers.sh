@@ -25,7 +25,8 @@ work=$builddir/tests/mpi/work-fdx-strangers
 rm -rf "$work"
 mkdir -p "$work"
 failed=0
-echo "fdx_strangers: expected: strangers connect to the descriptor exchange on purpose; the mutant run (nocred) must FAIL (the ranks' logs: $work/<case>/log.<rank>)"
+echo "fdx_strangers: expected: strangers connect to the descriptor exchange on purpose; the mutant run" \
+    "(nocred) must FAIL (the ranks' logs: $work/<case>/log.<rank>)"
 
 # run_case name then --env options: sets rc, secs, out, dir
 run_case() {
@@ -86,7 +87,8 @@ for r in $(seq 0 $((np - 1))); do
 done
 took=$(sed -n 's/^mpi_fdx_strangers: with strangers: the exchange took \(.*\)$/\1/p' "$out")
 if [ -z "$bad" ]; then
-    report checked 0 "strangers (pid:uid) $(echo $strangers), $refusals connections refused, the exchange took $took, ${secs} s"
+    detail="strangers (pid:uid) $(echo $strangers), $refusals connections refused, the exchange took $took"
+    report checked 0 "$detail, ${secs} s"
 else
     report checked 1 "$bad; ${secs} s"
 fi
@@ -101,7 +103,8 @@ fi
 grep -q '^mpi_fdx_strangers: FAIL' "$out" || bad="${bad:+$bad; }no FAIL line"
 grep -q "mapping is a stranger's memory" "$out" || bad="${bad:+$bad; }no rank mapped a stranger's memory"
 if [ -z "$bad" ]; then
-    report nocred 0 "the mutant fails: $(grep -m1 "mapping is a stranger's memory" "$out" | sed 's/.*FAIL [^ ]*: //'), ${secs} s"
+    first=$(grep -m1 "mapping is a stranger's memory" "$out" | sed 's/.*FAIL [^ ]*: //')
+    report nocred 0 "the mutant fails: $first, ${secs} s"
 else
     report nocred 1 "$bad; ${secs} s"
 fi

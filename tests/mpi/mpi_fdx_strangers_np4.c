@@ -101,7 +101,7 @@ static void stranger(int size, int in, int out, int drop)
 {
     char (*names)[TLMPI_FDX_NAME_MAX] = calloc((size_t)size, TLMPI_FDX_NAME_MAX);
     char *listing = calloc(1, 1 << 20), verdict = 'y';
-    size_t have = 0;
+    size_t have = 0, want = (size_t)size * TLMPI_FDX_NAME_MAX;
     uint64_t *mem;
     int q, fd, s, u, c;
     ssize_t n;
@@ -109,11 +109,10 @@ static void stranger(int size, int in, int out, int drop)
     if (drop && (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0 || getuid() != NOBODY)) {
         verdict = 'u';
     }
-    for (have = 0; have < (size_t)size * TLMPI_FDX_NAME_MAX && (n = read(in, (char *)names + have,
-                                                                           (size_t)size * TLMPI_FDX_NAME_MAX - have)) > 0;) {
+    for (have = 0; have < want && (n = read(in, (char *)names + have, want - have)) > 0;) {
         have += (size_t)n;
     }
-    if (have != (size_t)size * TLMPI_FDX_NAME_MAX) {
+    if (have != want) {
         _exit(2);
     }
     /* the names, as every process of the node sees them */
