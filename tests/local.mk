@@ -188,6 +188,15 @@ tests_mpi_mpi_cumem_np4_SOURCES = tests/mpi/mpi_cumem_np4.c tests/harness.h
 tests_mpi_mpi_cumem_np4_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_cumem_np4_LDADD = tests/mpi/libfakecudart.la libtlmpi_core.la -lm
 tests_mpi_mpi_cumem_np4_LDFLAGS = -no-install
+# the descriptor exchange with strangers connecting to it (same uid, and nobody when run as root), and
+# its mutant without the credential check; the program runs under fdx_strangers.sh only
+check_PROGRAMS += tests/mpi/mpi_fdx_strangers_np4
+TESTS += tests/mpi/fdx_strangers.sh
+EXTRA_DIST += tests/mpi/fdx_strangers.sh
+tests_mpi_mpi_fdx_strangers_np4_SOURCES = tests/mpi/mpi_fdx_strangers_np4.c tests/harness.h
+tests_mpi_mpi_fdx_strangers_np4_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_fdx_strangers_np4_LDADD = tests/mpi/libfakecudart.la libtlmpi_core.la -lm
+tests_mpi_mpi_fdx_strangers_np4_LDFLAGS = -no-install
 # persistent requests' buffers registered for the node tier's zero-copy kernels (mappings shared and
 # released, the ranks agreeing), with the fake CUDA runtime; 2 and 3 ranks
 PERSIST_REG_TESTS = tests/mpi/mpi_persist_reg tests/mpi/mpi_persist_reg_np3

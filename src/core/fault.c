@@ -15,7 +15,7 @@ unsigned tlmpi_fault_mask;
 static const char *const tlmpi_fault_names[TLMPI_FAULT_COUNT] = {
     "nccl_init", "pool_alloc", "stream_create", "wait_stuck", "ipc_open", "node_pool", "node_pool_grow", "devcomm_init",
     "barrier_stuck", "rail_stuck", "gin_init", "turn_stuck",
-    "node_late", "gin_wait_full", "gin_wait_short", "fdx_silent",
+    "node_late", "gin_wait_full", "gin_wait_short", "fdx_silent", "fdx_nocred",
 };
 
 const char *tlmpi_fault_name(tlmpi_fault_site_t site)

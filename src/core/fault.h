@@ -29,6 +29,8 @@ typedef enum {
     TLMPI_FAULT_GIN_WAIT_SHORT,  /* mutant of the GIN rail's waits: target / (2 x contexts), returns early */
     TLMPI_FAULT_FDX_SILENT,      /* this rank sends no descriptor in a descriptor exchange (fdx.c): the peers'
                                     receives end at TLMPI_TIMEOUT, naming it */
+    TLMPI_FAULT_FDX_NOCRED,      /* mutant of the descriptor exchange (fdx.c): this rank checks no credentials
+                                    and takes whatever message claims a rank still owed as that rank's */
     TLMPI_FAULT_COUNT
 } tlmpi_fault_site_t;
 
