@@ -8,7 +8,7 @@
 #   enqueue-defaults te.allreduce(s, r) inside `with st:` (op, communicator and stream from the defaults)
 # and the path and form tlmpi counted for them (te.form_stats(): node/enqueue where the node tier ran).
 # One validated call first (exact sums of small integers). Rank 0 prints one line per row:
-#   python_percall: np=2 bytes=8 K=200 reps=21 enqueue: 7.41 us per call (slowest rank 7.90), path node/enqueue
+#   python_percall: np=2 bytes=8 K=200 reps=21 thread=single enqueue: 7.41 us per call (slowest rank 7.90), path node/enqueue
 #
 # The C row to compare with, in the same device call, on the same GPU, under the same MPS daemon:
 # node_bench's "allreduce | 8 | 200 | enqueue" row of
@@ -21,8 +21,10 @@
 # (tests/gpu/mpirun.sh: Open MPI or MPICH, --oversubscribe --bind-to none under Open MPI; MPIEXEC
 # names the launcher.) The Python row minus the C row is the module's own per-call cost.
 #
-# Options: -K N back-to-back calls (200), -r N repetitions (21), -w N warm-up items (5), --module DIR
-# (where tlmpi_enqueue.py is; default: ../python beside this file, else PYTHONPATH).
+# Options: -K N back-to-back calls (200), -r N repetitions (21), -w N warm-up items (5), --thread-level
+# (mpi4py.rc.thread_level; default single, the level of node_bench's MPI_Init: tlmpi sizes its node
+# kernels differently under MPI_THREAD_MULTIPLE, mpi4py's own default), --module DIR (where
+# tlmpi_enqueue.py is; default: ../python beside this file, else PYTHONPATH).
 # --stub: no GPU, no libtlmpi, one process: the Python side alone. A stand-in library whose entry
 # points return 0 at once (compiled with cc into a temporary directory), a fake CuPy (ndarray, Stream)
 # put in sys.modules, the real mpi4py (handles) where it imports; prints the same rows with "stub".
@@ -40,6 +42,8 @@ ap.add_argument("-K", type=int, default=200, help="back-to-back calls per item (
 ap.add_argument("-r", type=int, default=21, help="repetitions (default 21)")
 ap.add_argument("-w", type=int, default=5, help="warm-up items (default 5)")
 ap.add_argument("--module", help="directory of tlmpi_enqueue.py (default: ../python beside this file)")
+ap.add_argument("--thread-level", default="single", choices=("single", "funneled", "serialized", "multiple"),
+                help="mpi4py.rc.thread_level (default single: node_bench's MPI_Init; mpi4py's own default is multiple)")
 ap.add_argument("--stub", action="store_true", help="no GPU, no libtlmpi: the Python side alone")
 args = ap.parse_args()
 
@@ -170,6 +174,8 @@ def fake_cupy():
 # --- the bench -------------------------------------------------------------------------------------
 
 try:
+    import mpi4py
+    mpi4py.rc.thread_level = args.thread_level
     from mpi4py import MPI
 except ImportError as e:
     skip("no mpi4py (%s)" % e)
@@ -274,10 +280,10 @@ for rep in range(args.r):
         slow[name].append(mx)
 if rank == 0:
     for name, _ in rows:
-        sys.stdout.write("python_percall: np=%d bytes=8 K=%d reps=%d %s%s: %.2f us per call (slowest rank %.2f), "
-                         "path %s\n" % (size, args.K, args.r, name, " stub" if args.stub else "",
-                                        median(avg[name]), median(slow[name]),
-                                        "stub" if args.stub else path[name]))
+        sys.stdout.write("python_percall: np=%d bytes=8 K=%d reps=%d thread=%s %s%s: %.2f us per call (slowest rank "
+                         "%.2f), path %s\n" % (size, args.K, args.r, args.thread_level, name, " stub" if args.stub else "",
+                                               median(avg[name]), median(slow[name]),
+                                               "stub" if args.stub else path[name]))
     sys.stdout.flush()
 if tmp:
     for f in os.listdir(tmp):
