@@ -50,6 +50,9 @@ bench_node_bench_LDADD = libtlmpi.la libtlmpi_cuda.la $(CUDA_LIBS) -ldl -lm
 bench_node_bench_LDFLAGS = $(CUDA_LDFLAGS) -no-install
 endif
 dist_noinst_SCRIPTS += bench/node-bench.sh
+# python_percall.py: eager te.allreduce from Python (mpi4py + CuPy) in the shape of node_bench's enqueue
+# rows, to compare with them in the same run; --stub: the module's own per-call work, no GPU
+dist_noinst_SCRIPTS += bench/python_percall.py
 
 # tlmpi-osu-compare: the user's OSU build against tlmpi and every baseline (bench/osu/osu-compare.sh,
 # which says what it runs). Installed: a wrapper in bindir and its helpers in $(pkgdatadir)/osu (the

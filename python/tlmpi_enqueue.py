@@ -52,6 +52,7 @@ class TlmpiError(RuntimeError):
 _ENTRY = "tlmpi_allreduce_enqueue_f"
 _lib = None
 _origin = None
+_fns = None  # the collectives' entry points of _lib (_entries)
 c_fint = ctypes.c_int  # MPI_Fint: a C int on every supported MPI (not with Fortran -i8 builds)
 
 
@@ -245,6 +246,14 @@ def mpi_datatype(dtype):
 
 
 # --- buffers and streams ---------------------------------------------------------------------------
+#
+# A call's own work is kept small: how an argument is read is decided once per Python type (a torch
+# tensor, a CuPy ndarray, anything else through __cuda_array_interface__), element kinds are cached per
+# typestr / CuPy dtype, the Fortran handles of the default communicator and of the predefined
+# operations named by None or a string once per process (predefined handles never change), and the
+# library's entry points are bound once. Nothing of a buffer, a communicator object or a stream object
+# is cached: the pointer, element count, contiguity, the communicator's handle (comm.py2f(), one C call)
+# and the stream handle are read on every call.
 
 class _Buf(object):
     __slots__ = ("ptr", "n", "kind", "origin", "obj")
@@ -266,18 +275,44 @@ def _itemsize(kind):
     return int(digits)
 
 
-def _buffer(obj, what, writable=False):
-    """Pointer, element count and kind of a device array (torch tensor API, else
-    __cuda_array_interface__); C-contiguous only."""
-    if _is_torch(obj):
-        if not obj.is_cuda:
-            raise TypeError("%s: a CPU tensor (tlmpi's enqueue entry points take CUDA tensors)" % what)
-        if not obj.is_contiguous():
-            raise ValueError("%s: the tensor is not contiguous (call .contiguous())" % what)
-        kind = _TORCH_KINDS.get(str(obj.dtype))
-        if kind is None:
-            raise TypeError("%s: torch dtype %s is not supported" % (what, obj.dtype))
-        return _Buf(obj.data_ptr(), obj.numel(), kind, "torch", obj)
+_TORCH, _CUPY, _CAI = 0, 1, 2
+_readers = {}   # Python type -> (how its objects are read, origin), decided once per type
+_ts_kinds = {}  # typestr ("<f4") -> (kind, itemsize), for the typestrs _kind_of and _itemsize accept
+_cp_kinds = {}  # CuPy dtype -> kind, for the dtypes whose typestr _kind_of and _itemsize accept
+
+
+def _reader(tp, obj):
+    """How objects of type tp are read: torch (the tensor API), CuPy (an ndarray's own attributes,
+    the same values its __cuda_array_interface__ has, without building that dict), else
+    __cuda_array_interface__; and the origin that picks the default stream. Only decisions that
+    depend on the type alone are kept."""
+    mod = tp.__module__.split(".")[0]
+    if mod == "torch" and hasattr(obj, "data_ptr"):
+        r = (_TORCH, "torch")
+        if not hasattr(tp, "data_ptr"):  # an instance attribute: decide again next time
+            return r
+    elif mod == "cupy" and all(hasattr(tp, a) for a in ("data", "size", "dtype", "flags")):
+        r = (_CUPY, "cupy")
+    else:
+        r = (_CAI, mod if mod in ("cupy", "numba") else "cai")
+        if mod == "torch":  # decided by the instance (no data_ptr): again next time
+            return r
+    _readers[tp] = r
+    return r
+
+
+def _ts_kind(ts):
+    """(kind, itemsize) of a __cuda_array_interface__ typestr; raises as _kind_of / _itemsize do."""
+    ki = _ts_kinds.get(ts) if type(ts) is str else None
+    if ki is None:
+        kind = _kind_of(ts)
+        ki = (kind, _itemsize(kind))
+        if type(ts) is str:
+            _ts_kinds[ts] = ki
+    return ki
+
+
+def _buf_cai(obj, what, writable, origin):
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
         raise TypeError("%s: %s has neither __cuda_array_interface__ nor the torch tensor API (a host array? "
@@ -287,8 +322,7 @@ def _buffer(obj, what, writable=False):
     ptr, readonly = cai["data"]
     if writable and readonly:
         raise ValueError("%s: the array is read-only" % what)
-    kind = _kind_of(cai["typestr"])
-    isz = _itemsize(kind)
+    kind, isz = _ts_kind(cai["typestr"])
     shape = tuple(cai["shape"])
     n = 1
     for d in shape:
@@ -300,21 +334,72 @@ def _buffer(obj, what, writable=False):
             if d != 1 and st != expect:
                 raise ValueError("%s: the array is not C-contiguous (strides %s)" % (what, tuple(strides)))
             expect *= d
-    mod = type(obj).__module__.split(".")[0]
-    return _Buf(ptr or 0, n, kind, mod if mod in ("cupy", "numba") else "cai", obj)
+    return ptr or 0, n, kind, origin
 
 
-def _stream_ptr(stream, bufs):
-    """cudaStream_t (an int) for a stream object, a raw pointer, or None (see the module comment)."""
+def _buf_torch(obj, what):
+    if not obj.is_cuda:
+        raise TypeError("%s: a CPU tensor (tlmpi's enqueue entry points take CUDA tensors)" % what)
+    if not obj.is_contiguous():
+        raise ValueError("%s: the tensor is not contiguous (call .contiguous())" % what)
+    kind = _TORCH_KINDS.get(str(obj.dtype))
+    if kind is None:
+        raise TypeError("%s: torch dtype %s is not supported" % (what, obj.dtype))
+    return obj.data_ptr(), obj.numel(), kind, "torch"
+
+
+def _buf(obj, what, writable=False):
+    """(pointer, element count, kind, origin) of a device array; C-contiguous only."""
+    tp = type(obj)
+    r = _readers.get(tp)
+    if r is None:
+        r = _reader(tp, obj)
+    how = r[0]
+    if how == _CUPY:
+        # CuPy: what its __cuda_array_interface__ would say (data (ptr or 0 when empty, writable),
+        # typestr dtype.str, strides None when C-contiguous); anything not C-contiguous goes through the
+        # interface itself, so that its checks and messages apply
+        if obj.flags.c_contiguous:
+            dt = obj.dtype
+            kind = _cp_kinds.get(dt)
+            if kind is None:
+                kind = _ts_kind(dt.str)[0]
+                _cp_kinds[dt] = kind
+            n = obj.size
+            return (obj.data.ptr if n else 0), n, kind, "cupy"
+        return _buf_cai(obj, what, writable, "cupy")
+    if how == _TORCH:
+        return _buf_torch(obj, what)
+    return _buf_cai(obj, what, writable, r[1])
+
+
+def _buffer(obj, what, writable=False):
+    """Pointer, element count and kind of a device array (torch tensor API, else
+    __cuda_array_interface__); C-contiguous only."""
+    ptr, n, kind, origin = _buf(obj, what, writable)
+    return _Buf(ptr, n, kind, origin, obj)
+
+
+_cupy_current = None  # cupy.cuda.get_current_stream, once CuPy's default stream was asked for
+_torch_mod = None
+
+
+def _stream_of(stream, origin, obj):
+    """cudaStream_t (an int) for a stream object, a raw pointer, or None: the default stream of the
+    buffer obj (origin from _buf; see the module comment)."""
+    global _cupy_current, _torch_mod
     if stream is None:
-        b = bufs[0]
-        if b.origin == "torch":
-            import torch
-            return torch.cuda.current_stream(b.obj.device).cuda_stream
-        if b.origin == "cupy":
-            import cupy
-            return cupy.cuda.get_current_stream().ptr
-        s = b.obj.__cuda_array_interface__.get("stream")  # CAI v3: 1 legacy, 2 per-thread, else a handle
+        if origin == "cupy":
+            if _cupy_current is None:
+                import cupy
+                _cupy_current = cupy.cuda.get_current_stream
+            return _cupy_current().ptr
+        if origin == "torch":
+            if _torch_mod is None:
+                import torch
+                _torch_mod = torch
+            return _torch_mod.cuda.current_stream(obj.device).cuda_stream
+        s = obj.__cuda_array_interface__.get("stream")  # CAI v3: 1 legacy, 2 per-thread, else a handle
         return int(s) if s else 0
     if isinstance(stream, int):
         return stream
@@ -330,6 +415,13 @@ def _stream_ptr(stream, bufs):
     raise TypeError("tlmpi_enqueue: cannot take a CUDA stream from %r" % (stream,))
 
 
+def _stream_ptr(stream, bufs):
+    """cudaStream_t (an int) for a stream object, a raw pointer, or None (see the module comment)."""
+    if stream is None:
+        return _stream_of(None, bufs[0].origin, bufs[0].obj)
+    return _stream_of(stream, None, None)
+
+
 def _same_kind(s, r, call):
     if s is not None and s.kind != r.kind:
         raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (call, s.kind, r.kind))
@@ -337,6 +429,44 @@ def _same_kind(s, r, call):
 
 def _comm_size(comm):
     return (comm if comm is not None else _mpi().COMM_WORLD).Get_size()
+
+
+_world_f = None  # MPI_COMM_WORLD's Fortran handle
+_op_fs = {}      # None (MPI.SUM) and operation names ("sum", "MAX") -> the predefined operation's handle
+
+
+def _comm_fh(comm):
+    """_comm_f(comm) on the per-call path: COMM_WORLD's handle kept, any other communicator's read."""
+    global _world_f
+    if comm is None:
+        if _world_f is None:
+            _world_f = _mpi().COMM_WORLD.py2f()
+        return _world_f
+    return comm.py2f()
+
+
+def _op_fh(op):
+    """_op_f(op) on the per-call path: predefined operations named by None or a string kept, an Op
+    object's handle read."""
+    if op is None or type(op) is str:
+        f = _op_fs.get(op)
+        if f is None:
+            f = _op_fs[op] = _op_f(op)
+        return f
+    return op.py2f()
+
+
+def _dtype_fh(kind):
+    f = _dt_cache.get(kind)
+    return f if f is not None else mpi_datatype(kind)
+
+
+def _entries():
+    """(allreduce, allgather, reduce_scatter_block) ctypes entry points of the library."""
+    global _fns
+    lib = library()
+    _fns = (lib.tlmpi_allreduce_enqueue_f, lib.tlmpi_allgather_enqueue_f, lib.tlmpi_reduce_scatter_block_enqueue_f)
+    return _fns
 
 
 # --- the collectives -------------------------------------------------------------------------------
@@ -369,59 +499,75 @@ def prepare(comm=None, flags=0, sync_fallback=False, no_mixing=False):
     _check(library().tlmpi_enqueue_prepare_f(_comm_f(comm), f), "tlmpi_enqueue_prepare_f")
 
 
+_AR, _AG, _RSB = "tlmpi_allreduce_enqueue_f", "tlmpi_allgather_enqueue_f", "tlmpi_reduce_scatter_block_enqueue_f"
+
+
 def allreduce(sendbuf, recvbuf, op=None, comm=None, stream=None):
     """MPI_Allreduce of recvbuf's element count on `stream` (sendbuf None or recvbuf itself: in place)."""
-    call = "tlmpi_allreduce_enqueue_f"
-    r = _buffer(recvbuf, "recvbuf", writable=True)
-    s = None if sendbuf is None or sendbuf is recvbuf else _buffer(sendbuf, "sendbuf")
-    _same_kind(s, r, call)
-    if s is not None and s.n != r.n:
-        raise ValueError("%s: sendbuf has %d elements, recvbuf %d" % (call, s.n, r.n))
-    sp = _stream_ptr(stream, [r])
-    _check(library().tlmpi_allreduce_enqueue_f(s.ptr if s is not None else None, r.ptr, r.n, mpi_datatype(r.kind),
-                                               _op_f(op), _comm_f(comm), sp), call)
+    rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
+    if sendbuf is None or sendbuf is recvbuf:
+        sp = None
+    else:
+        sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
+        if sk != rk:
+            raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (_AR, sk, rk))
+        if sn != rn:
+            raise ValueError("%s: sendbuf has %d elements, recvbuf %d" % (_AR, sn, rn))
+    st = stream if type(stream) is int else _stream_of(stream, ro, recvbuf)
+    fn = (_fns or _entries())[0]
+    rc = fn(sp, rp, rn, _dtype_fh(rk), _op_fh(op), _comm_fh(comm), st)
+    if rc:
+        _check(rc, _AR)
 
 
 def allgather(sendbuf, recvbuf, comm=None, stream=None):
     """MPI_Allgather: every rank's sendbuf (n elements) into recvbuf (n * comm size); sendbuf None: in
     place (this rank's block already in recvbuf)."""
-    call = "tlmpi_allgather_enqueue_f"
-    r = _buffer(recvbuf, "recvbuf", writable=True)
-    s = None if sendbuf is None else _buffer(sendbuf, "sendbuf")
-    _same_kind(s, r, call)
+    rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
+    if sendbuf is not None:
+        sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
+        if sk != rk:
+            raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (_AG, sk, rk))
     size = _comm_size(comm)
-    if s is not None:
-        n = s.n
-        if r.n != n * size:
-            raise ValueError("%s: recvbuf has %d elements, need sendbuf's %d x %d ranks" % (call, r.n, n, size))
+    if sendbuf is not None:
+        n = sn
+        if rn != n * size:
+            raise ValueError("%s: recvbuf has %d elements, need sendbuf's %d x %d ranks" % (_AG, rn, n, size))
     else:
-        if r.n % size:
-            raise ValueError("%s: in place, recvbuf's %d elements do not split into %d ranks" % (call, r.n, size))
-        n = r.n // size
-    sp = _stream_ptr(stream, [r])
-    _check(library().tlmpi_allgather_enqueue_f(s.ptr if s is not None else None, r.ptr, n, mpi_datatype(r.kind),
-                                               _comm_f(comm), sp), call)
+        sp = None
+        if rn % size:
+            raise ValueError("%s: in place, recvbuf's %d elements do not split into %d ranks" % (_AG, rn, size))
+        n = rn // size
+    st = stream if type(stream) is int else _stream_of(stream, ro, recvbuf)
+    fn = (_fns or _entries())[1]
+    rc = fn(sp, rp, n, _dtype_fh(rk), _comm_fh(comm), st)
+    if rc:
+        _check(rc, _AG)
 
 
 def reduce_scatter_block(sendbuf, recvbuf, op=None, comm=None, stream=None):
     """MPI_Reduce_scatter_block: sendbuf (n * comm size elements) reduced, block `rank` into recvbuf
     (n); sendbuf None: in place (recvbuf holds the n * size input, the result lands in its first n)."""
-    call = "tlmpi_reduce_scatter_block_enqueue_f"
-    r = _buffer(recvbuf, "recvbuf", writable=True)
-    s = None if sendbuf is None else _buffer(sendbuf, "sendbuf")
-    _same_kind(s, r, call)
+    rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
+    if sendbuf is not None:
+        sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
+        if sk != rk:
+            raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (_RSB, sk, rk))
     size = _comm_size(comm)
-    if s is not None:
-        n = r.n
-        if s.n != n * size:
-            raise ValueError("%s: sendbuf has %d elements, need recvbuf's %d x %d ranks" % (call, s.n, n, size))
+    if sendbuf is not None:
+        n = rn
+        if sn != n * size:
+            raise ValueError("%s: sendbuf has %d elements, need recvbuf's %d x %d ranks" % (_RSB, sn, n, size))
     else:
-        if r.n % size:
-            raise ValueError("%s: in place, recvbuf's %d elements do not split into %d ranks" % (call, r.n, size))
-        n = r.n // size
-    sp = _stream_ptr(stream, [r])
-    _check(library().tlmpi_reduce_scatter_block_enqueue_f(s.ptr if s is not None else None, r.ptr, n,
-                                                          mpi_datatype(r.kind), _op_f(op), _comm_f(comm), sp), call)
+        sp = None
+        if rn % size:
+            raise ValueError("%s: in place, recvbuf's %d elements do not split into %d ranks" % (_RSB, rn, size))
+        n = rn // size
+    st = stream if type(stream) is int else _stream_of(stream, ro, recvbuf)
+    fn = (_fns or _entries())[2]
+    rc = fn(sp, rp, n, _dtype_fh(rk), _op_fh(op), _comm_fh(comm), st)
+    if rc:
+        _check(rc, _RSB)
 
 
 # --- statistics ------------------------------------------------------------------------------------

@@ -12,6 +12,14 @@ TESTS += tests/unit/env_doc.sh
 # tlmpi_enqueue.prepare()'s flags (python/tlmpi_enqueue.py) with the library stubbed: no MPI, no GPU
 EXTRA_DIST += tests/unit/python_flags.sh tests/unit/python_flags.py
 TESTS += tests/unit/python_flags.sh
+# the arguments tlmpi_enqueue's collectives hand to the library (mpi4py, CuPy and libtlmpi stubbed), and
+# that none is reused from an earlier call
+EXTRA_DIST += tests/unit/python_args.sh tests/unit/python_args.py
+TESTS += tests/unit/python_args.sh
+# the Spack recipe (packaging/spack) against a stub of Spack's directives and configure.ac's options
+EXTRA_DIST += tests/unit/spack_recipe.sh tests/unit/spack_recipe.py packaging/spack/repo.yaml \
+    packaging/spack/packages/tlmpi/package.py
+TESTS += tests/unit/spack_recipe.sh
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) -DTLMPI_FIXTURE_DIR='"$(abs_top_srcdir)/tests/fixtures"'
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 UNIT_LDADD = libtlmpi_core.la $(CHECK_LIBS)
