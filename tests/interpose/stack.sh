@@ -12,6 +12,7 @@
 #    and completes its own requests (the tool sees neither), no warning;
 #  - the tool first (not supported): the tool counts every call, tlmpi serves none of them, and rank 0
 #    prints one warning naming both libraries and the order that works.
+# Then a Fortran program (f_mpifh.f90) with tlmpi first: the tool counts its host calls.
 name=stack
 . "$top_srcdir/tests/interpose/common.sh"
 
@@ -105,4 +106,29 @@ run "LD_PRELOAD=libpmpi_counter:libtlmpi" tool "$work/preload_tool_first.log" \
     --env "LD_PRELOAD=$fake:$tool:$lib" "$work/stack_app"
 run "-ltlmpi -lpmpi_counter" tlmpi "$work/link_tlmpi_first.log" "$work/stack_app_tlmpi_first"
 run "-lpmpi_counter -ltlmpi" tool "$work/link_tool_first.log" "$work/stack_app_tool_first"
+
+# Fortran (f_mpifh.f90: 2 MPI_ALLREDUCE, 1 MPI_ALLGATHER, 1 MPI_REDUCE_SCATTER_BLOCK on host arrays)
+# with tlmpi first: its pass-through calls reach the tool's C MPI_* (MPICH's Fortran bindings call the
+# C names; under Open MPI tlmpi's Fortran entry points call its C ones)
+if [ -n "$TLMPI_TEST_MPIFC" ]; then
+    fflags=
+    printf 'program t\nend program t\n' >"$work/flag.f90"
+    if $TLMPI_TEST_MPIFC -fallow-argument-mismatch -o "$work/flag" "$work/flag.f90" >/dev/null 2>&1; then
+        fflags=-fallow-argument-mismatch
+    fi
+    $TLMPI_TEST_MPIFC $fflags -o "$work/f_mpifh" "$src/f_mpifh.f90" >"$work/f_mpifh.build.log" 2>&1 ||
+        { cat "$work/f_mpifh.build.log"; fail "cannot build f_mpifh"; }
+    flog=$work/fortran_tlmpi_first.log
+    launch --np 2 --env "LD_PRELOAD=$lib:$tool" "$work/f_mpifh" >"$flog" 2>&1 || { cat "$flog"; fail "f_mpifh failed"; }
+    [ "$(grep -c 'f_mpifh: OK' "$flog")" = 2 ] || { cat "$flog"; fail "f_mpifh: wrong results"; }
+    for rank in 0 1; do
+        saw=$(sed -n "s/^pmpi_counter: rank $rank: //p" "$flog")
+        echo "Fortran, LD_PRELOAD=libtlmpi:libpmpi_counter: rank $rank: the tool saw: $saw"
+        [ "$saw" = "allreduce 2 allgather 1 reduce_scatter_block 1 iallreduce 0 wait 0 test 0" ] ||
+            { cat "$flog"; fail "Fortran: rank $rank: the tool saw '$saw'"; }
+    done
+    echo "PASS: Fortran host calls pass through tlmpi to the tool ($TLMPI_TEST_MPI)"
+else
+    echo "note: no MPI Fortran compiler: the Fortran case is left out"
+fi
 echo "PASS: tlmpi and a PMPI tool stacked in both orders, by LD_PRELOAD and by link order ($TLMPI_TEST_MPI)"
