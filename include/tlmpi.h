@@ -69,12 +69,13 @@ typedef enum {
 
 /**
  * \brief The path a call took: a stable public label for the statistics, independent of tlmpi's
- * internal tier numbering (each tier names its label). PASSTHROUGH means the arguments went to
- * PMPI_* unchanged (host buffers, ineligible calls, TLMPI_ENABLE=0, device buffers on a CUDA-aware
- * MPI). Values are never renumbered; new tiers get new labels at the end.
+ * internal tier numbering (each tier names its label). PASSTHROUGH means the arguments went
+ * unchanged to the next MPI_* in the load order (a PMPI tool loaded after tlmpi, else the MPI's own)
+ * (host buffers, ineligible calls, TLMPI_ENABLE=0, device buffers on a CUDA-aware MPI). Values are
+ * never renumbered; new tiers get new labels at the end.
  */
 typedef enum {
-    TLMPI_PATH_PASSTHROUGH = 0, /**< arguments handed to PMPI_* unchanged */
+    TLMPI_PATH_PASSTHROUGH = 0, /**< arguments handed unchanged to the next MPI_* (a tool's, or the MPI's) */
     TLMPI_PATH_HOSTOP,          /**< host buffers, tlmpi's own op swapped in (f16/bf16) */
     TLMPI_PATH_STAGING,         /**< device data staged through pinned host memory + PMPI_* */
     TLMPI_PATH_NCCL,            /**< flat NCCL host collective */

@@ -384,11 +384,12 @@ tests_mpi_mpi_half_np4_LDFLAGS = -no-install
 # Shell tests: each builds its programs itself, the way a user would (plain mpicc, -ltlmpi,
 # mpif90 + -ltlmpi), so they need the compilers and flags configure found.
 INTERPOSE_TESTS = tests/mpi/verify_env.sh tests/interpose/preload.sh tests/interpose/linked.sh tests/interpose/fortran.sh \
-    tests/mpi/leak_churn.sh
+    tests/mpi/leak_churn.sh tests/interpose/stack.sh
 TESTS += $(INTERPOSE_TESTS)
 EXTRA_DIST += $(INTERPOSE_TESTS) tests/interpose/common.sh tests/interpose/plain_app.c \
     tests/interpose/linked_app.c tests/interpose/f_mpifh.f90 tests/interpose/f_usempi.f90 \
-    tests/interpose/f_f08.f90 tests/interpose/f_nbc.f90 tests/interpose/f_devalloc.c scripts/test.sh
+    tests/interpose/f_f08.f90 tests/interpose/f_nbc.f90 tests/interpose/f_devalloc.c scripts/test.sh \
+    tests/interpose/pmpi_counter.c tests/interpose/stack_app.c
 if MPI_IS_MPICH
 TLMPI_TEST_MPI = mpich
 else

@@ -5,15 +5,16 @@
  * shared body, whatever the form (the call's form and request travel in the call record):
  *
  *   cheap rank-uniform checks (enabled, collective enabled, half type, GPU present, count)
- *     -> pointer classification -> host buffers: PMPI_* unchanged (passthrough)
+ *     -> pointer classification -> host buffers: the next layer's MPI_* unchanged (passthrough:
+ *        tlmpi_next, core/next.h: a PMPI tool loaded after tlmpi, else the MPI)
  *     -> device buffers or half types: classify dtype/op, per-comm state, pure tier choice, run;
  *        a tier that cannot serve before communication starts falls to the next one; errors after
  *        work started go to the communicator's error handler. A non-blocking call is started on the
  *        same tier and returns a tlmpi request (req/request.h); a persistent one gets a tlmpi request
- *        whose tier and algorithm were chosen at init. Host buffers go to the MPI's own form.
+ *        whose tier and algorithm were chosen at init. Host buffers go to the next layer's own form.
  *
- * Only PMPI_* is called inside tlmpi. A device pointer never reaches PMPI_* unless the MPI says it
- * is CUDA-aware.
+ * Inside tlmpi only PMPI_* is called; the calls passed through go to tlmpi_next. A device pointer
+ * never reaches either unless the MPI says it is CUDA-aware.
  */
 #include "config.h"
 #include "global.h"
@@ -145,7 +146,7 @@ static int coll_slow(tlmpi_call_t *c)
         /* host buffers with a half type (tlmpi's op), or nothing is dereferenced */
         tlmpi_path_t path = !is_dev && c->own_op ? TLMPI_PATH_HOSTOP : TLMPI_PATH_PASSTHROUGH;
 
-        rc = tlmpi_call_pmpi_form(c, c->pmpi_op);
+        rc = tlmpi_call_form(path == TLMPI_PATH_PASSTHROUGH ? &tlmpi_next : &tlmpi_pmpi, c, c->pmpi_op);
         if (rc == MPI_SUCCESS) {
             stat_add_form(c, path, c->msg_bytes);
         }
@@ -166,8 +167,8 @@ static int coll_slow(tlmpi_call_t *c)
     }
     if (c->form != TLMPI_FORM_BLOCKING) {
         if (t == TLMPI_TIER_MPI) {
-            /* a CUDA-aware MPI: its own request */
-            rc = tlmpi_call_pmpi_form(c, c->op);
+            /* a CUDA-aware MPI: its own request (counted, and so passed, as a pass-through call) */
+            rc = tlmpi_call_form(&tlmpi_next, c, c->op);
             if (rc == MPI_SUCCESS) {
                 stat_add_form(c, TLMPI_PATH_PASSTHROUGH, c->msg_bytes);
             }
@@ -222,7 +223,7 @@ static inline int coll_entry(tlmpi_call_t *c)
         return coll_slow(c);
     }
 passthrough:
-    rc = tlmpi_call_pmpi_form(c, c->op);
+    rc = tlmpi_call_form(&tlmpi_next, c, c->op);
     if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
         stat_add_form(c, TLMPI_PATH_PASSTHROUGH, call_bytes(c->count, c->dtype));
     }
@@ -230,7 +231,7 @@ passthrough:
 }
 
 /* The host fast path, decided inline before a tlmpi_call_t is built: 1 when coll_entry would
- * certainly hand the call to PMPI_* unchanged: tlmpi off or this collective not taken over; or not a
+ * certainly pass the call through unchanged: tlmpi off or this collective not taken over; or not a
  * half-type reduction and either no GPU in the process or both buffers (the receive buffer alone
  * in place) in the brk heap (tlmpi_mem_host_brk2: no call) or in confirmed host mappings
  * (tlmpi_mem_host_fast2: no CUDA query, no call); never 1 for device memory. 0 sends the call through coll_entry, which makes the full decision (lazy init,
@@ -259,7 +260,7 @@ static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t c
 }
 
 /* The entry points' inline pass-through test (their first statement; everything else, including
- * fast_passthrough, is out of line): 1 when coll_entry would certainly hand the call to PMPI_*
+ * fast_passthrough, is out of line): 1 when coll_entry would certainly pass the call through
  * unchanged and the datatype is the thread's fast datatype (size_cache.fast_dt: not a half type,
  * size known): tlmpi off or this collective not taken over; no GPU; or both buffers (the receive
  * buffer alone in place) in the newest confirmed host mapping (tlmpi_mem_host_fast2_first: no call,
@@ -284,7 +285,7 @@ static inline __attribute__((always_inline)) int fast_host(tlmpi_coll_t coll, MP
     return TLMPI_UNLIKELY(!tlmpi_g.enabled) || !(tlmpi_g.coll_mask & (1u << coll));
 }
 
-/* Bytes of a fast_host call (before its PMPI_* call: only this value lives across it) */
+/* Bytes of a fast_host call (before its pass-through call: only this value lives across it) */
 static inline __attribute__((always_inline)) uint64_t fast_bytes(MPI_Count count)
 {
     return (uint64_t)count * (uint64_t)size_cache.fast_sz;
@@ -300,19 +301,19 @@ static inline __attribute__((always_inline)) int fast_counted(int rc, tlmpi_coll
     return rc;
 }
 
-/* The entry points' fast path: blocking forms (the PMPI_* call returns through tlmpi, which counts
- * it on success), non-blocking and persistent forms (counted when made, then the PMPI_* call is a
- * tail call). sbuf and rbuf are the entry point's parameters; a miss goes to the entry's _full
+/* The entry points' fast path: blocking forms (the next layer's call returns through tlmpi, which
+ * counts it on success), non-blocking and persistent forms (counted when made, then the next layer's
+ * call is a tail call). sbuf and rbuf are the entry point's parameters; a miss goes to the entry's _full
  * function. */
-#define FAST_BLOCKING(coll, dt, count, pmpi_call)                                                  \
+#define FAST_BLOCKING(coll, dt, count, next_call)                                                  \
     if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \
         uint64_t fast_bytes_ = fast_bytes(count);                                                 \
-        return fast_counted(pmpi_call, coll, fast_bytes_);                                        \
+        return fast_counted(next_call, coll, fast_bytes_);                                        \
     }
-#define FAST_FORM(coll, dt, count, form, pmpi_call)                                                \
+#define FAST_FORM(coll, dt, count, form, next_call)                                                \
     if (TLMPI_LIKELY(fast_host(coll, dt, sbuf, rbuf))) {                                          \
         tlmpi_stat_form_add(coll, TLMPI_PATH_PASSTHROUGH, form, fast_bytes(count));               \
-        return pmpi_call;                                                                         \
+        return next_call;                                                                         \
     }
 
 /* Count a fast-path call: same counters and bytes as coll_entry's passthrough. */
@@ -326,8 +327,8 @@ static inline __attribute__((always_inline)) int fast_done(int rc, tlmpi_coll_t 
 }
 
 /* A fast-path call of the non-blocking or persistent form, counted under its form when it is made
- * (before the PMPI_* call, which the entry point then tail-calls: its request argument travels on the
- * stack, and a call that returned through tlmpi would cost more than the blocking forms' path). */
+ * (before the next layer's call, which the entry point then tail-calls: its request argument travels
+ * on the stack, and a call that returned through tlmpi would cost more than the blocking forms' path). */
 static inline __attribute__((always_inline)) void fast_count_form(tlmpi_coll_t coll, MPI_Count count,
                                                                   MPI_Datatype dt, tlmpi_form_t form)
 {
@@ -377,7 +378,7 @@ static __attribute__((noinline)) int allreduce_full(const void *sbuf, void *rbuf
                                MPI_Op op, MPI_Comm comm)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
-        return fast_done(PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
+        return fast_done(tlmpi_next.allreduce(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
                          count, dtype);
     }
     return coll_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count);
@@ -385,7 +386,7 @@ static __attribute__((noinline)) int allreduce_full(const void *sbuf, void *rbuf
 TLMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype,
                                MPI_Op op, MPI_Comm comm)
 {
-    FAST_BLOCKING(TLMPI_COLL_ALLREDUCE, dtype, count, PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm))
+    FAST_BLOCKING(TLMPI_COLL_ALLREDUCE, dtype, count, tlmpi_next.allreduce(sbuf, rbuf, count, dtype, op, comm))
     return allreduce_full(sbuf, rbuf, count, dtype, op, comm);
 }
 
@@ -393,7 +394,7 @@ static __attribute__((noinline)) int reduce_scatter_block_full(const void *sbuf,
                                           MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
-        return fast_done(PMPI_Reduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm),
+        return fast_done(tlmpi_next.reduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm),
                          TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype);
     }
     return coll_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0,
@@ -402,7 +403,7 @@ static __attribute__((noinline)) int reduce_scatter_block_full(const void *sbuf,
 TLMPI_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int recvcount,
                                           MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
-    FAST_BLOCKING(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, PMPI_Reduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm))
+    FAST_BLOCKING(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, tlmpi_next.reduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm))
     return reduce_scatter_block_full(sbuf, rbuf, recvcount, dtype, op, comm);
 }
 
@@ -414,7 +415,7 @@ static __attribute__((noinline)) int allgather_full(const void *sbuf, int scount
     int in_place = sbuf == MPI_IN_PLACE;
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
-        return fast_done(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
+        return fast_done(tlmpi_next.allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
                          in_place ? rcount : scount, in_place ? rtype : stype);
     }
     return coll_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
@@ -425,7 +426,7 @@ TLMPI_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype,
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    FAST_BLOCKING(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm))
+    FAST_BLOCKING(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, tlmpi_next.allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm))
     return allgather_full(sbuf, scount, stype, rbuf, rcount, rtype, comm);
 }
 
@@ -434,7 +435,7 @@ static __attribute__((noinline)) int allreduce_c_full(const void *sbuf, void *rb
                                  MPI_Op op, MPI_Comm comm)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
-        return fast_done(PMPI_Allreduce_c(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
+        return fast_done(tlmpi_next.allreduce_c(sbuf, rbuf, count, dtype, op, comm), TLMPI_COLL_ALLREDUCE,
                          count, dtype);
     }
     return coll_enter(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count);
@@ -442,7 +443,7 @@ static __attribute__((noinline)) int allreduce_c_full(const void *sbuf, void *rb
 TLMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
                                  MPI_Op op, MPI_Comm comm)
 {
-    FAST_BLOCKING(TLMPI_COLL_ALLREDUCE, dtype, count, PMPI_Allreduce_c(sbuf, rbuf, count, dtype, op, comm))
+    FAST_BLOCKING(TLMPI_COLL_ALLREDUCE, dtype, count, tlmpi_next.allreduce_c(sbuf, rbuf, count, dtype, op, comm))
     return allreduce_c_full(sbuf, rbuf, count, dtype, op, comm);
 }
 #endif
@@ -452,7 +453,7 @@ static __attribute__((noinline)) int reduce_scatter_block_c_full(const void *sbu
                                             MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
-        return fast_done(PMPI_Reduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm),
+        return fast_done(tlmpi_next.reduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm),
                          TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype);
     }
     return coll_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1,
@@ -461,7 +462,7 @@ static __attribute__((noinline)) int reduce_scatter_block_c_full(const void *sbu
 TLMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount,
                                             MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
 {
-    FAST_BLOCKING(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, PMPI_Reduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm))
+    FAST_BLOCKING(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, tlmpi_next.reduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm))
     return reduce_scatter_block_c_full(sbuf, rbuf, recvcount, dtype, op, comm);
 }
 #endif
@@ -473,7 +474,7 @@ static __attribute__((noinline)) int allgather_c_full(const void *sbuf, MPI_Coun
     int in_place = sbuf == MPI_IN_PLACE;
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
-        return fast_done(PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
+        return fast_done(tlmpi_next.allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm), TLMPI_COLL_ALLGATHER,
                          in_place ? rcount : scount, in_place ? rtype : stype);
     }
     return coll_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
@@ -484,7 +485,7 @@ TLMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatyp
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    FAST_BLOCKING(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm))
+    FAST_BLOCKING(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, tlmpi_next.allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm))
     return allgather_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm);
 }
 #endif
@@ -496,14 +497,14 @@ static __attribute__((noinline)) int iallreduce_full(const void *sbuf, void *rbu
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
-        return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, req);
+        return tlmpi_next.iallreduce(sbuf, rbuf, count, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
 TLMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_NONBLOCKING, PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, req))
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_NONBLOCKING, tlmpi_next.iallreduce(sbuf, rbuf, count, dtype, op, comm, req))
     return iallreduce_full(sbuf, rbuf, count, dtype, op, comm, req);
 }
 static __attribute__((noinline)) int ireduce_scatter_block_full(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
@@ -511,14 +512,14 @@ static __attribute__((noinline)) int ireduce_scatter_block_full(const void *sbuf
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
-        return PMPI_Ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req);
+        return tlmpi_next.ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
 TLMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_NONBLOCKING, PMPI_Ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req))
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_NONBLOCKING, tlmpi_next.ireduce_scatter_block(sbuf, rbuf, recvcount, dtype, op, comm, req))
     return ireduce_scatter_block_full(sbuf, rbuf, recvcount, dtype, op, comm, req);
 }
 static __attribute__((noinline)) int iallgather_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
@@ -528,7 +529,7 @@ static __attribute__((noinline)) int iallgather_full(const void *sbuf, int scoun
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
-        return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+        return tlmpi_next.iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
@@ -538,7 +539,7 @@ TLMPI_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_NONBLOCKING, PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_NONBLOCKING, tlmpi_next.iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
     return iallgather_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
 }
 #ifdef HAVE_PMPI_IALLREDUCE_C
@@ -547,14 +548,14 @@ static __attribute__((noinline)) int iallreduce_c_full(const void *sbuf, void *r
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_NONBLOCKING);
-        return PMPI_Iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req);
+        return tlmpi_next.iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
 TLMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_NONBLOCKING, PMPI_Iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req))
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_NONBLOCKING, tlmpi_next.iallreduce_c(sbuf, rbuf, count, dtype, op, comm, req))
     return iallreduce_c_full(sbuf, rbuf, count, dtype, op, comm, req);
 }
 #endif
@@ -564,14 +565,14 @@ static __attribute__((noinline)) int ireduce_scatter_block_c_full(const void *sb
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_NONBLOCKING);
-        return PMPI_Ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req);
+        return tlmpi_next.ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
 }
 TLMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_NONBLOCKING, PMPI_Ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req))
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_NONBLOCKING, tlmpi_next.ireduce_scatter_block_c(sbuf, rbuf, recvcount, dtype, op, comm, req))
     return ireduce_scatter_block_c_full(sbuf, rbuf, recvcount, dtype, op, comm, req);
 }
 #endif
@@ -583,7 +584,7 @@ static __attribute__((noinline)) int iallgather_c_full(const void *sbuf, MPI_Cou
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_NONBLOCKING);
-        return PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+        return tlmpi_next.iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
@@ -593,7 +594,7 @@ TLMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Dataty
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_NONBLOCKING, PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_NONBLOCKING, tlmpi_next.iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
     return iallgather_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
 }
 #endif
@@ -603,14 +604,14 @@ static __attribute__((noinline)) int allreduce_init_full(const void *sbuf, void 
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
-        return PMPI_Allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req);
+        return tlmpi_next.allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
 }
 TLMPI_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_PERSISTENT, PMPI_Allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req))
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_PERSISTENT, tlmpi_next.allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, req))
     return allreduce_init_full(sbuf, rbuf, count, dtype, op, comm, info, req);
 }
 #endif
@@ -620,14 +621,14 @@ static __attribute__((noinline)) int reduce_scatter_block_init_full(const void *
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
-        return PMPI_Reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
+        return tlmpi_next.reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 0, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
 }
 TLMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_PERSISTENT, PMPI_Reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req))
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_PERSISTENT, tlmpi_next.reduce_scatter_block_init(sbuf, rbuf, recvcount, dtype, op, comm, info, req))
     return reduce_scatter_block_init_full(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
 }
 #endif
@@ -639,7 +640,7 @@ static __attribute__((noinline)) int allgather_init_full(const void *sbuf, int s
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
-        return PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+        return tlmpi_next.allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 0, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);
@@ -649,7 +650,7 @@ TLMPI_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype s
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_PERSISTENT, PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_PERSISTENT, tlmpi_next.allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
     return allgather_init_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
 }
 #endif
@@ -659,14 +660,14 @@ static __attribute__((noinline)) int allreduce_init_c_full(const void *sbuf, voi
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLREDUCE, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLREDUCE, count, dtype, TLMPI_FORM_PERSISTENT);
-        return PMPI_Allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req);
+        return tlmpi_next.allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, TLMPI_FORM_PERSISTENT, info, req);
 }
 TLMPI_EXPORT int MPI_Allreduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_PERSISTENT, PMPI_Allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req))
+    FAST_FORM(TLMPI_COLL_ALLREDUCE, dtype, count, TLMPI_FORM_PERSISTENT, tlmpi_next.allreduce_init_c(sbuf, rbuf, count, dtype, op, comm, info, req))
     return allreduce_init_c_full(sbuf, rbuf, count, dtype, op, comm, info, req);
 }
 #endif
@@ -676,14 +677,14 @@ static __attribute__((noinline)) int reduce_scatter_block_init_c_full(const void
 {
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, recvcount, dtype, TLMPI_FORM_PERSISTENT);
-        return PMPI_Reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
+        return tlmpi_next.reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, recvcount, dtype, op, comm, 1, dtype, recvcount, TLMPI_FORM_PERSISTENT, info, req);
 }
 TLMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, MPI_Count recvcount, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info,
         MPI_Request *req)
 {
-    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_PERSISTENT, PMPI_Reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req))
+    FAST_FORM(TLMPI_COLL_REDUCE_SCATTER_BLOCK, dtype, recvcount, TLMPI_FORM_PERSISTENT, tlmpi_next.reduce_scatter_block_init_c(sbuf, rbuf, recvcount, dtype, op, comm, info, req))
     return reduce_scatter_block_init_c_full(sbuf, rbuf, recvcount, dtype, op, comm, info, req);
 }
 #endif
@@ -695,7 +696,7 @@ static __attribute__((noinline)) int allgather_init_c_full(const void *sbuf, MPI
 
     if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHER, rtype, sbuf, rbuf))) {
         fast_count_form(TLMPI_COLL_ALLGATHER, in_place ? rcount : scount, in_place ? rtype : stype, TLMPI_FORM_PERSISTENT);
-        return PMPI_Allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+        return tlmpi_next.allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     }
     return coll_enter_form(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                            MPI_OP_NULL, comm, 1, rtype, rcount, TLMPI_FORM_PERSISTENT, info, req);
@@ -705,7 +706,7 @@ TLMPI_EXPORT int MPI_Allgather_init_c(const void *sbuf, MPI_Count scount, MPI_Da
 {
     int in_place = sbuf == MPI_IN_PLACE;
 
-    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_PERSISTENT, PMPI_Allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
+    FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_PERSISTENT, tlmpi_next.allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
     return allgather_init_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
 }
 #endif

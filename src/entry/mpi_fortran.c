@@ -21,8 +21,9 @@
  * Each entry point converts the Fortran handles (PMPI_*_f2c), maps the Fortran address sentinels
  * (MPI_IN_PLACE, MPI_BOTTOM, MPI_STATUS(ES)_IGNORE: their addresses are Fortran common blocks) to the
  * C constants, calls tlmpi's public C entry point (MPI_Allreduce, MPI_Wait, ...: the lookup finds the
- * one in this library, so tlmpi's logic runs, host-buffer calls go through its fast path to PMPI_*
- * unchanged) and converts the results back (handles, statuses, 1-based indices, the error code).
+ * one in this library, so tlmpi's logic runs, host-buffer calls go through its fast path unchanged to
+ * the next C MPI_* in the load order: a PMPI tool loaded after tlmpi sees them as C calls, core/next.h)
+ * and converts the results back (handles, statuses, 1-based indices, the error code).
  *
  * Not here: Fortran PMPI_* (pmpi_allreduce_, ...: a profiling layer's calls into the MPI must stay
  * there) and Open MPI's internal ompi_*_f (the mpi_f08 wrappers' callee, also reached from its

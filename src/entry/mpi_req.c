@@ -6,17 +6,20 @@
  *
  * Fast path: while the process holds no tlmpi request (tlmpi_req_live == 0, the common case of every
  * program that never starts a non-blocking collective on device buffers), each entry is one relaxed
- * load, one branch and a tail call of PMPI_* (bench/callgrind.sh counts it). Otherwise the array is
- * scanned for tlmpi handles (request.c).
+ * load, one branch and a tail call of the next layer's MPI_* (tlmpi_next, core/next.h: a PMPI tool
+ * loaded after tlmpi, else the MPI; bench/callgrind.sh counts it). Otherwise the array is scanned for
+ * tlmpi handles (request.c): a call that holds none goes to the next layer as well, one that holds
+ * some is tlmpi's (it completes them, the MPI's entries through PMPI_*).
  */
 #include "config.h"
 #include "global.h"
+#include "next.h"
 #include "request.h"
 
 TLMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Wait(request, status);
+        return tlmpi_next.wait(request, status);
     }
     return tlmpi_req_wait(request, status);
 }
@@ -24,7 +27,7 @@ TLMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 TLMPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Test(request, flag, status);
+        return tlmpi_next.test(request, flag, status);
     }
     return tlmpi_req_test(request, flag, status);
 }
@@ -32,7 +35,7 @@ TLMPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 TLMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Waitall(count, requests, statuses);
+        return tlmpi_next.waitall(count, requests, statuses);
     }
     return tlmpi_req_waitall(count, requests, statuses);
 }
@@ -40,7 +43,7 @@ TLMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statu
 TLMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Testall(count, requests, flag, statuses);
+        return tlmpi_next.testall(count, requests, flag, statuses);
     }
     return tlmpi_req_testall(count, requests, flag, statuses);
 }
@@ -48,7 +51,7 @@ TLMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_S
 TLMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Waitany(count, requests, index, status);
+        return tlmpi_next.waitany(count, requests, index, status);
     }
     return tlmpi_req_waitany(count, requests, index, status);
 }
@@ -56,7 +59,7 @@ TLMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_
 TLMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Testany(count, requests, index, flag, status);
+        return tlmpi_next.testany(count, requests, index, flag, status);
     }
     return tlmpi_req_testany(count, requests, index, flag, status);
 }
@@ -65,7 +68,7 @@ TLMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount
                               MPI_Status statuses[])
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+        return tlmpi_next.waitsome(incount, requests, outcount, indices, statuses);
     }
     return tlmpi_req_waitsome(incount, requests, outcount, indices, statuses);
 }
@@ -74,7 +77,7 @@ TLMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount
                               MPI_Status statuses[])
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+        return tlmpi_next.testsome(incount, requests, outcount, indices, statuses);
     }
     return tlmpi_req_testsome(incount, requests, outcount, indices, statuses);
 }
@@ -82,7 +85,7 @@ TLMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount
 TLMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Request_get_status(request, flag, status);
+        return tlmpi_next.request_get_status(request, flag, status);
     }
     return tlmpi_req_get_status(request, flag, status);
 }
@@ -90,7 +93,7 @@ TLMPI_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Stat
 TLMPI_EXPORT int MPI_Request_free(MPI_Request *request)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Request_free(request);
+        return tlmpi_next.request_free(request);
     }
     return tlmpi_req_free(request);
 }
@@ -98,7 +101,7 @@ TLMPI_EXPORT int MPI_Request_free(MPI_Request *request)
 TLMPI_EXPORT int MPI_Cancel(MPI_Request *request)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Cancel(request);
+        return tlmpi_next.cancel(request);
     }
     return tlmpi_req_cancel(request);
 }
@@ -106,7 +109,7 @@ TLMPI_EXPORT int MPI_Cancel(MPI_Request *request)
 TLMPI_EXPORT int MPI_Start(MPI_Request *request)
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Start(request);
+        return tlmpi_next.start(request);
     }
     return tlmpi_req_start(request);
 }
@@ -114,7 +117,7 @@ TLMPI_EXPORT int MPI_Start(MPI_Request *request)
 TLMPI_EXPORT int MPI_Startall(int count, MPI_Request requests[])
 {
     if (TLMPI_LIKELY(!tlmpi_req_any())) {
-        return PMPI_Startall(count, requests);
+        return tlmpi_next.startall(count, requests);
     }
     return tlmpi_req_startall(count, requests);
 }

@@ -9,7 +9,8 @@
  * and statuses (empty statuses: MPI_ANY_SOURCE, MPI_ANY_TAG, 0 elements, not cancelled; in the
  * multi-completion calls MPI_ERROR as well). A Wait-family call whose tlmpi entries are not done
  * polls them and the MPI's entries (PMPI_Test*) in turn until it can return, each tlmpi entry bounded
- * by TLMPI_TIMEOUT.
+ * by TLMPI_TIMEOUT. A call that holds no tlmpi handle is passed through unchanged to the next layer's
+ * MPI_* (tlmpi_next, core/next.h); one that holds some is tlmpi's, and its PMPI_* calls are its own.
  */
 #include "config.h"
 #include "request.h"
@@ -17,6 +18,7 @@
 #include "env.h"
 #include "global.h"
 #include "log.h"
+#include "next.h"
 #include "stats.h"
 #include "stream.h"
 
@@ -679,7 +681,7 @@ int tlmpi_req_wait(MPI_Request *h, MPI_Status *st)
 
     detached_progress_comm(NULL);
     if (!r) {
-        return PMPI_Wait(h, st);
+        return tlmpi_next.wait(h, st);
     }
     req_wait_done(r);
     return req_report(r, h, st, 0);
@@ -691,7 +693,7 @@ int tlmpi_req_test(MPI_Request *h, int *flag, MPI_Status *st)
 
     detached_progress_comm(NULL);
     if (!r) {
-        return PMPI_Test(h, flag, st);
+        return tlmpi_next.test(h, flag, st);
     }
     if (!req_poll(r)) {
         *flag = 0;
@@ -706,7 +708,7 @@ int tlmpi_req_get_status(MPI_Request h, int *flag, MPI_Status *st)
     tlmpi_req_t *r = req_lookup(h);
 
     if (!r) {
-        return PMPI_Request_get_status(h, flag, st);
+        return tlmpi_next.request_get_status(h, flag, st);
     }
     *flag = req_poll(r);
     if (*flag) {
@@ -744,7 +746,7 @@ int tlmpi_req_waitall(int n, MPI_Request *rs, MPI_Status *sts)
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        return PMPI_Waitall(n, rs, sts);
+        return tlmpi_next.waitall(n, rs, sts);
     }
     for (i = 0; i < n; i++) {
         if (a.r[i]) {
@@ -770,7 +772,7 @@ int tlmpi_req_testall(int n, MPI_Request *rs, int *flag, MPI_Status *sts)
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        return PMPI_Testall(n, rs, flag, sts);
+        return tlmpi_next.testall(n, rs, flag, sts);
     }
     for (i = 0; i < n; i++) {
         if (a.r[i] && !req_poll(a.r[i])) {
@@ -833,7 +835,7 @@ int tlmpi_req_testany(int n, MPI_Request *rs, int *idx, int *flag, MPI_Status *s
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        return PMPI_Testany(n, rs, idx, flag, st);
+        return tlmpi_next.testany(n, rs, idx, flag, st);
     }
     rc = any_round(n, rs, &a, idx, flag, st, &active);
     arr_done(&a);
@@ -848,7 +850,7 @@ int tlmpi_req_waitany(int n, MPI_Request *rs, int *idx, MPI_Status *st)
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        return PMPI_Waitany(n, rs, idx, st);
+        return tlmpi_next.waitany(n, rs, idx, st);
     }
     for (;;) {
         rc = any_round(n, rs, &a, idx, &flag, st, &active);
@@ -877,7 +879,7 @@ static int some(int n, MPI_Request *rs, int *outc, int *idx, MPI_Status *sts, in
 
     detached_progress_comm(NULL);
     if (arr_scan(&a, n, rs) <= 0) {
-        return wait ? PMPI_Waitsome(n, rs, outc, idx, sts) : PMPI_Testsome(n, rs, outc, idx, sts);
+        return wait ? tlmpi_next.waitsome(n, rs, outc, idx, sts) : tlmpi_next.testsome(n, rs, outc, idx, sts);
     }
     for (;;) {
         active = ready = err = 0;
@@ -941,7 +943,7 @@ int tlmpi_req_free(MPI_Request *h)
     tlmpi_req_t *r = req_lookup(*h);
 
     if (!r) {
-        return PMPI_Request_free(h);
+        return tlmpi_next.request_free(h);
     }
     *h = MPI_REQUEST_NULL;
     if (!r->active || req_poll(r)) {
@@ -961,7 +963,7 @@ int tlmpi_req_cancel(MPI_Request *h)
     tlmpi_req_t *r = req_lookup(*h);
 
     if (!r) {
-        return PMPI_Cancel(h);
+        return tlmpi_next.cancel(h);
     }
     /* the standard: cancelling a request of a collective is erroneous */
     tlmpi_error(COLL, "MPI_Cancel on %s: collective requests cannot be cancelled", req_what(r));
@@ -985,7 +987,7 @@ int tlmpi_req_start(MPI_Request *h)
 {
     tlmpi_req_t *r = req_lookup(*h);
 
-    return r ? start_one(r) : PMPI_Start(h);
+    return r ? start_one(r) : tlmpi_next.start(h);
 }
 
 int tlmpi_req_startall(int n, MPI_Request *rs)
@@ -994,7 +996,7 @@ int tlmpi_req_startall(int n, MPI_Request *rs)
     int i, rc = MPI_SUCCESS;
 
     if (arr_scan(&a, n, rs) <= 0) {
-        return PMPI_Startall(n, rs);
+        return tlmpi_next.startall(n, rs);
     }
     for (i = 0; i < n && rc == MPI_SUCCESS; i++) {
         rc = a.r[i] ? start_one(a.r[i]) : PMPI_Start(&rs[i]);

@@ -1,6 +1,6 @@
 /*
- * call: classification and layout of one intercepted call (see call.h), and the PMPI_* call with
- * the original arguments.
+ * call: classification and layout of one intercepted call (see call.h), and the call with the
+ * original arguments to the MPI (PMPI_*) or to the next layer (core/next.h).
  */
 #include "config.h"
 #include "call.h"
@@ -65,112 +65,124 @@ void tlmpi_call_layout(tlmpi_call_t *c, int rank, int size)
     }
 }
 
-int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op)
+/* The blocking call with the original arguments, through m (the MPI's PMPI_* or the next layer). */
+static int call_blocking(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op)
 {
     switch (c->coll) {
     case TLMPI_COLL_ALLGATHER:
 #ifdef HAVE_PMPI_ALLGATHER_C
         if (c->large) {
-            return PMPI_Allgather_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm);
+            return m->allgather_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm);
         }
 #endif
-        return PMPI_Allgather(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm);
+        return m->allgather(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm);
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
 #ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_C
         if (c->large) {
-            return PMPI_Reduce_scatter_block_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm);
+            return m->reduce_scatter_block_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm);
         }
 #endif
-        return PMPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm);
+        return m->reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm);
     default:
 #ifdef HAVE_PMPI_ALLREDUCE_C
         if (c->large) {
-            return PMPI_Allreduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm);
+            return m->allreduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm);
         }
 #endif
-        return PMPI_Allreduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm);
+        return m->allreduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm);
     }
 }
 
-int tlmpi_call_ipmpi(const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
+/* The non-blocking call with the original arguments, through m. */
+static int call_nonblocking(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
 {
     switch (c->coll) {
     case TLMPI_COLL_ALLGATHER:
 #ifdef HAVE_PMPI_IALLGATHER_C
         if (c->large) {
-            return PMPI_Iallgather_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, req);
+            return m->iallgather_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, req);
         }
 #endif
-        return PMPI_Iallgather(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm, req);
+        return m->iallgather(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm, req);
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
 #ifdef HAVE_PMPI_IREDUCE_SCATTER_BLOCK_C
         if (c->large) {
-            return PMPI_Ireduce_scatter_block_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, req);
+            return m->ireduce_scatter_block_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, req);
         }
 #endif
-        return PMPI_Ireduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, req);
+        return m->ireduce_scatter_block(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, req);
     default:
 #ifdef HAVE_PMPI_IALLREDUCE_C
         if (c->large) {
-            return PMPI_Iallreduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, req);
+            return m->iallreduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, req);
         }
 #endif
-        return PMPI_Iallreduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, req);
+        return m->iallreduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, req);
     }
 }
 
-/* The persistent PMPI_*_init call with the original arguments (MPI-4 MPIs). */
-static int call_pmpi_init(const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
+/* The persistent *_init call with the original arguments, through m (MPI-4 MPIs). */
+static int call_init(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
 {
     switch (c->coll) {
     case TLMPI_COLL_ALLGATHER:
 #ifdef HAVE_PMPI_ALLGATHER_INIT_C
         if (c->large) {
-            return PMPI_Allgather_init_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, c->info,
-                                         req);
+            return m->allgather_init_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, c->info,
+                                       req);
         }
 #endif
 #ifdef HAVE_PMPI_ALLGATHER_INIT
-        return PMPI_Allgather_init(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm,
-                                   c->info, req);
+        return m->allgather_init(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm,
+                                 c->info, req);
 #else
         break;
 #endif
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
 #ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT_C
         if (c->large) {
-            return PMPI_Reduce_scatter_block_init_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, c->info, req);
+            return m->reduce_scatter_block_init_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, c->info, req);
         }
 #endif
 #ifdef HAVE_PMPI_REDUCE_SCATTER_BLOCK_INIT
-        return PMPI_Reduce_scatter_block_init(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, c->info, req);
+        return m->reduce_scatter_block_init(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, c->info, req);
 #else
         break;
 #endif
     default:
 #ifdef HAVE_PMPI_ALLREDUCE_INIT_C
         if (c->large) {
-            return PMPI_Allreduce_init_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, c->info, req);
+            return m->allreduce_init_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->comm, c->info, req);
         }
 #endif
 #ifdef HAVE_PMPI_ALLREDUCE_INIT
-        return PMPI_Allreduce_init(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, c->info, req);
+        return m->allreduce_init(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->comm, c->info, req);
 #else
         break;
 #endif
     }
-    (void)op, (void)req;
+    (void)m, (void)op, (void)req;
     return MPI_ERR_INTERN; /* not reached: the entry points exist only where the MPI has them */
 }
 
-int tlmpi_call_pmpi_form(const tlmpi_call_t *c, MPI_Op op)
+int tlmpi_call_form(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op)
 {
     switch (c->form) {
     case TLMPI_FORM_NONBLOCKING:
-        return tlmpi_call_ipmpi(c, op, c->ureq);
+        return call_nonblocking(m, c, op, c->ureq);
     case TLMPI_FORM_PERSISTENT:
-        return call_pmpi_init(c, op, c->ureq);
+        return call_init(m, c, op, c->ureq);
     default:
-        return tlmpi_call_pmpi(c, op);
+        return call_blocking(m, c, op);
     }
+}
+
+int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op)
+{
+    return call_blocking(&tlmpi_pmpi, c, op);
+}
+
+int tlmpi_call_ipmpi(const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
+{
+    return call_nonblocking(&tlmpi_pmpi, c, op, req);
 }

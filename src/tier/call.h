@@ -14,6 +14,7 @@
 
 #include "classify.h"
 #include "dtype.h"
+#include "next.h"
 #include "tlmpi.h"
 #include <mpi.h>
 #include <stddef.h>
@@ -74,7 +75,9 @@ static inline int tlmpi_call_all_device(const tlmpi_call_t *c)
 int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op);
 /* The non-blocking PMPI_I* call with the original arguments (op as above). */
 int tlmpi_call_ipmpi(const tlmpi_call_t *c, MPI_Op op, MPI_Request *req);
-/* The call of c's form with the original arguments: blocking, PMPI_I* or PMPI_*_init (c->ureq). */
-int tlmpi_call_pmpi_form(const tlmpi_call_t *c, MPI_Op op);
+/* The call of c's form with the original arguments (blocking, I* or *_init with c->ureq) and the
+ * given op, through m: tlmpi_pmpi (the MPI's PMPI_*: calls tlmpi serves) or tlmpi_next (the next
+ * layer's MPI_*: the calls it passes through). */
+int tlmpi_call_form(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op);
 
 #endif
