@@ -239,6 +239,13 @@ tests_mpi_mpi_pool_grow_np3_SOURCES = tests/mpi/mpi_pool_grow.c tests/harness.h
 tests_mpi_mpi_pool_grow_np3_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_pool_grow_np3_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_pool_grow_np3_LDFLAGS = -no-install
+# odd and bad input on device buffers against the MPI on host buffers: the same error class in every
+# form or the same result, no TLMPI ERROR line (tests/mpi/bad_input.sh: 2 ranks)
+check_PROGRAMS += tests/mpi/mpi_bad_input
+tests_mpi_mpi_bad_input_SOURCES = tests/mpi/mpi_bad_input.c tests/harness.h
+tests_mpi_mpi_bad_input_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_bad_input_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_bad_input_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
 # failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
 # communicates between the processes of one host, through shared memory)
@@ -343,6 +350,9 @@ EXTRA_DIST += tests/gpu/comm-memory.sh
 # skips (77) where mpi_fault is not built
 TESTS += tests/mpi/fault.sh
 EXTRA_DIST += tests/mpi/fault.sh
+# bad_input.sh: skips (77) where mpi_bad_input is not built
+TESTS += tests/mpi/bad_input.sh
+EXTRA_DIST += tests/mpi/bad_input.sh
 
 # --- MPI correctness/bad-input/lifecycle/half tests (tests/mpi), interposition proofs
 # --- (tests/interpose), leak check under valgrind. Plain C (no Check): they also run on hosts

@@ -131,6 +131,11 @@ static __attribute__((noinline)) tlmpi_comm_t *comm_build(MPI_Comm comm)
     PMPI_Comm_rank(comm, &tc->tier.rank);
     PMPI_Comm_size(comm, &tc->tier.size);
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
+        /* the blocks of an intercommunicator's allgather output and reduce_scatter_block input are
+         * one per rank of the remote group (the layout's size) */
+        if (inter) {
+            PMPI_Comm_remote_size(comm, &tc->tier.size);
+        }
         tc->reason = "intercommunicator";
         goto out;
     }

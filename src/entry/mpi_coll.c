@@ -115,6 +115,16 @@ static void verify_uniform(const tlmpi_call_t *c, int value, const char *what)
     }
 }
 
+/* 1 when the MPI, not tlmpi, decides whether a call's arguments are valid: overlapping buffers, or a
+ * reduction of a datatype tlmpi does not reduce itself (pair, complex, bool, derived, ...) or with
+ * an op other than SUM/PROD/MIN/MAX (logical, bitwise, MAXLOC, REPLACE, user ops, ...). Such calls
+ * go to a CUDA-aware MPI or to staging, where the MPI gets them on host memory (a persistent one is
+ * checked by the MPI at *_init: tlmpi_staging_check_init). Allgather moves any datatype as it is. */
+static inline int needs_mpi_check(const tlmpi_call_t *c)
+{
+    return c->aliased || (c->coll != TLMPI_COLL_ALLGATHER && (c->dt >= TLMPI_DT_NUM_ARITH || c->opc >= TLMPI_OP_NUM_ARITH));
+}
+
 /* The slow path: device buffers, or a half type that needs tlmpi's op. */
 static int coll_slow(tlmpi_call_t *c)
 {
@@ -126,17 +136,11 @@ static int coll_slow(tlmpi_call_t *c)
     /* memory-type signature of the call, checked under TLMPI_VERIFY_UNIFORM */
     int mem_sig = (c->sbuf == MPI_IN_PLACE ? 4 : tlmpi_mem_is_device(c->smem)) | tlmpi_mem_is_device(c->rmem) << 1;
 
-    if (is_dev) {
-        /* arguments PMPI would reject: report the same class without handing it a device pointer */
-        if (c->comm == MPI_COMM_NULL) {
-            return PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_COMM), MPI_ERR_COMM;
-        }
-        if (c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL) {
-            return PMPI_Comm_call_errhandler(c->comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
-        }
-        if (c->coll != TLMPI_COLL_ALLGATHER && c->op == MPI_OP_NULL) {
-            return PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OP), MPI_ERR_OP;
-        }
+    if (is_dev && (c->comm == MPI_COMM_NULL || c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL ||
+                   (c->coll != TLMPI_COLL_ALLGATHER && c->op == MPI_OP_NULL))) {
+        /* arguments the MPI rejects before it reads a buffer: its own class and error handler,
+         * without handing it a device pointer */
+        return tlmpi_call_refused(c);
     }
     tlmpi_call_classify(c);
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
@@ -162,6 +166,12 @@ static int coll_slow(tlmpi_call_t *c)
     tlmpi_call_layout(c, tc->tier.rank, tc->tier.size);
     c->local_size = tc->tier.local_size;
     t = tlmpi_plan_select(&tc->plan, c, &algo);
+    if (TLMPI_UNLIKELY(needs_mpi_check(c))) {
+        /* the MPI answers them: a CUDA-aware MPI on the device buffers, else staging on host copies
+         * (overlapping buffers overlap there alike) */
+        t = tlmpi_tier_mpi.supports(c, tc->plan.caps) ? TLMPI_TIER_MPI : TLMPI_TIER_STAGING;
+        algo = 0;
+    }
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
         verify_uniform(c, t, "tier");
     }
@@ -173,6 +183,10 @@ static int coll_slow(tlmpi_call_t *c)
                 stat_add_form(c, TLMPI_PATH_PASSTHROUGH, c->msg_bytes);
             }
             return rc;
+        }
+        if (c->form == TLMPI_FORM_PERSISTENT && needs_mpi_check(c) &&
+            (rc = tlmpi_staging_check_init(c)) != MPI_SUCCESS) {
+            return rc; /* the MPI rejects the arguments at *_init, as on host buffers */
         }
         return c->form == TLMPI_FORM_NONBLOCKING ? tlmpi_req_istart(tc, c, t, algo)
                                                  : tlmpi_req_persistent(tc, c, t, algo);

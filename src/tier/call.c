@@ -5,6 +5,8 @@
 #include "config.h"
 #include "call.h"
 
+#include <stdint.h>
+
 void tlmpi_call_classify(tlmpi_call_t *c)
 {
     c->in_place = c->sbuf == MPI_IN_PLACE;
@@ -63,6 +65,10 @@ void tlmpi_call_layout(tlmpi_call_t *c, int rank, int size)
         c->in = c->in_place ? rb : c->sbuf;
         break;
     }
+    /* [sbuf, +in_bytes) against [rbuf, +out_bytes): exact for contiguous types, which alone reach
+     * tiers other than staging (staging compares the datatypes' true-extent spans) */
+    c->aliased = !c->in_place && c->in_bytes && c->out_bytes && (uintptr_t)c->sbuf < (uintptr_t)rb + c->out_bytes &&
+                 (uintptr_t)rb < (uintptr_t)c->sbuf + c->in_bytes;
 }
 
 /* The blocking call with the original arguments, through m (the MPI's PMPI_* or the next layer). */
@@ -175,6 +181,20 @@ int tlmpi_call_form(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op)
     default:
         return call_blocking(m, c, op);
     }
+}
+
+int tlmpi_call_refused(const tlmpi_call_t *c)
+{
+    static char stand_in[2][64] __attribute__((aligned(64)));
+    tlmpi_call_t h = *c;
+
+    if (c->sbuf && c->sbuf != MPI_IN_PLACE && tlmpi_mem_is_device(c->smem)) {
+        h.sbuf = c->sbuf == c->rbuf ? stand_in[1] : stand_in[0];
+    }
+    if (c->rbuf && tlmpi_mem_is_device(c->rmem)) {
+        h.rbuf = stand_in[1];
+    }
+    return tlmpi_call_form(&tlmpi_pmpi, &h, c->op);
 }
 
 int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op)

@@ -47,6 +47,7 @@ typedef struct tlmpi_call {
     size_t msg_bytes;           /* the message size (see above); also what stats count */
     size_t in_bytes, out_bytes; /* bytes of the input and of the output vector */
     const char *in;             /* where the input starts (MPI_IN_PLACE resolved) */
+    int aliased;                /* not in place, and the send bytes overlap the receive bytes */
     size_t own_off;             /* byte offset of this rank's block: in rbuf (allgather), in the input (RSB) */
     /* the form: NULL for a blocking call; a non-blocking or persistent start's completion record
      * (tier.h: tlmpi_pending_t), which the tiers fill instead of waiting */
@@ -71,6 +72,11 @@ static inline int tlmpi_call_all_device(const tlmpi_call_t *c)
     return tlmpi_mem_is_device(c->rmem) && (c->in_place || tlmpi_mem_is_device(c->smem));
 }
 
+/* The call of c's form through the MPI (PMPI_*) with host stand-ins for its device buffers (NULL,
+ * MPI_IN_PLACE and sendbuf == recvbuf kept): for arguments the MPI rejects before it reads a buffer
+ * (MPI_COMM_NULL, MPI_DATATYPE_NULL, MPI_OP_NULL), so that the MPI picks the error class (MPICH
+ * reports MPI_DATATYPE_NULL in a reduction as MPI_ERR_OP) and runs its error handler. */
+int tlmpi_call_refused(const tlmpi_call_t *c);
 /* PMPI_* with the call's arguments and the given op (int or _c entry point as called). */
 int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op);
 /* The non-blocking PMPI_I* call with the original arguments (op as above). */

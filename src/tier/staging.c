@@ -38,8 +38,22 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The caller's collective on host memory: an error the MPI returns goes back to the caller as the
+ * MPI gave it (*rc_p; the MPI's error handler already ran), unlogged, since the MPI rejects the
+ * caller's own arguments here (an op invalid for the type, overlapping buffers, ...). */
+#define STAGING_MPI_GOTO(_call, _st, _rc_p, _label)                                          \
+    do {                                                                                     \
+        int _rc = (_call);                                                                   \
+        if (TLMPI_UNLIKELY(_rc != MPI_SUCCESS)) {                                            \
+            *(_rc_p) = _rc;                                                                  \
+            (_st) = TLMPI_ERR_MPI;                                                           \
+            goto _label;                                                                     \
+        }                                                                                    \
+    } while (0)
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -172,7 +186,7 @@ static size_t pipe_chunk_elems(size_t esz, int pieces)
 }
 
 static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int rank,
-                               char *base, int S, const tlmpi_wait_who_t *who)
+                               char *base, int S, const tlmpi_wait_who_t *who, int *mpi_rc_p)
 {
     tlmpi_status_t status = TLMPI_OK;
     cudaStream_t s = (cudaStream_t)ctx->stream, s2 = (cudaStream_t)ctx->stream2;
@@ -218,15 +232,17 @@ static tlmpi_status_t pipe_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_
             TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_event_wait(EV(j), who, "a chunk's copy to the host"), status, out);
             switch (c->coll) {
             case TLMPI_COLL_ALLREDUCE:
-                TLMPI_MPI_CHECK_GOTO(PMPI_Allreduce(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm), status, out);
+                STAGING_MPI_GOTO(PMPI_Allreduce(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm), status, mpi_rc_p, out);
                 TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2), status, out);
                 break;
             case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-                TLMPI_MPI_CHECK_GOTO(PMPI_Reduce_scatter_block(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm), status, out);
+                STAGING_MPI_GOTO(PMPI_Reduce_scatter_block(MPI_IN_PLACE, SLOT(j), (int)cn, c->dtype, op, c->comm), status,
+                                 mpi_rc_p, out);
                 TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(out + off, SLOT(j), cn * esz, cudaMemcpyDefault, s2), status, out);
                 break;
             default:
-                TLMPI_MPI_CHECK_GOTO(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, SLOT(j), (int)cn, c->dtype, c->comm), status, out);
+                STAGING_MPI_GOTO(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, SLOT(j), (int)cn, c->dtype, c->comm), status,
+                                 mpi_rc_p, out);
                 TLMPI_CUDA_CHECK_GOTO(cudaMemcpy2DAsync(out + off, n * esz, SLOT(j), cn * esz, cn * esz, (size_t)p,
                                            cudaMemcpyDefault, s2), status, out);
                 break;
@@ -333,57 +349,91 @@ static int call_spans(const tlmpi_call_t *c, int p, span_t *ss, span_t *rs, span
                : 0;
 }
 
+/* Host copies of the device spans of call c: the send span (hs) and the receive span (hr, with the
+ * input in place and the bytes between an output type's pieces copied in), enqueued on s, and the
+ * pointers PMPI gets (*sp_p, *rp_p; host buffers as they are). Device send and receive spans that
+ * overlap (not MPI_IN_PLACE) are staged as one span, so the MPI gets the same overlap on host
+ * memory as the caller made on the device and answers it as on host buffers. copy 0: the host
+ * buffers only, nothing copied (stand-ins for an argument check). */
+static tlmpi_status_t stage_in(const tlmpi_call_t *c, const span_t *ss, const span_t *rs, int have_pool,
+                               size_t *pool_used, cudaStream_t s, hbuf_t *hs, hbuf_t *hr, const char **sp_p,
+                               char **rp_p, int copy)
+{
+    int in_place = c->sbuf == MPI_IN_PLACE;
+    int sdev = !in_place && tlmpi_mem_is_device(c->smem), rdev = tlmpi_mem_is_device(c->rmem);
+    uintptr_t s0 = (uintptr_t)c->sbuf + (uintptr_t)ss->off, r0 = (uintptr_t)c->rbuf + (uintptr_t)rs->off;
+    uintptr_t s1 = s0 + ss->bytes, r1 = r0 + rs->bytes;
+
+    *sp_p = c->sbuf;
+    *rp_p = c->rbuf;
+    if (sdev && rdev && ss->bytes && rs->bytes && s0 < r1 && r0 < s1) {
+        uintptr_t lo = s0 < r0 ? s0 : r0, hi = s1 > r1 ? s1 : r1;
+
+        if (hbuf_get(hr, hi - lo, have_pool, pool_used)) {
+            return TLMPI_ERR_NO_MEMORY;
+        }
+        if (copy) {
+            TLMPI_CUDA_CHECK(cudaMemcpyAsync(hr->mem, (const void *)lo, hi - lo, cudaMemcpyDefault, s));
+        }
+        *sp_p = hr->mem + (ptrdiff_t)((uintptr_t)c->sbuf - lo);
+        *rp_p = hr->mem + (ptrdiff_t)((uintptr_t)c->rbuf - lo);
+        return TLMPI_OK;
+    }
+    if (sdev) {
+        if (hbuf_get(hs, ss->bytes, have_pool, pool_used)) {
+            return TLMPI_ERR_NO_MEMORY;
+        }
+        if (copy) {
+            TLMPI_CUDA_CHECK(cudaMemcpyAsync(hs->mem, (const char *)c->sbuf + ss->off, ss->bytes, cudaMemcpyDefault, s));
+        }
+        *sp_p = hs->mem - ss->off;
+    }
+    if (rdev) {
+        if (hbuf_get(hr, rs->bytes, have_pool, pool_used)) {
+            return TLMPI_ERR_NO_MEMORY;
+        }
+        /* the input (in place) or the bytes between the datatype's pieces must survive */
+        if (copy && (in_place || rs->gaps)) {
+            TLMPI_CUDA_CHECK(cudaMemcpyAsync(hr->mem, (char *)c->rbuf + rs->off, rs->bytes, cudaMemcpyDefault, s));
+        }
+        *rp_p = hr->mem - rs->off;
+    }
+    return TLMPI_OK;
+}
+
 static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, MPI_Op op, int p, int have_pool,
-                                  const tlmpi_wait_who_t *who)
+                                  const tlmpi_wait_who_t *who, int *mpi_rc_p)
 {
     tlmpi_status_t status = TLMPI_OK;
     cudaStream_t s = ctx ? (cudaStream_t)ctx->stream : (cudaStream_t)0; /* 0: the legacy stream */
-    int in_place = c->sbuf == MPI_IN_PLACE;
-    int sdev = !in_place && tlmpi_mem_is_device(c->smem), rdev = tlmpi_mem_is_device(c->rmem);
+    int rdev = tlmpi_mem_is_device(c->rmem);
     span_t ss, rs, os;
     hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
     size_t pool_used = 0;
-    const char *sp = c->sbuf;  /* what PMPI gets */
-    char *rp = c->rbuf;
+    const char *sp;  /* what PMPI gets */
+    char *rp;
 
     if (call_spans(c, p, &ss, &rs, &os)) {
         return TLMPI_ERR_MPI;
     }
-    if (sdev) {
-        if (hbuf_get(&hs, ss.bytes, have_pool, &pool_used)) {
-            status = TLMPI_ERR_NO_MEMORY;
-            goto out;
-        }
-        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(hs.mem, (const char *)c->sbuf + ss.off, ss.bytes, cudaMemcpyDefault, s), status, out);
-        sp = hs.mem - ss.off;
-    }
-    if (rdev) {
-        if (hbuf_get(&hr, rs.bytes, have_pool, &pool_used)) {
-            status = TLMPI_ERR_NO_MEMORY;
-            goto out;
-        }
-        /* the input (in place) or the bytes between the datatype's pieces must survive */
-        if (in_place || rs.gaps) {
-            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(hr.mem, (char *)c->rbuf + rs.off, rs.bytes, cudaMemcpyDefault, s), status, out);
-        }
-        rp = hr.mem - rs.off;
-    }
+    TLMPI_CHECK_GOTO(stage_in(c, &ss, &rs, have_pool, &pool_used, s, &hs, &hr, &sp, &rp, 1), status, out);
     TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, who, "the input's copy to the host"), status, out);
     switch (c->coll) {
     case TLMPI_COLL_ALLREDUCE:
-        TLMPI_MPI_CHECK_GOTO(pmpi_allreduce(sp, rp, c->count, c->dtype, op, c->comm), status, out);
+        STAGING_MPI_GOTO(pmpi_allreduce(sp, rp, c->count, c->dtype, op, c->comm), status, mpi_rc_p, out);
         break;
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
-        TLMPI_MPI_CHECK_GOTO(pmpi_rsb(sp, rp, c->count, c->dtype, op, c->comm), status, out);
+        STAGING_MPI_GOTO(pmpi_rsb(sp, rp, c->count, c->dtype, op, c->comm), status, mpi_rc_p, out);
         break;
     default:
-        TLMPI_MPI_CHECK_GOTO(pmpi_allgather(sp, c->count, c->dtype, rp, c->rcount, c->rtype, c->comm), status, out);
+        STAGING_MPI_GOTO(pmpi_allgather(sp, c->count, c->dtype, rp, c->rcount, c->rtype, c->comm), status, mpi_rc_p,
+                         out);
         break;
     }
     if (rdev) {
         /* the output span starts where the receive span starts (same type, same lb) */
-        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)c->rbuf + os.off, hr.mem + (os.off - rs.off), os.bytes,
-                                 cudaMemcpyDefault, s), status, out);
+        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)c->rbuf + os.off, rp + os.off, os.bytes, cudaMemcpyDefault, s),
+                              status, out);
         TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, who, "the result's copy to the device"), status, out);
     }
 out:
@@ -420,7 +470,7 @@ static tlmpi_status_t staging_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, 
     tlmpi_wait_who_t who = tlmpi_tier_who(tc, c, "staging");
     int dev = ctx ? ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev, saved, have_pool, pipe;
 
-    (void)algo, (void)mpi_rc_p;
+    (void)algo;
     if (dev < 0) {
         dev = tlmpi_gpu_current_device();
     }
@@ -440,21 +490,21 @@ static tlmpi_status_t staging_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, 
      * datatype, comm size, TLMPI_STAGING_CHUNK, the memory types (uniform by contract) and the
      * comm's agreed capabilities. Whether this rank got the pool now is not uniform, so it only
      * decides where the slots live. */
-    pipe = ctx && c->contiguous && c->dt_size > 0 && tlmpi_call_all_device(c) &&
+    pipe = ctx && c->contiguous && c->dt_size > 0 && tlmpi_call_all_device(c) && !c->aliased &&
            pipe_chunk_elems((size_t)c->dt_size, c->coll == TLMPI_COLL_ALLREDUCE ? 1 : c->size) > 0;
     if (pipe && have_pool) {
-        status = pipe_run(c, ctx, c->pmpi_op, c->size, c->rank, pool, nslots, &who);
+        status = pipe_run(c, ctx, c->pmpi_op, c->size, c->rank, pool, nslots, &who, mpi_rc_p);
     } else if (pipe) {
         char *tmp = malloc(2 * chunk_bytes());
 
         if (!tmp) {
             status = TLMPI_ERR_NO_MEMORY;
         } else {
-            status = pipe_run(c, ctx, c->pmpi_op, c->size, c->rank, tmp, 2, &who);
+            status = pipe_run(c, ctx, c->pmpi_op, c->size, c->rank, tmp, 2, &who, mpi_rc_p);
             free(tmp);
         }
     } else {
-        status = generic_run(c, ctx, c->pmpi_op, c->size, have_pool, &who);
+        status = generic_run(c, ctx, c->pmpi_op, c->size, have_pool, &who, mpi_rc_p);
     }
     if (have_pool) {
         pool_release();
@@ -475,6 +525,7 @@ typedef struct {
     span_t os, rs;
     int rdev;
     void *rbuf;
+    char *rp;       /* the receive buffer as PMPI got it (host) */
     tlmpi_gpu_ctx_t *ctx;
     int dev;
     tlmpi_wait_who_t who;
@@ -495,8 +546,8 @@ static tlmpi_status_t staging_finish(tlmpi_pending_t *p, int ok)
         if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
             status = TLMPI_ERR_CUDA;
         } else {
-            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)nb->rbuf + nb->os.off, nb->hr.mem + (nb->os.off - nb->rs.off),
-                                                  nb->os.bytes, cudaMemcpyDefault, s), status, out);
+            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)nb->rbuf + nb->os.off, nb->rp + nb->os.off, nb->os.bytes,
+                                                  cudaMemcpyDefault, s), status, out);
             TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the result's copy to the device"),
                                   status, out);
         out:
@@ -516,7 +567,6 @@ static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c
     tlmpi_status_t status = TLMPI_OK;
     tlmpi_gpu_ctx_t *ctx = tc->ctx;
     int dev = ctx ? ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev, saved = -1, rc;
-    int in_place = c->sbuf == MPI_IN_PLACE, sdev = !in_place && tlmpi_mem_is_device(c->smem);
     cudaStream_t s = ctx ? (cudaStream_t)ctx->stream : (cudaStream_t)0;
     span_t ss;
     size_t unused = 0;
@@ -549,26 +599,8 @@ static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c
         status = TLMPI_ERR_CUDA;
         goto out;
     }
-    if (sdev) {
-        if (hbuf_get(&nb->hs, ss.bytes, 0, &unused)) {
-            status = TLMPI_ERR_NO_MEMORY;
-            goto out;
-        }
-        TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(nb->hs.mem, (const char *)c->sbuf + ss.off, ss.bytes, cudaMemcpyDefault, s),
-                              status, out);
-        sp = nb->hs.mem - ss.off;
-    }
-    if (nb->rdev) {
-        if (hbuf_get(&nb->hr, nb->rs.bytes, 0, &unused)) {
-            status = TLMPI_ERR_NO_MEMORY;
-            goto out;
-        }
-        if (in_place || nb->rs.gaps) {
-            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(nb->hr.mem, (char *)c->rbuf + nb->rs.off, nb->rs.bytes,
-                                                  cudaMemcpyDefault, s), status, out);
-        }
-        rp = nb->hr.mem - nb->rs.off;
-    }
+    TLMPI_CHECK_GOTO(stage_in(c, &ss, &nb->rs, 0, &unused, s, &nb->hs, &nb->hr, &sp, &rp, 1), status, out);
+    nb->rp = rp;
     TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the input's copy to the host"), status, out);
     {
         tlmpi_call_t h = *c;
@@ -596,7 +628,39 @@ out:
     return status;
 }
 
+int tlmpi_staging_check_init(const tlmpi_call_t *c)
+{
+    tlmpi_call_t h = *c;
+    span_t ss, rs, os;
+    hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
+    size_t unused = 0;
+    const char *sp;
+    char *rp;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = MPI_ERR_NO_MEM;
+
+    if (call_spans(c, c->size, &ss, &rs, &os) == 0 &&
+        stage_in(c, &ss, &rs, 0, &unused, (cudaStream_t)0, &hs, &hr, &sp, &rp, 0) == TLMPI_OK) {
+        h.sbuf = sp;
+        h.rbuf = rp;
+        h.ureq = &req;
+        rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
+        if (rc == MPI_SUCCESS) {
+            PMPI_Request_free(&req);
+        }
+    }
+    hbuf_put(&hs);
+    hbuf_put(&hr);
+    return rc;
+}
+
 #else /* !HAVE_CUDA: no device buffers exist */
+
+int tlmpi_staging_check_init(const tlmpi_call_t *c)
+{
+    (void)c;
+    return MPI_SUCCESS;
+}
 
 static unsigned staging_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {

@@ -168,6 +168,11 @@ extern const tlmpi_tier_t tlmpi_tier_self, tlmpi_tier_node, tlmpi_tier_nccl, tlm
     tlmpi_tier_staging;
 extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
 
+/* staging.c: the MPI's own argument check of a persistent call on device buffers that a tier of
+ * tlmpi serves: the MPI's *_init with host stand-ins of the device spans (overlap kept, nothing
+ * copied), its request freed at once. Returns the MPI's code (its error handler already ran). */
+int tlmpi_staging_check_init(const tlmpi_call_t *c);
+
 
 /* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */
 int tlmpi_tier_by_name(const char *name, size_t len);
