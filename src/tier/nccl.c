@@ -48,6 +48,11 @@ static unsigned nccl_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *w
     if (tlmpi_g.gpu_count <= 0 || tc->dev < 0) {
         return 0;
     }
+    if (tc->size < 2 && !tlmpi_tier_named("nccl", TLMPI_TIER_ENV_NCCL)) {
+        /* one rank: auto copies on the device (self); a one-rank NCCL communicator would still hold its
+         * buffers (hundreds of MiB of GPU memory) for nothing */
+        return 0;
+    }
     if (!tlmpi_nccl_env_ready()) {
         *want_p = TLMPI_CAP_NCCL;
         snprintf(why, len, "TLMPI_NVLS=0 conflicts with NCCL_NVLS_ENABLE=%s", getenv("NCCL_NVLS_ENABLE"));

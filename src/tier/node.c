@@ -73,7 +73,6 @@ static const char *const node_algos[A_COUNT] = { "auto", "push", "pull", "onesho
 #define NODE_GRACE_S 10         /* the host wait's bound beyond TLMPI_TIMEOUT (the device's) */
 #define NODE_TIMED_BARRIERS 10
 enum { NODE_XPORT_AUTO = 0, NODE_XPORT_IPC, NODE_XPORT_DEVCOMM }; /* TLMPI_NODE_TRANSPORT's values */
-#define NODE_TIER_ENV 5 /* "node" among TLMPI_TIER's values {auto,nccl,staging,mpi,self,node} */
 
 /* auto's ll limit: TLMPI_NODE_LL_MAX, at most what the LL region holds */
 static size_t node_ll_max(void)
@@ -187,36 +186,10 @@ struct tlmpi_node_comm {
     int grow_failed;            /* a growth failed (agreed): the area stays as it is, one warning */
 };
 
-/* TLMPI_TIER or one of the *_TIERS tables names the node tier (an entry "node", "node/...", "node:...") */
-static int node_named(void)
-{
-    const char *specs[3] = { TLMPI_ENV_S(ALLGATHER_TIERS), TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS),
-                             TLMPI_ENV_S(ALLREDUCE_TIERS) };
-    int i;
-
-    if (TLMPI_ENV_I(TIER) == NODE_TIER_ENV) {
-        return 1;
-    }
-    for (i = 0; i < 3; i++) {
-        const char *p = specs[i];
-
-        while (p && *p) {
-            size_t n = strcspn(p, ",/:");
-
-            if (n == 4 && !strncmp(p, "node", 4)) {
-                return 1;
-            }
-            p = strchr(p, ',');
-            p = p ? p + 1 : NULL;
-        }
-    }
-    return 0;
-}
-
 static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
 {
     /* one rank: only on the devcomm transport, asked for by name (auto keeps self there) */
-    int least = TLMPI_ENV_I(NODE_TRANSPORT) == NODE_XPORT_DEVCOMM && node_named() ? 1 : 2;
+    int least = TLMPI_ENV_I(NODE_TRANSPORT) == NODE_XPORT_DEVCOMM && tlmpi_tier_named("node", TLMPI_TIER_ENV_NODE) ? 1 : 2;
 
     (void)why, (void)len;
     /* a hier comm's rail comm may ask for it across fake nodes of one host: the emulated rail

@@ -6,6 +6,7 @@
 #include "tier.h"
 #include "compiler.h"
 
+#include "env.h"
 #include "log.h"
 
 #include <string.h>
@@ -36,6 +37,32 @@ int tlmpi_tier_by_name(const char *name, size_t len)
         }
     }
     return -1;
+}
+
+int tlmpi_tier_named(const char *name, int env_index)
+{
+    const char *specs[3] = { TLMPI_ENV_S(ALLGATHER_TIERS), TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS),
+                             TLMPI_ENV_S(ALLREDUCE_TIERS) };
+    const size_t len = strlen(name);
+    int i;
+
+    if (TLMPI_ENV_I(TIER) == env_index) {
+        return 1;
+    }
+    for (i = 0; i < 3; i++) {
+        const char *p = specs[i];
+
+        while (p && *p) {
+            size_t n = strcspn(p, ",/:");
+
+            if (n == len && !strncmp(p, name, len)) {
+                return 1;
+            }
+            p = strchr(p, ',');
+            p = p ? p + 1 : NULL;
+        }
+    }
+    return 0;
 }
 
 int tlmpi_tier_algo_by_name(int tier, const char *name, size_t len)

@@ -176,6 +176,9 @@ int tlmpi_staging_check_init(const tlmpi_call_t *c);
 
 /* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */
 int tlmpi_tier_by_name(const char *name, size_t len);
+/* 1 if TLMPI_TIER is env_index (TLMPI_TIER_ENV_*) or one of the *_TIERS tables names the tier (an entry
+ * "name", "name/...", "name:..."): a tier that auto would not use on a comm may still be asked for. */
+int tlmpi_tier_named(const char *name, int env_index);
 int tlmpi_tier_algo_by_name(int tier, const char *name, size_t len);
 
 /* Who waits, for the bounded waits' diagnostics. */

@@ -23,6 +23,7 @@
 #include "harness.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <libgen.h>
 #include <unistd.h>
 
@@ -58,6 +59,22 @@ static double sum_over_ranks(long i)
 
     for (int r = 0; r < tst_size; r++) v += val(r, i);
     return v;
+}
+
+/* ncclCommInitRank calls the fake NCCL counted (0 while tlmpi has not loaded it) */
+static unsigned long fake_nccl_inits(void)
+{
+    const char *lib = getenv("TLMPI_NCCL_LIBRARY");
+    void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    unsigned long n = 0;
+
+    if (h) {
+        unsigned long *c = (unsigned long *)dlsym(h, "fake_nccl_comm_inits");
+
+        if (c) n = __atomic_load_n(c, __ATOMIC_RELAXED);
+        dlclose(h);
+    }
+    return n;
 }
 
 static void set_tier(const char *t)
@@ -140,6 +157,7 @@ int main(int argc, char **argv)
     double *ds, *dr, *es, *er, *h;
     MPI_Comm one;
     long long before;
+    unsigned long inits;
     char exe[4096], lib[4200];
     ssize_t len;
     int i, k, rc;
@@ -170,8 +188,9 @@ int main(int argc, char **argv)
     /* 1. staging tier, end to end */
     three_collectives("staging", TLMPI_PATH_STAGING, ds, dr, 0);
 
-    /* 2. one rank: the self path copies on the "device" */
+    /* 2. one rank: the self path copies on the "device", and auto builds no NCCL communicator for it */
     set_tier("auto");
+    inits = fake_nccl_inits();
     for (k = 0; k < 2; k++) {
         for (i = 0; i < N; i++) {
             ds[i] = val(tst_rank, 4 * N + i);
@@ -188,6 +207,8 @@ int main(int argc, char **argv)
     rc = MPI_Allgather(ds, N, MPI_DOUBLE, h, N, MPI_DOUBLE, MPI_COMM_SELF);
     TST_CHECK(rc == MPI_SUCCESS && memcmp(h, ds, N * sizeof(double)) == 0, "one-rank mixed allgather");
     TST_CHECK(path_calls(TLMPI_COLL_ALLGATHER, TLMPI_PATH_STAGING) == before + 1, "mixed pair not staged");
+    TST_CHECK(fake_nccl_inits() == inits, "one-rank communicator under auto: %lu NCCL communicators created (a "
+              "one-rank NCCL communicator holds GPU memory for nothing)", fake_nccl_inits() - inits);
 
     /* 3. forced NCCL tier on all ranks (the fake NCCL communicates: results checked as for staging) */
     three_collectives("nccl", TLMPI_PATH_NCCL, ds, dr, 10 * N);
