@@ -790,7 +790,7 @@ static int node_capturing(void *stream)
     return cs != cudaStreamCaptureStatusNone;
 }
 
-/* The pools' data area ready for a pool kernel of kind on call c (the ipc transport's growing area;
+/* The pools' data area ready for a pool kernel of kind (node_pool_kind; -1: none) on call c (the ipc transport's growing area;
  * every rank alike: kind, size and form are rank-uniform). Where it holds less than the call needs to
  * run in one step (tlmpi_cuda_node_area_for) and less than TLMPI_NODE_POOL, it grows, collectively, to
  * the power of two that fits the call (at least 1 MiB and twice what it had, at most the cap): the
@@ -800,6 +800,15 @@ static int node_capturing(void *stream)
  * node_persist); may_grow says whether this call may. 0, or -1 where there is no data area at all (a
  * growth failed on some rank, agreed: the call goes to staging); a failed growth with an area left
  * runs the call in more steps. After a failure (one warning) the comm's area is never grown again. */
+/* The pool kernel kind call c runs with algorithm word algo, or -1 for the LL kinds (the header's LL
+ * region: no data area). */
+static int node_pool_kind(const tlmpi_call_t *c, int algo)
+{
+    const int a = node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes);
+
+    return a == A_LL ? -1 : (int)node_kind(c->coll, a);
+}
+
 static int node_pool_ready(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int kind,
                            int may_grow)
 {
@@ -809,7 +818,7 @@ static int node_pool_ready(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, co
     char why[224];
     int rc;
 
-    if (!ipc || !ipc->grows || kind == TLMPI_NODE_AG_LL || kind == TLMPI_NODE_RSB_LL || kind == TLMPI_NODE_AR_LL) {
+    if (!ipc || !ipc->grows || kind < 0) {
         return 0;
     }
     have = ipc->t.x.data_bytes;
@@ -907,9 +916,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     } else if (node_reg_wanted(tc, nc, c, algo) && node_zero_copy(tc, nc, c, TLMPI_REG_USE_HOST, &zd)) {
         d = &zd;
     }
-    if (!d && node_pool_ready(tc, nc, c, (int)node_kind(c->coll, node_algo(c->coll, TLMPI_ALGO_INDEX(algo),
-                                                                            c->msg_bytes)),
-                              c->form != TLMPI_FORM_PERSISTENT) != 0) {
+    if (!d && node_pool_ready(tc, nc, c, node_pool_kind(c, algo), c->form != TLMPI_FORM_PERSISTENT) != 0) {
         return TLMPI_ERR_UNSUPPORTED; /* on every rank: staging serves it */
     }
     node_args(tc, nc, c, algo, d != NULL, &args, &a);
@@ -965,13 +972,12 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
     if (!direct) {
         /* the pools' data area (collective where it grows: before the per-rank check too); a captured
          * kernel's area is kept when it grows again */
-        const int pk = (int)node_kind(c->coll, node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes));
+        const int pk = node_pool_kind(c, algo);
 
         if (node_pool_ready(tc, nc, c, pk, 1) != 0) {
             return TLMPI_ERR_UNSUPPORTED;
         }
-        if (nc->ipc && nc->ipc->grows && nc->ipc->t.x.data_bytes && !nc->area_captured &&
-            pk != TLMPI_NODE_AG_LL && pk != TLMPI_NODE_RSB_LL && pk != TLMPI_NODE_AR_LL) {
+        if (pk >= 0 && nc->ipc && nc->ipc->grows && nc->ipc->t.x.data_bytes && !nc->area_captured) {
             nc->area_captured = captured >= 0 ? captured : node_capturing(stream);
         }
     }
@@ -1064,8 +1070,7 @@ static void *node_persist(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
     }
     reg = node_persist_reg(tc, nc, c, algo);
     if (!reg) {
-        (void)node_pool_ready(tc, nc, c, (int)node_kind(c->coll, node_algo(c->coll, TLMPI_ALGO_INDEX(algo), c->msg_bytes)),
-                              1);
+        (void)node_pool_ready(tc, nc, c, node_pool_kind(c, algo), 1);
     }
     return reg;
 }
