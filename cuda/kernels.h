@@ -101,6 +101,8 @@ int tlmpi_cuda_ctas_for(size_t bytes, int sm_count);
 #define TLMPI_NODE_CLAIM_OFF 8192       /* the timed-out claim word (u64) in the pool header: the first wait
                                            of a rank to time out takes it and fills the error record (node.cuh) */
 #define TLMPI_NODE_EPOCH_OFF 8200       /* the device-resident epoch (u64) in the pool header (node.cuh) */
+#define TLMPI_NODE_GATE_RAN_OFF 8232    /* gated pairs whose zero-copy kernel ran the call (u64 count in the
+                                           pool header: tlmpi_cuda_node_run_direct's gate; node.cuh) */
 
 /* The per-communicator transport descriptor (plain data; copied into every launch). */
 typedef struct {
@@ -157,6 +159,9 @@ typedef struct {
                                            peer is then the sending node, barrier the rail step of
                                            the call (1-based), and slot / group name the signal */
     int slot, group;
+    unsigned long long gated_direct;    /* not an error: gated pairs (tlmpi_cuda_node_run_direct) of this
+                                           communicator that ran zero-copy, as counted in the own pool
+                                           header; written by the kernels, never read by them */
 } tlmpi_node_err_t;
 
 /* Algorithms (kind of a launch). */
@@ -208,6 +213,11 @@ typedef struct {
     void *done_word;
     unsigned done_value;
     unsigned long long done_ctas;
+    /* A gated pair (a call whose zero-copy use is agreed on the device: tlmpi_cuda_node_run_direct
+     * below): the same nonzero token in both launches of the pair, unique among this rank's pairs on
+     * the communicator; 0: not gated. memo: the zero-copy launch's offer (0: none). */
+    unsigned long long gate;
+    unsigned long long memo;
 } tlmpi_node_args_t;
 
 /* 1 if the node kernels reduce (dtype, op) (same set as tlmpi_cuda_reduce). */
@@ -233,6 +243,16 @@ typedef struct {
  * required. 0 or a cudaError_t. */
 int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d,
                                void *stream);
+/* Gated (a->gate != 0): the zero-copy launch of a pair whose other launch, right after it on the same
+ * stream, is the call's pool kernel (tlmpi_cuda_node_run with the same a->gate). Before its first
+ * barrier every column offers a->memo (the agreed registration the host found this rank's buffers
+ * in, 0: none; d then only needs to be this rank's pointers or NULL) in the own pool header; after it
+ * every column reads every rank's offer: all the same and nonzero, the call runs zero-copy on d, the
+ * gate word of the own header takes the token and the pool kernel finds it and only writes the
+ * completion word; otherwise the zero-copy kernel returns (one barrier taken) and the pool kernel
+ * runs the call. Every column of every rank reads the same offers: the same choice everywhere. The
+ * pair's completion word belongs to the pool launch (a->done_word is ignored here). Columns: one per
+ * CTA (a->cols 0), the same count on every rank. */
 
 /* Loads every kernel of the library into device dev's context (cuda/preload.cu: CUDA's lazy loading
  * may make a kernel's first launch wait for kernels in flight, and tlmpi's kernels wait for each

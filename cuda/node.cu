@@ -106,6 +106,7 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
     p.out = static_cast<char *>(a->out);
     p.kind = a->kind;
     p.epoch = a->epoch;
+    p.gate = is_ll(a->kind) || a->kind == TLMPI_NODE_BARRIER ? 0ull : a->gate;  // node_enter (kernels.h)
     // several columns per CTA: the pool kinds' IPC kernels only (kernels.h: cols)
     if (!cols_in(a, &p, is_ll(a->kind) || a->kind == TLMPI_NODE_BARRIER || x->mc_base != nullptr))
         return (int)cudaErrorInvalidValue;

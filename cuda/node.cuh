@@ -49,13 +49,20 @@ constexpr int kNodeThreads = TLMPI_NODE_THREADS;
 constexpr int kMaxRanks = TLMPI_NODE_MAX_RANKS;
 constexpr int kMaxCtas = TLMPI_NODE_MAX_CTAS;
 // pool header: flags[kMaxCtas][kMaxRanks] (u64), then the timed-out claim word, the device-resident
-// epoch and its arrival counter (node_enter), the completion word's CTA counter (node_exit)
+// epoch and its arrival counter (node_enter), the completion word's CTA counter (node_exit), the gate
+// word (a gated pair's token: node_enter, node_direct.cu), the count of gated pairs that ran zero-copy,
+// and from kMemoOff each column's memo word of a gated zero-copy launch (node_direct.cu)
 constexpr size_t kFlagsBytes = sizeof(unsigned long long) * kMaxCtas * kMaxRanks;
 constexpr size_t kClaimOff = kFlagsBytes;
 constexpr size_t kEpochOff = kClaimOff + 8;
 constexpr size_t kArriveOff = kClaimOff + 16;
 constexpr size_t kDoneOff = kClaimOff + 24;  // CTAs of the launches with a completion word (node_exit)
+constexpr size_t kGateOff = kClaimOff + 32;  // the token of the last gated pair that ran zero-copy
+constexpr size_t kGateRanOff = kClaimOff + 40;  // gated pairs that ran zero-copy (a count, read by the host)
+constexpr size_t kMemoOff = kClaimOff + 1024;   // u64 per column: the memo a gated zero-copy launch offers
 static_assert(kClaimOff + 64 <= TLMPI_NODE_HDR_BYTES, "pool header");
+static_assert(kMemoOff + sizeof(unsigned long long) * kMaxCtas <= 16384, "memo words before the rail signals");
+static_assert(kGateRanOff == TLMPI_NODE_GATE_RAN_OFF, "kernels.h names the gated count's offset");
 static_assert(kEpochOff == TLMPI_NODE_EPOCH_OFF, "kernels.h names the epoch word's offset");
 static_assert(kClaimOff == TLMPI_NODE_CLAIM_OFF, "kernels.h names the claim word's offset");
 
@@ -80,6 +87,8 @@ struct Params {
     unsigned *done_word;       // host-mapped completion word (NULL: none; node_exit)
     unsigned done_value;
     unsigned long long done_target;  // the own header's CTA counter once every CTA of this launch counted
+    unsigned long long gate;   // a gated pair's pool kernel: skip the call when the own gate word holds
+                               // this token (node_enter; 0: not gated)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -220,12 +229,20 @@ __device__ __forceinline__ bool flag_barrier(const tlmpi_node_xport_t &x, unsign
 // kMulti: the kernel variant with several columns per CTA (node_columns); the other one's clearing
 // is written for one column per CTA (a loop over the columns there cost the two-shot kernels
 // registers, nvcc 13.0: spills where they had none).
+// What node_enter returns (with false in *ok) for a gated pair's pool kernel that has nothing to do.
+constexpr unsigned long long kSkipped = ~0ull;
 template <bool kMulti = false> __device__ __forceinline__ unsigned long long node_enter(const Params &p, bool *ok)
 {
     *ok = true;
     if (!p.x.dev_epoch) return p.epoch;
     __shared__ unsigned long long s_e;
     char *own = static_cast<char *>(p.x.base[p.x.rank]);
+    if (p.gate && *reinterpret_cast<const volatile unsigned long long *>(own + kGateOff) == p.gate) {
+        // a gated pair whose zero-copy kernel ran the call (the previous kernel of this rank, on the
+        // same stream: its store is visible): nothing to do but the completion word; the epoch stays
+        *ok = false;
+        return kSkipped;
+    }
     unsigned long long *ew = reinterpret_cast<unsigned long long *>(own + kEpochOff);
     if (threadIdx.x == 0) {
         const unsigned long long e = *reinterpret_cast<volatile unsigned long long *>(ew);
@@ -288,7 +305,10 @@ template <bool kMulti, class Body> __device__ __forceinline__ void node_columns(
 #define TLMPI_NODE_ENTER_COLS(p, e, multi)                                                       \
     bool e##_ok;                                                                                 \
     const unsigned long long e = ::tlmpi::node::node_enter<multi>(p, &e##_ok);                   \
-    if (!e##_ok) return
+    if (!e##_ok) {                                                                               \
+        if (e == ::tlmpi::node::kSkipped) ::tlmpi::node::node_exit(p); /* the word still */       \
+        return;                                                                                  \
+    }
 
 // ---------------------------------------------------------------------------------------------
 // Completion word (kernels.h: tlmpi_node_args_t.done_word): the last statement of every node kernel

@@ -34,6 +34,17 @@
 // passes it before this rank's kernel completes, no peer touches this rank's buffers once the
 // request completes (MPI's completion contract). No pool data is used, so node.cuh's parity rule holds
 // across mixed pool and zero-copy calls. A timed-out wait fills the error record and ends the CTA.
+//
+// Gated launches (the non-blocking starts: kernels.h, tlmpi_cuda_node_run_direct). Before the first
+// barrier every column stores the rank's offer (a memo id of the registration cache, 0: none) into its
+// column's memo word of the own pool header; the barrier's release carries it; after the barrier
+// thread t reads rank t's word (after its acquire of rank t's flag). All the same and nonzero: the call
+// runs as above and column 0 stores the pair's token into the own gate word (the pool kernel launched
+// right after on the same stream finds it and only writes the completion word: node.cuh, node_enter)
+// and counts the run; otherwise every CTA returns after the first barrier and the pool kernel runs the
+// call. A peer's offer is not overwritten before every rank read it: its next launch on the comm
+// starts after this call's second barrier (run) or after the pool kernel's barriers (no run), which
+// need this rank's arrival, made after its reads.
 #include "node_kernels.cuh"
 #include "transport_ipc.cuh"
 
@@ -45,9 +56,39 @@ using namespace tlmpi::node;
 namespace {
 
 struct DParams {
-    Params p;                   // p.bytes: allreduce M, allgather / reduce_scatter_block B
+    Params p;                   // p.bytes: allreduce M, allgather / reduce_scatter_block B; p.gate: the
+                                // gated pair's token (0: not gated), p.done_word NULL when gated
     tlmpi_node_direct_t d;
+    unsigned long long memo;    // gated: this rank's offer (0: none)
 };
+
+// The call's first barrier. Gated (q.p.gate): every column first offers the memo in the own header's
+// memo word of its column, then after the barrier reads every rank's (thread t: rank t's, after its
+// acquire of rank t's flag); *run says whether all are the same and nonzero (the same answer in every
+// column of every rank). Column 0 of a run then stores the token into the own gate word, which the
+// pair's pool kernel reads (node.cuh: node_enter), and counts the run. False: a wait timed out.
+__device__ __forceinline__ bool first_barrier(const DParams &q, const IpcTransport &t, bool *run)
+{
+    *run = true;
+    if (!q.p.gate) return t.barrier(1);
+    char *own = static_cast<char *>(q.p.x.base[q.p.x.rank]);
+    const size_t mo = kMemoOff + sizeof(unsigned long long) * t.col.i;
+    if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned long long *>(own + mo) = q.memo;
+    if (!t.barrier(1)) return false;
+    bool same = true;
+    if ((int)threadIdx.x < q.p.x.nranks) {
+        const unsigned long long v =
+            *reinterpret_cast<const volatile unsigned long long *>(static_cast<const char *>(q.p.x.base[threadIdx.x]) + mo);
+        same = q.memo != 0 && v == q.memo;
+    }
+    *run = __syncthreads_and(same) != 0;
+    if (*run && threadIdx.x == 0 && t.col.i == 0) {
+        *reinterpret_cast<volatile unsigned long long *>(own + kGateOff) = q.p.gate;
+        const unsigned long long k = atomicAdd(reinterpret_cast<unsigned long long *>(own + kGateRanOff), 1ull) + 1ull;
+        if (q.p.x.err) static_cast<volatile tlmpi_node_err_t *>(q.p.x.err)->gated_direct = k;  // posted, not read
+    }
+    return true;
+}
 
 // 16 bytes of a peer's buffer at alignment ua (>= the element size), bypassing L1
 __device__ __forceinline__ uint4 ld_peer(const char *p, int ua)
@@ -96,7 +137,9 @@ template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const D
     const size_t M = q.p.bytes;
     size_t ls = (M + n - 1) / n;
     ls = (ls + 15) & ~(size_t)15;
-    if (!t.barrier(1)) return false;
+    bool run;
+    if (!first_barrier(q, t, &run)) return false;
+    if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     const size_t so = (size_t)r * ls;
     if (so < M) {
         const size_t len = M - so < ls ? M - so : ls;
@@ -131,7 +174,9 @@ template <int DT, typename Op> __device__ __forceinline__ bool rsb_direct(const 
     const int r = t.rank();
     const size_t B = q.p.bytes, so = (size_t)r * B;
     char *out = static_cast<char *>(q.d.out[r]);
-    if (!t.barrier(1)) return false;
+    bool run;
+    if (!first_barrier(q, t, &run)) return false;
+    if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     size_t lo, hi;
     t.piece(B, B, &lo, &hi);
     const int ua = ua_of(static_cast<const char *>(q.d.in[0]) + so); // the same for every rank's buffer
@@ -169,7 +214,9 @@ __device__ __forceinline__ bool ag_direct(const DParams &q, const IpcTransport &
     const size_t B = q.p.bytes, S = q.p.chunk;
     char *out = static_cast<char *>(q.d.out[r]);
     const bool in_place = q.d.in[r] == out + (size_t)r * B;
-    if (!t.barrier(1)) return false;
+    bool run;
+    if (!first_barrier(q, t, &run)) return false;
+    if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     for (unsigned st = 0; st < q.p.nsteps; st++) {
         const size_t off = (size_t)st * S, L = B - off < S ? B - off : S;
         size_t lo, hi;
@@ -251,7 +298,7 @@ const void *direct_fn(int kind, int dtype, int op)
 extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a,
                                           const tlmpi_node_direct_t *d, void *stream)
 {
-    if (!x || !a || !d || !x->dev_epoch || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 ||
+    if (!x || !a || (!d && !(a->gate && !a->memo)) || !x->dev_epoch || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 ||
         x->nranks > kMaxRanks || x->rank < 0 || x->rank >= x->nranks ||
         (a->kind != TLMPI_NODE_AG_DIRECT && a->kind != TLMPI_NODE_RSB_DIRECT && a->kind != TLMPI_NODE_AR_DIRECT))
         return (int)cudaErrorInvalidValue;
@@ -266,14 +313,21 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
         return 0;
     }
     if (a->count > ((size_t)-1) / elem / (size_t)x->nranks) return (int)cudaErrorInvalidValue;
-    for (int q = 0; q < x->nranks; q++)
-        if (!d->in[q] || !d->out[q] || !aligned16(d->out[q]) || (!ag && !aligned16(d->in[q])))
-            return (int)cudaErrorInvalidValue;
     DParams q;
     memset(&q, 0, sizeof(q));
+    if (a->gate && !a->memo) {
+        // gated with nothing to offer: the kernel takes its first barrier, reads the offers and returns
+        // (no rank's offer is accepted when this one is 0); no buffer is touched
+        for (int r = 0; r < x->nranks; r++) q.d.in[r] = q.d.out[r] = x->base[x->rank];
+    } else {
+        for (int r = 0; r < x->nranks; r++)
+            if (!d->in[r] || !d->out[r] || !aligned16(d->out[r]) || (!ag && !aligned16(d->in[r])))
+                return (int)cudaErrorInvalidValue;
+        q.d = *d;
+    }
     q.p.x = *x;
-    q.p.in = static_cast<const char *>(d->in[x->rank]);
-    q.p.out = static_cast<char *>(d->out[x->rank]);
+    q.p.in = static_cast<const char *>(q.d.in[x->rank]);
+    q.p.out = static_cast<char *>(q.d.out[x->rank]);
     q.p.bytes = a->count * elem;
     q.p.chunk = q.p.bytes;
     q.p.nsteps = 1;
@@ -295,10 +349,11 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
     q.p.barriers = 1 + q.p.nsteps;
     q.p.kind = a->kind;
     if (!cols_in(a, &q.p, true)) return (int)cudaErrorInvalidValue;
-    q.d = *d;
+    q.p.gate = a->gate;
+    q.memo = a->memo;
     const void *fn = direct_fn(a->kind, a->dtype, a->op);
     if (!fn) return (int)cudaErrorInvalidValue;
-    done_in(a, &q.p, true);
+    done_in(a, &q.p, a->gate == 0);  // a gated pair's word is its pool launch's
     void *args[1] = { &q };
     const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
                                            static_cast<cudaStream_t>(stream));

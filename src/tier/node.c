@@ -60,9 +60,11 @@
 #include "launcher.h"
 #include "kernels.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* direct: the zero-copy kernels of a persistent request whose buffers were registered at init (never a
  * blocking or non-blocking call's: there it means auto) */
@@ -184,6 +186,10 @@ struct tlmpi_node_comm {
     int area_captured;          /* a kernel captured into a graph on this rank used the current data
                                    area (ipc, growing: node_pool_ready keeps it when it grows) */
     int grow_failed;            /* a growth failed (agreed): the area stays as it is, one warning */
+    struct node_share *sh;      /* the pools this comm shares with others of the same processes (blocking
+                                   calls only: node_share_attach), NULL: its own */
+    unsigned long long gate_seq; /* the last gated pair's token (kernels.h: gate; this rank's own) */
+    unsigned long long gated, gated_offered; /* gated starts, and those where this rank offered a memo */
 };
 
 static unsigned node_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
@@ -297,12 +303,154 @@ static double time_barriers(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, i
     return 0.5 * (t[NODE_TIMED_BARRIERS / 2 - 1] + t[NODE_TIMED_BARRIERS / 2]);
 }
 
+/* ---- pools shared between communicators of the same processes ----
+ *
+ * Communicators whose ranks are the same processes in the same order, on the same devices (dups, and
+ * MPI_Comm_create_group / split results of the same members), share one set of pools (header and
+ * data area) as long as they carry only blocking calls (TLMPI_NODE_SHARE): their blocking collectives
+ * run one at a time in each process (not under MPI_THREAD_MULTIPLE, where the sharing is off) and in
+ * the same order in every process (MPI's rule for collectives of the same processes: a program that
+ * orders them differently may deadlock), so the calls of all of them are one sequence of collectives
+ * over one set of pools, as the calls of one communicator are: one device epoch, node.cuh's parity
+ * rule across them, one data area grown for the largest. A new communicator whose every rank finds
+ * such pools (the processes' pids, the device and the pool cap agreed: one PMPI_Allgather and one
+ * PMPI_Allreduce) takes them with no allocation, mapping or timed barrier. A communicator's first
+ * non-blocking, stream-ordered or persistent call (collective: every rank at the same call) gives it
+ * pools of its own first (the last holder keeps the shared ones), since those calls run beside others. */
+struct node_share {
+    struct node_share *next;
+    int dev, n, refs, ran;
+    size_t cap;
+    int pids[TLMPI_NODE_MAX_RANKS];
+    tlmpi_ipc_t *ipc;
+    double barrier_us;
+    int barrier_known, slow;
+};
+static struct node_share *g_shares;
+static pthread_mutex_t g_share_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether a new comm may share pools (rank-uniform inputs): ipc transport (named, or auto where ranks
+ * share a GPU: NCCL's device transport refuses that), growing pools, not a hier sub-communicator, not
+ * MPI_THREAD_MULTIPLE. */
+static int node_share_wanted(const tlmpi_tier_comm_t *tc)
+{
+    long t = (long)TLMPI_ENV_I(NODE_TRANSPORT);
+
+    return TLMPI_ENV_I(NODE_SHARE) && TLMPI_ENV_I(NODE_POOL_GROW) && tc->sub == 0 && tc->size >= 2 &&
+           tc->size <= TLMPI_NODE_MAX_RANKS && tlmpi_g.thread_level < MPI_THREAD_MULTIPLE &&
+           !TLMPI_ENV_I(NODE_EPOCH0) &&
+           (t == NODE_XPORT_IPC || (t == NODE_XPORT_AUTO && (tc->caps & TLMPI_CAP_SHARED_GPU)));
+}
+
+/* Collective over tc->comm where node_share_wanted: the comm's processes (pids into pids); 1 when every
+ * rank found pools shared by earlier comms of them (nc then holds them), else 0 (every rank alike). */
+static int node_share_attach(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, size_t cap, int *pids)
+{
+    struct node_share *sh = NULL;
+    int me = (int)getpid(), found;
+
+    if (PMPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, tc->comm) != MPI_SUCCESS) {
+        pids[0] = -1; /* found below stays 0 here; MPI errors are fatal by default */
+    }
+    pthread_mutex_lock(&g_share_lock);
+    for (sh = g_shares; sh && pids[0] >= 0; sh = sh->next) {
+        if (sh->dev == tc->dev && sh->n == tc->size && sh->cap == cap &&
+            memcmp(sh->pids, pids, sizeof(int) * (size_t)tc->size) == 0) {
+            break;
+        }
+    }
+    found = sh != NULL;
+    pthread_mutex_unlock(&g_share_lock);
+    if (PMPI_Allreduce(MPI_IN_PLACE, &found, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !found) {
+        return 0;
+    }
+    pthread_mutex_lock(&g_share_lock);
+    sh->refs++;
+    pthread_mutex_unlock(&g_share_lock);
+    nc->sh = sh;
+    nc->ipc = sh->ipc;
+    nc->xp = &sh->ipc->t;
+    nc->barrier_us = sh->barrier_us;
+    nc->barrier_known = sh->barrier_known;
+    nc->slow = sh->slow;
+    if (nc->slow) {
+        tc->caps |= TLMPI_CAP_NODE_SLOW; /* the same on every rank, as when the pools were made */
+    }
+    return 1;
+}
+
+/* After a setup that made pools of its own (ipc): offer them to later comms of the same processes. */
+static void node_share_offer(const tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, size_t cap, const int *pids)
+{
+    struct node_share *sh;
+
+    if (!nc->ipc || !(sh = calloc(1, sizeof(*sh)))) {
+        return; /* the comm keeps them to itself (no later comm finds them, on this rank: agreed there) */
+    }
+    sh->dev = tc->dev;
+    sh->n = tc->size;
+    sh->cap = cap;
+    memcpy(sh->pids, pids, sizeof(int) * (size_t)tc->size);
+    sh->ipc = nc->ipc;
+    sh->refs = 1;
+    sh->barrier_us = nc->barrier_us;
+    sh->barrier_known = nc->barrier_known;
+    sh->slow = nc->slow;
+    pthread_mutex_lock(&g_share_lock);
+    sh->next = g_shares;
+    g_shares = sh;
+    pthread_mutex_unlock(&g_share_lock);
+    nc->sh = sh;
+}
+
+/* nc lets go of the shared pools; 1 when it was their last holder (nc->ipc is then its own to free;
+ * *ran: whether collective kernels ran on them for any holder). */
+static int node_share_leave(struct tlmpi_node_comm *nc, int *ran)
+{
+    struct node_share *sh = nc->sh, **pp;
+    int last;
+
+    pthread_mutex_lock(&g_share_lock);
+    sh->ran |= nc->ran;
+    *ran = sh->ran;
+    last = --sh->refs == 0;
+    if (last) {
+        for (pp = &g_shares; *pp && *pp != sh; pp = &(*pp)->next) {
+        }
+        if (*pp) {
+            *pp = sh->next;
+        }
+    }
+    pthread_mutex_unlock(&g_share_lock);
+    if (last) {
+        free(sh);
+    }
+    nc->sh = NULL;
+    return last;
+}
+
+/* Whether kernels of any holder ran on nc's shared pools (the teardown barrier; the same on every rank) */
+static int node_share_ran(const struct tlmpi_node_comm *nc)
+{
+    int ran;
+
+    if (!nc->sh) {
+        return 0;
+    }
+    pthread_mutex_lock(&g_share_lock);
+    ran = nc->sh->ran;
+    pthread_mutex_unlock(&g_share_lock);
+    return ran;
+}
+
 static void node_free(struct tlmpi_node_comm *nc, int dev, int heap)
 {
-    int saved = -1;
+    int saved = -1, ran = 0;
 
     tlmpi_regcache_destroy(nc->reg); /* after the last barrier: no peer reads through its mappings */
-    tlmpi_ipc_destroy(nc->ipc);
+    if (!nc->sh || node_share_leave(nc, &ran)) {
+        tlmpi_ipc_destroy(nc->ipc);
+    }
     tlmpi_devcomm_destroy(nc->dc);
     if (nc->scratch && tlmpi_gpu_enter_device(dev, &saved) == 0) {
         cudaFree(nc->scratch);
@@ -384,10 +532,22 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
     size_t data = tlmpi_ipc_data_bytes((long long)TLMPI_ENV_I(NODE_POOL));
     int saved = -1, have_nc = nc != NULL;
 
+    int pids[TLMPI_NODE_MAX_RANKS], share = node_share_wanted(tc);
+
     if (!have_nc) {
         /* every collective below must still run here: fail at the end, agreed by the plan */
         memset(&spare, 0, sizeof(spare));
         nc = &spare;
+    }
+    if (share && node_share_attach(tc, nc, data, pids)) {
+        if (!have_nc || !(nc->reg = tlmpi_regcache_create(tc->rank, tc->size, tc->dev,
+                                                           (size_t)TLMPI_ENV_I(NODE_REG_MAX)))) {
+            /* this rank alone: the plan's agreement on setup failures takes the tier away everywhere */
+            snprintf(why, len, "out of host memory");
+            node_free(nc, tc->dev, have_nc);
+            return TLMPI_ERR_NO_MEMORY;
+        }
+        goto ready;
     }
     if (node_transport(tc, nc, data, why, len) != 0) {
         if (have_nc) {
@@ -456,6 +616,10 @@ static tlmpi_status_t node_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
         node_free(nc, tc->dev, 0);
         return TLMPI_ERR_NO_MEMORY;
     }
+    if (share) {
+        node_share_offer(tc, nc, data, pids);
+    }
+ready:
     multicast_why(nc, tc->dev, nc->mc_why, sizeof(nc->mc_why));
     nc->outsiders = tlmpi_topo_gpu_local_ranks() > nc->xp->ranks_on_gpu;
     /* fault site: this rank's collective kernels never arrive (not the setup's or teardown's) */
@@ -493,8 +657,18 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
         char pool[128];
 
         if (nc->ipc && nc->ipc->grows) {
-            snprintf(pool, sizeof(pool), "320 KiB header + data area of %zu KiB (grows on demand up to %zu KiB)",
-                     data >> 10, nc->ipc->cap >> 10);
+            int refs = 0;
+
+            if (nc->sh) {
+                pthread_mutex_lock(&g_share_lock);
+                refs = nc->sh->refs;
+                pthread_mutex_unlock(&g_share_lock);
+            }
+            snprintf(pool, sizeof(pool), "320 KiB header + data area of %zu KiB (grows on demand up to %zu KiB)%s",
+                     data >> 10, nc->ipc->cap >> 10, refs > 1 ? ", shared" : "");
+            if (refs > 1) {
+                snprintf(pool + strlen(pool), sizeof(pool) - strlen(pool), " by %d communicators", refs);
+            }
         } else {
             snprintf(pool, sizeof(pool), "%zu KiB", data >> 10);
         }
@@ -526,6 +700,11 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
                  "pool%s%s)", (long long)TLMPI_ENV_I(NODE_REG_MIN), k.entries, k.mapped_bytes >> 20,
                  k.calls[TLMPI_REG_HIT], k.calls[TLMPI_REG_FIRST], k.calls[TLMPI_REG_POOL], last[0] ? ", last: " : "",
                  last);
+        o += strlen(buf + o);
+        if (o < len && nc->gated) {
+            snprintf(buf + o, len - o, "; non-blocking calls gated on the device: %llu (memo offered here: %llu, "
+                     "zero-copy: %llu)", nc->gated, nc->gated_offered, nc->xp->err->gated_direct);
+        }
     }
 }
 
@@ -664,6 +843,39 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
     return e;
 }
 
+/* node_run's launch for a gated start (kernels.h): the zero-copy kernel offering this rank's memo,
+ * then the pool kernel, which runs the call unless the first did; the pair's completion word is the
+ * second's. Self-contained (the memo's pointers copied: its mappings outlive the launch, regcache.h). */
+struct node_launch_gated {
+    struct tlmpi_node_comm *nc;
+    tlmpi_node_args_t args;     /* the pool kernel's */
+    tlmpi_node_args_t dargs;    /* the zero-copy kernel's (one column per CTA, memo and token set) */
+    tlmpi_node_direct_t d;
+};
+static int node_launch_gated(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
+{
+    struct node_launch_gated *l = arg;
+    int e;
+
+    e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, &l->dargs, l->dargs.memo ? &l->d : NULL, stream);
+    if (e != 0) {
+        return e; /* nothing enqueued */
+    }
+    l->args.in = in;
+    l->args.out = out;
+    node_done_offer(l->nc, &l->args, done);
+    e = tlmpi_cuda_node_run(&l->nc->xp->x, &l->args, stream);
+    if (e != 0) {
+        /* the zero-copy kernel is queued and waits for its peers' offers at its first barrier: with no
+         * pool kernel after it the call cannot complete on every rank (report as a failed launch after
+         * work started: the caller's wait bounds it) */
+        return e;
+    }
+    l->nc->ran = 1;
+    node_done_taken(l->nc, &l->args, done);
+    return 0;
+}
+
 /* The launch arguments of call c (algorithm word algo); the algorithm it runs in *a_p. Columns (the
  * partition, the same on every rank: kernels.h, cols): the plan entry's knob (tables, tuning file),
  * else TLMPI_NODE_CTAS, else by size; at most the agreed limit that keeps every rank's CTAs resident:
@@ -738,18 +950,58 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
  * settings, the form, the message size, MPI_IN_PLACE, which the standard makes uniform): blocking and
  * stream-ordered calls (captured or not), not the non-blocking ones (the lookup is a host collective,
  * which MPI_I* must not wait in) nor persistent requests (registered at init, or through the pools). */
-static int node_reg_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
-                           int algo)
+static int node_reg_size(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
+                         int algo)
 {
     int ai = TLMPI_ALGO_INDEX(algo);
 
-    if (c->preg || c->pend || (c->form != TLMPI_FORM_BLOCKING && c->form != TLMPI_FORM_ENQUEUE) ||
-        !TLMPI_ENV_I(NODE_REG) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
+    if (!TLMPI_ENV_I(NODE_REG) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
         (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) ||
         node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL) {
         return 0;
     }
     return ai == A_DIRECT || c->msg_bytes >= (size_t)TLMPI_ENV_I(NODE_REG_MIN);
+}
+static int node_reg_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
+                           int algo)
+{
+    return !c->preg && !c->pend && (c->form == TLMPI_FORM_BLOCKING || c->form == TLMPI_FORM_ENQUEUE) &&
+           node_reg_size(tc, nc, c, algo);
+}
+
+/* Whether a non-blocking start is gated (kernels.h: its zero-copy use agreed on the device, no host
+ * collective): node_reg_wanted's conditions but the form, and the view holds memos (regcache.h; the
+ * same on every rank: memos change only at lookups, which every rank makes at the same call). */
+static int node_gate_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
+                            int algo)
+{
+    return c->form == TLMPI_FORM_NONBLOCKING && !c->preg && TLMPI_ENV_I(NODE_GATE) && nc->ipc &&
+           nc->xp->x.dev_epoch && tlmpi_regcache_memos(nc->reg) > 0 && node_reg_size(tc, nc, c, algo);
+}
+
+/* This rank's offer for a gated call (local, no driver call): the memo holding exactly its buffers,
+ * every rank's pointers in *d; 0: none (buffers not device memory of the comm's GPU, or not in a memo). */
+static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc,
+                                    const tlmpi_call_t *c, tlmpi_node_direct_t *d)
+{
+    tlmpi_reg_range_t known[2];
+    const void *p[2] = { c->in, c->rbuf };
+    int i;
+
+    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
+        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
+        return 0;
+    }
+    for (i = 0; i < 2; i++) {
+        uintptr_t b = 0;
+        size_t sz = 0;
+        unsigned long long id = 0;
+
+        known[i].bytes = tlmpi_mem_range(p[i], &b, &sz, &id) ? (unsigned long long)sz : 0;
+        known[i].base = (unsigned long long)b;
+        known[i].id = id;
+    }
+    return tlmpi_regcache_memo(nc->reg, c->in, c->rbuf, known, d);
 }
 
 /* The registration cache's drain (regcache.h): every kernel of the comm queued so far completed, the
@@ -761,6 +1013,8 @@ static int node_drain(void *arg)
     tlmpi_wait_who_t who = { MPI_COMM_NULL, tc->id, TLMPI_COLL_ALLREDUCE, "node" };
     int e, saved = -1;
 
+    /* a gated start's launch may still be queued on the launch thread (its memo's mappings in its copy) */
+    tlmpi_launcher_drain("the registration cache letting go of a buffer");
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
         e = (int)cudaErrorInvalidDevice;
     } else {
@@ -788,6 +1042,64 @@ static int node_capturing(void *stream)
         return 1;
     }
     return cs != cudaStreamCaptureStatusNone;
+}
+
+/* Pools of its own for a comm that shared them (node_share_attach), before its first non-blocking,
+ * stream-ordered or persistent call (collective: every rank at the same call, and the shared state is
+ * the same on every rank). Its last holder keeps them; otherwise a new transport as setup makes one
+ * (no timed barriers: the shared pools' timing holds), agreed. 0, or -1 on every rank (the call goes
+ * to staging; one warning) with the pools still shared. */
+static int node_own_pools(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc)
+{
+    struct tlmpi_node_comm mine;
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    char why[224] = "";
+    int ok, refs, ran = 0;
+
+    if (!nc->sh) {
+        return 0;
+    }
+    pthread_mutex_lock(&g_share_lock);
+    refs = nc->sh->refs;
+    pthread_mutex_unlock(&g_share_lock);
+    if (refs == 1) {
+        /* the last holder: the pools become its own (nc->ipc already points at them) */
+        (void)node_share_leave(nc, &ran);
+        nc->ran |= ran;
+        return 0;
+    }
+    memset(&mine, 0, sizeof(mine));
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    tlmpi_launcher_drain("the node tier making a communicator's own pools");
+    ok = node_transport(tc, &mine, tlmpi_ipc_data_bytes((long long)TLMPI_ENV_I(NODE_POOL)), why, sizeof(why)) == 0;
+    if (ok && node_epoch_init(tc, &mine, why, sizeof(why)) != 0) {
+        ok = 0;
+    }
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS) {
+        ok = 0;
+    }
+    if (!ok) {
+        if (mine.xp) {
+            tlmpi_ipc_destroy(mine.ipc);
+            tlmpi_devcomm_destroy(mine.dc);
+        }
+        tlmpi_warn_once(COMM, "communicator #%u: the node tier could not give it pools of its own for a "
+                        "non-blocking, stream-ordered or persistent call (%s); such calls go through staging",
+                        tc->id, why[0] ? why : "failed on another rank");
+        return -1;
+    }
+    mine.xp->x.stuck = nc->xp->x.stuck;
+    mine.xp->x.late_ns = nc->xp->x.late_ns;
+    (void)node_share_leave(nc, &ran); /* not the last holder: the shared pools stay */
+    nc->ipc = mine.ipc;
+    nc->dc = mine.dc;
+    nc->xp = mine.xp;
+    nc->ran = 0; /* no kernel of this comm ran on its own pools yet */
+    nc->area_captured = 0;
+    nc->grow_failed = 0;
+    tlmpi_debug(COMM, "communicator #%u: the node tier's pools are its own now (they were shared)", tc->id);
+    return 0;
 }
 
 /* The pools' data area ready for a pool kernel of kind (node_pool_kind; -1: none) on call c (the ipc transport's growing area;
@@ -902,11 +1214,14 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     tlmpi_node_args_t args;
     tlmpi_node_direct_t zd;
     const tlmpi_node_direct_t *d = NULL;
-    int a;
+    int a, gated = 0;
 
     (void)mpi_rc_p;
     if (!nc) {
         return TLMPI_ERR_UNSUPPORTED; /* not set up (cannot happen when supports() said yes) */
+    }
+    if (TLMPI_UNLIKELY(nc->sh != NULL) && c->form != TLMPI_FORM_BLOCKING && node_own_pools(tc, nc) != 0) {
+        return TLMPI_ERR_UNSUPPORTED; /* on every rank: staging serves it */
     }
     if (TLMPI_UNLIKELY(nc->xp->err->set)) {
         node_earlier_timed_out(tc, c, nc->xp->err); /* a stream-ordered call's, not yet reported */
@@ -915,12 +1230,36 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         d = &((const tlmpi_ipc_reg_t *)c->preg)->d; /* a registered persistent request (node_persist) */
     } else if (node_reg_wanted(tc, nc, c, algo) && node_zero_copy(tc, nc, c, TLMPI_REG_USE_HOST, &zd)) {
         d = &zd;
+    } else if (node_gate_wanted(tc, nc, c, algo)) {
+        gated = 1;
     }
     if (!d && node_pool_ready(tc, nc, c, node_pool_kind(c, algo), c->form != TLMPI_FORM_PERSISTENT) != 0) {
         return TLMPI_ERR_UNSUPPORTED; /* on every rank: staging serves it */
     }
     node_args(tc, nc, c, algo, d != NULL, &args, &a);
-    if (d) {
+    if (gated) {
+        /* the pool kernel's arguments in args, the zero-copy kernel's (one column per CTA) beside them */
+        struct node_launch_gated l;
+        int da;
+
+        memset(&l, 0, sizeof(l));
+        l.nc = nc;
+        l.args = args;
+        node_args(tc, nc, c, algo, 1, &l.dargs, &da);
+        l.dargs.kind = direct_kind(c->coll);
+        l.dargs.memo = node_memo(tc, nc, c, &l.d);
+        l.args.gate = l.dargs.gate = ++nc->gate_seq;
+        {
+            const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernels (gated zero-copy)",
+                                            NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,
+                                            node_launch_gated, &l, sizeof(l), &nc->launch_ok,
+                                            1u << direct_kind(c->coll) };
+
+            nc->gated++;
+            nc->gated_offered += l.dargs.memo != 0;
+            st = tlmpi_tier_kernel_call(tc, c, &k);
+        }
+    } else if (d) {
         /* zero-copy, the pool kind's CTA count */
         struct node_launch_direct l = { nc, args, d };
         const tlmpi_tier_kernel_t k = { "node", node_algos[A_DIRECT], "node tier", "the node kernel (zero-copy)",
@@ -961,6 +1300,9 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
 
     if (!nc) {
         return TLMPI_ERR_UNSUPPORTED;
+    }
+    if (TLMPI_UNLIKELY(nc->sh != NULL) && node_own_pools(tc, nc) != 0) {
+        return TLMPI_ERR_UNSUPPORTED; /* every rank alike */
     }
     nc->streamed = 1; /* before the per-rank check below: the same on every rank */
     if (node_reg_wanted(tc, nc, c, algo)) {
@@ -1065,7 +1407,7 @@ static void *node_persist(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     void *reg;
 
-    if (!nc) {
+    if (!nc || (nc->sh && node_own_pools(tc, nc) != 0)) {
         return NULL;
     }
     reg = node_persist_reg(tc, nc, c, algo);
@@ -1097,7 +1439,7 @@ static void node_cleanup(tlmpi_tier_comm_t *tc)
      * reads or writes this rank's pool when it is freed. Not for the fault site, and bounded like
      * every node wait. (Whether kernels ran is the same on every rank; a setup undone by the plan
      * ran none.) */
-    if (nc->ran && tc->ctx && tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
+    if (tc->ctx && (nc->ran || node_share_ran(nc)) && tlmpi_gpu_enter_device(tc->dev, &saved) == 0) {
         tlmpi_node_xport_t x = nc->xp->x;
         char why[160];
 

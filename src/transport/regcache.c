@@ -420,14 +420,27 @@ typedef struct {
     ipcreg_map_t *map;
 } view_ent_t;
 
+/* A memo: the buffers of one zero-copy lookup, every rank's, for the gated calls (regcache.h). The same
+ * memos on every rank (made, refreshed and dropped only from the records and the agreed view); d is
+ * this process's view of them. */
+typedef struct {
+    unsigned long long id;              /* the view's clock when made (nonzero; the same on every rank) */
+    unsigned long long used;            /* the view's clock at the last lookup of the same records */
+    struct {
+        unsigned long long base[2], id[2], off[2]; /* input, output: allocation (owner's) and offset */
+    } r[TLMPI_NODE_MAX_RANKS];
+    tlmpi_node_direct_t d;
+} view_memo_t;
+
 struct tlmpi_regcache {
-    int rank, size, dev, n;
+    int rank, size, dev, n, nmemo;
     size_t max_bytes;
     unsigned long long clock;           /* calls that found every rank's records ok */
     unsigned long long bytes;           /* every entry's bytes (the same on every rank) */
     tlmpi_regcache_counts_t cnt;
     char last_why[128];
     view_ent_t e[TLMPI_REGCACHE_ENTRIES];
+    view_memo_t memo[TLMPI_REGCACHE_MEMOS];
 };
 
 tlmpi_regcache_t *tlmpi_regcache_create(int rank, int size, int dev, size_t max_bytes)
@@ -443,11 +456,33 @@ tlmpi_regcache_t *tlmpi_regcache_create(int rank, int size, int dev, size_t max_
     return rc;
 }
 
-/* Remove entry i (its mapping let go). map_lock is held, the view's device current. */
+/* Drop the memos that use rank q's allocation (base, id) (the view lets go of it). */
+static void memo_drop_alloc(tlmpi_regcache_t *rc, int q, unsigned long long base, unsigned long long id)
+{
+    int i, j;
+
+    for (i = 0; i < rc->nmemo;) {
+        const view_memo_t *m = &rc->memo[i];
+        int uses = 0;
+
+        for (j = 0; j < 2; j++) {
+            uses |= m->r[q].base[j] == base && m->r[q].id[j] == id;
+        }
+        if (uses) {
+            rc->memo[i] = rc->memo[--rc->nmemo];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Remove entry i (its mapping let go, and the memos that use it). map_lock is held, the view's device
+ * current. */
 static void view_drop(tlmpi_regcache_t *rc, int i)
 {
     view_ent_t *v = &rc->e[i];
 
+    memo_drop_alloc(rc, v->q, v->base, v->id);
     if (v->map) {
         map_put(v->map);
     }
@@ -564,6 +599,88 @@ static void view_fill(const tlmpi_regcache_t *rc, const reg_rec_t *recs, int idx
     fill_direct(recs, rc->rank, rc->size, b, in, out, d);
 }
 
+/* The memo of a zero-copy lookup's records (their pointers in d): refreshed where the same records made
+ * one, else made, in the least recently used slot when all are taken. The entries it uses keep at
+ * least the stream-ordered use (a gated call may still be queued when a later lookup makes room: they
+ * go only after the drain). The same on every rank. */
+static void memo_note(tlmpi_regcache_t *rc, const reg_rec_t *recs, int idx[][2], const tlmpi_node_direct_t *d)
+{
+    view_memo_t *m = NULL;
+    int i, q, j;
+
+    for (q = 0; q < rc->size; q++) {
+        for (j = 0; j < recs[q].nb; j++) {
+            view_ent_t *v = &rc->e[idx[q][j]];
+
+            v->use = v->use > (int)TLMPI_REG_USE_STREAM ? v->use : (int)TLMPI_REG_USE_STREAM;
+        }
+    }
+    for (i = 0; i < rc->nmemo && !m; i++) {
+        int same = 1;
+
+        for (q = 0; q < rc->size && same; q++) {
+            for (j = 0; j < 2; j++) {
+                const reg_alloc_t *a = &recs[q].b[recs[q].which[j]];
+
+                same &= rc->memo[i].r[q].base[j] == a->base && rc->memo[i].r[q].id[j] == a->id &&
+                        rc->memo[i].r[q].off[j] == recs[q].off[j];
+            }
+        }
+        if (same) {
+            m = &rc->memo[i];
+        }
+    }
+    if (!m) {
+        if (rc->nmemo < TLMPI_REGCACHE_MEMOS) {
+            m = &rc->memo[rc->nmemo++];
+        } else {
+            m = &rc->memo[0];
+            for (i = 1; i < rc->nmemo; i++) {
+                m = rc->memo[i].used < m->used ? &rc->memo[i] : m;
+            }
+        }
+        memset(m, 0, sizeof(*m));
+        m->id = rc->clock;
+        for (q = 0; q < rc->size; q++) {
+            for (j = 0; j < 2; j++) {
+                const reg_alloc_t *a = &recs[q].b[recs[q].which[j]];
+
+                m->r[q].base[j] = a->base;
+                m->r[q].id[j] = a->id;
+                m->r[q].off[j] = recs[q].off[j];
+            }
+        }
+    }
+    m->used = rc->clock;
+    m->d = *d;
+}
+
+int tlmpi_regcache_memos(const tlmpi_regcache_t *rc)
+{
+    return rc ? rc->nmemo : 0;
+}
+
+unsigned long long tlmpi_regcache_memo(const tlmpi_regcache_t *rc, const void *in, const void *out,
+                                       const tlmpi_reg_range_t known[2], tlmpi_node_direct_t *d)
+{
+    const int r = rc->rank;
+    int i;
+
+    if (!known[0].bytes || !known[1].bytes) {
+        return 0; /* the classification did not say: no driver call here */
+    }
+    for (i = 0; i < rc->nmemo; i++) {
+        const view_memo_t *m = &rc->memo[i];
+
+        if (m->d.in[r] == in && m->d.out[r] == out && m->r[r].base[0] == known[0].base &&
+            m->r[r].id[0] == known[0].id && m->r[r].base[1] == known[1].base && m->r[r].id[1] == known[1].id) {
+            *d = m->d;
+            return m->id;
+        }
+    }
+    return 0;
+}
+
 static tlmpi_reg_state_t counted(tlmpi_regcache_t *rc, tlmpi_reg_state_t st, const char *why)
 {
     rc->cnt.calls[st]++;
@@ -624,6 +741,7 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
     }
     if (misses == 0) {
         view_fill(rc, recs, idx, in, out, d);
+        memo_note(rc, recs, idx, d);
         st = TLMPI_REG_HIT;
         goto out;
     }
@@ -682,6 +800,7 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
     if (ok) {
         view_index(rc, recs, idx); /* entries moved as others went */
         view_fill(rc, recs, idx, in, out, d);
+        memo_note(rc, recs, idx, d);
         st = TLMPI_REG_FIRST;
     }
 out:

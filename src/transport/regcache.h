@@ -47,6 +47,7 @@
 
 #define TLMPI_IPCREG_MAX_MAPS (2 * TLMPI_NODE_MAX_RANKS)
 #define TLMPI_REGCACHE_ENTRIES 128 /* allocations one communicator's view holds (every rank's) */
+#define TLMPI_REGCACHE_MEMOS 16    /* memos one view holds (below) */
 
 /* A persistent request's registration. */
 typedef struct tlmpi_ipc_reg {
@@ -121,6 +122,21 @@ tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int
                                         const void *in, void *out, const tlmpi_reg_range_t *known, tlmpi_reg_use_t use,
                                         int (*drain)(void *), void *drain_arg, tlmpi_node_direct_t *d, char *why,
                                         size_t len);
+/* Memos, for the non-blocking calls (MPI_I* may not wait in a host collective, so they never look up):
+ * every lookup that gives zero-copy pointers keeps them as a memo (the last TLMPI_REGCACHE_MEMOS sets of
+ * records; the same memos, with the same ids, on every rank). A later call asks locally which memo holds
+ * exactly its own buffers, in allocations the classification still knows by the same buffer id (a freed
+ * and re-allocated buffer never matches): the memo's id, or 0. Its kernels then agree on the device
+ * (kernels.h: the gated pair): zero-copy on the memo's pointers where every rank offered the same id,
+ * the pools otherwise. An entry a memo uses is let go only after the drain (as a stream-ordered call's),
+ * and its memos go with it. */
+int tlmpi_regcache_memos(const tlmpi_regcache_t *rc);
+/* Local, no driver call: the id of the memo of this rank's in and out (MPI_IN_PLACE resolved as for the
+ * lookup) whose own allocations are known[0], known[1] (bytes 0: unknown, no memo), with every rank's
+ * pointers in *d; 0 where none. */
+unsigned long long tlmpi_regcache_memo(const tlmpi_regcache_t *rc, const void *in, const void *out,
+                                       const tlmpi_reg_range_t known[2], tlmpi_node_direct_t *d);
+
 /* The view's counters, and its last TLMPI_REG_POOL reason ("" before any). */
 void tlmpi_regcache_counts(const tlmpi_regcache_t *rc, tlmpi_regcache_counts_t *out, const char **last_why);
 

@@ -17,7 +17,13 @@
  *  f  stream-ordered calls (tlmpi_allreduce_enqueue) on a stream: first, hits, and on the bounded
  *     communicator of e alternating pairs (the entries a queued kernel used are let go after the drain);
  *  g  a captured tlmpi_allreduce_enqueue replayed 3 times with fresh inputs (its entries pinned), then
- *     blocking calls on other buffers under the bound of e (the pinned pair stays), and one more replay.
+ *     blocking calls on other buffers under the bound of e (the pinned pair stays), and one more replay;
+ *  h  non-blocking calls (MPI_I* + MPI_Wait / MPI_Waitall), gated on the device (kernels.h): on buffers a
+ *     blocking call registered, every collective, zero-copy (the describe line's count moves by one per
+ *     call); one rank on fresh buffers: the pools, right; one rank's receive buffer freed and allocated
+ *     again (often at its old address): its memo no longer matches, the pools, right (a memo matched by
+ *     address alone would have the peers write into the freed allocation: wrong results here); a blocking
+ *     call registers it, zero-copy again; three calls in flight on three registered pairs, one Waitall.
  * Checks that zero-copy ran: the node tier's "direct" algorithm counters and tlmpi_get_reg_stats (hits,
  * first registrations, pool fallbacks, evictions; the same on every rank). Exit 77 without a GPU.
  */
@@ -98,16 +104,31 @@ static void allreduce_data(MPI_Comm comm, size_t n)
     }
 }
 
+/* g_nb: the t_* calls below use the non-blocking form and MPI_Wait (case h) */
+static int g_nb;
+
+static int wait_ok(MPI_Request *q)
+{
+    return MPI_Wait(q, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+}
+
 /* allreduce of n floats: in (NULL: in place on out) */
 static void t_allreduce(MPI_Comm comm, float *in, float *out, size_t n, const char *what)
 {
+    MPI_Request q;
+
     allreduce_data(comm, n);
     TST_CUDA(cudaMemcpy(in ? in : out, g_h, n * sizeof(float), cudaMemcpyHostToDevice));
     if (in) {
         TST_CUDA(cudaMemset(out, 0xff, n * sizeof(float)));
     }
-    TST_CHECK(MPI_Allreduce(in ? in : MPI_IN_PLACE, out, (int)n, MPI_FLOAT, MPI_SUM, comm) == MPI_SUCCESS,
-              "%s: MPI_Allreduce", what);
+    if (g_nb) {
+        TST_CHECK(MPI_Iallreduce(in ? in : MPI_IN_PLACE, out, (int)n, MPI_FLOAT, MPI_SUM, comm, &q) == MPI_SUCCESS &&
+                  wait_ok(&q), "%s: MPI_Iallreduce + MPI_Wait", what);
+    } else {
+        TST_CHECK(MPI_Allreduce(in ? in : MPI_IN_PLACE, out, (int)n, MPI_FLOAT, MPI_SUM, comm) == MPI_SUCCESS,
+                  "%s: MPI_Allreduce", what);
+    }
     compare(out, n, what);
 }
 
@@ -131,8 +152,15 @@ static void t_allgather(MPI_Comm comm, float *in, float *out, size_t n, const ch
     TST_CUDA(cudaMemset(out, 0xff, n * (size_t)size * sizeof(float)));
     TST_CUDA(cudaMemcpy(in ? in : out + (size_t)rank * n, g_ref + (size_t)rank * n, n * sizeof(float),
                         cudaMemcpyHostToDevice));
-    TST_CHECK(MPI_Allgather(in ? in : MPI_IN_PLACE, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, comm) == MPI_SUCCESS,
-              "%s: MPI_Allgather", what);
+    if (g_nb) {
+        MPI_Request q;
+
+        TST_CHECK(MPI_Iallgather(in ? in : MPI_IN_PLACE, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, comm, &q) ==
+                      MPI_SUCCESS && wait_ok(&q), "%s: MPI_Iallgather + MPI_Wait", what);
+    } else {
+        TST_CHECK(MPI_Allgather(in ? in : MPI_IN_PLACE, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, comm) ==
+                      MPI_SUCCESS, "%s: MPI_Allgather", what);
+    }
     compare(out, n * (size_t)size, what);
 }
 
@@ -159,8 +187,15 @@ static void t_rsb(MPI_Comm comm, float *in, float *out, size_t n, const char *wh
         }
     }
     TST_CUDA(cudaMemset(out, 0xff, n * sizeof(float)));
-    TST_CHECK(MPI_Reduce_scatter_block(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm) == MPI_SUCCESS,
-              "%s: MPI_Reduce_scatter_block", what);
+    if (g_nb) {
+        MPI_Request q;
+
+        TST_CHECK(MPI_Ireduce_scatter_block(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm, &q) == MPI_SUCCESS &&
+                      wait_ok(&q), "%s: MPI_Ireduce_scatter_block + MPI_Wait", what);
+    } else {
+        TST_CHECK(MPI_Reduce_scatter_block(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm) == MPI_SUCCESS,
+                  "%s: MPI_Reduce_scatter_block", what);
+    }
     compare(out, n, what);
 }
 
@@ -331,6 +366,110 @@ static void case_streams(MPI_Comm bounded, float **x, float **y, size_t n)
     cudaFree(gr);
 }
 
+/* The describe line's count of gated non-blocking calls that ran zero-copy on comm (collective). */
+static long gated_direct(MPI_Comm comm)
+{
+    static char buf[4096];
+    const char *p;
+    long v = -1;
+
+    if (tlmpi_comm_describe(comm, buf, sizeof(buf)) == TLMPI_OK && (p = strstr(buf, "zero-copy: "))) {
+        v = strtol(p + 11, NULL, 10);
+    } else if (tlmpi_comm_describe(comm, buf, sizeof(buf)) == TLMPI_OK) {
+        v = 0; /* no gated call yet */
+    }
+    return v;
+}
+
+/* h: non-blocking calls gated on the device (see the header) */
+static void case_gated(float *s, float *r, size_t n)
+{
+    MPI_Comm c = MPI_COMM_WORLD;
+    long z0, z;
+    int k;
+    float *fs, *fr, *ps[3], *pr[3];
+    MPI_Request q[3];
+
+    t_allreduce(c, s, r, n, "h: blocking, registers the pair");
+    z0 = gated_direct(c);
+    g_nb = 1;
+    t_allreduce(c, s, r, n, "h: MPI_Iallreduce on registered buffers");
+    t_allreduce(c, NULL, r, n, "h: MPI_Iallreduce in place (not registered as such: the pools)");
+    z = gated_direct(c);
+    TST_CHECK(z == z0 + 1, "h: gated zero-copy calls %ld -> %ld, expected one more", z0, z);
+    g_nb = 0;
+    t_allgather(c, s, r, n, "h: blocking allgather, registers");
+    t_rsb(c, s, r, n / 2, "h: blocking reduce_scatter_block, registers");
+    g_nb = 1;
+    t_allgather(c, s, r, n, "h: MPI_Iallgather on registered buffers");
+    t_rsb(c, s, r, n / 2, "h: MPI_Ireduce_scatter_block on registered buffers");
+    z0 = z;
+    z = gated_direct(c);
+    TST_CHECK(z == z0 + 2, "h: gated zero-copy calls %ld -> %ld, expected two more", z0, z);
+
+    /* one rank on fresh buffers */
+    TST_CUDA(cudaMalloc((void **)&fs, n * sizeof(float)));
+    TST_CUDA(cudaMalloc((void **)&fr, n * sizeof(float)));
+    t_allreduce(c, tst_rank == 0 ? fs : s, tst_rank == 0 ? fr : r, n, "h: rank 0 on fresh buffers");
+    z0 = z;
+    z = gated_direct(c);
+    TST_CHECK(z == z0, "h: rank 0 on fresh buffers: gated zero-copy calls %ld -> %ld, expected none", z0, z);
+
+    /* one rank's receive buffer freed and allocated again (the last rank's) */
+    for (k = 0; k < 3; k++) {
+        if (tst_rank == tst_size - 1) {
+            TST_CUDA(cudaFree(r));
+            TST_CUDA(cudaMalloc((void **)&r, 8 * n * sizeof(float)));
+        }
+        t_allreduce(c, s, r, n, "h: the last rank's receive buffer allocated again");
+        z0 = z;
+        z = gated_direct(c);
+        TST_CHECK(z == z0, "h: re-allocated: gated zero-copy calls %ld -> %ld, expected none", z0, z);
+    }
+    g_nb = 0;
+    t_allreduce(c, s, r, n, "h: blocking on it, registers");
+    g_nb = 1;
+    t_allreduce(c, s, r, n, "h: MPI_Iallreduce on it");
+    z0 = z;
+    z = gated_direct(c);
+    TST_CHECK(z == z0 + 1, "h: registered again: gated zero-copy calls %ld -> %ld, expected one more", z0, z);
+
+    /* three in flight, one Waitall */
+    g_nb = 0;
+    for (k = 0; k < 3; k++) {
+        TST_CUDA(cudaMalloc((void **)&ps[k], n * sizeof(float)));
+        TST_CUDA(cudaMalloc((void **)&pr[k], n * sizeof(float)));
+        t_allreduce(c, ps[k], pr[k], n, "h: blocking, registers a pair");
+    }
+    allreduce_data(c, n);
+    for (k = 0; k < 3; k++) {
+        TST_CUDA(cudaMemcpy(ps[k], g_h, n * sizeof(float), cudaMemcpyHostToDevice));
+        TST_CUDA(cudaMemset(pr[k], 0xff, n * sizeof(float)));
+    }
+    for (k = 0; k < 3; k++) {
+        TST_CHECK(MPI_Iallreduce(ps[k], pr[k], (int)n, MPI_FLOAT, MPI_SUM, c, &q[k]) == MPI_SUCCESS,
+                  "h: MPI_Iallreduce %d of 3", k);
+    }
+    TST_CHECK(MPI_Waitall(3, q, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "h: MPI_Waitall");
+    for (k = 0; k < 3; k++) {
+        compare(pr[k], n, "h: three in flight");
+    }
+    z0 = z;
+    z = gated_direct(c);
+    TST_CHECK(z == z0 + 3, "h: three in flight: gated zero-copy calls %ld -> %ld, expected three more", z0, z);
+    if (tst_rank == 0) {
+        printf("# h: %ld gated non-blocking calls ran zero-copy in all\n", z);
+    }
+    for (k = 0; k < 3; k++) {
+        cudaFree(ps[k]);
+        cudaFree(pr[k]);
+    }
+    cudaFree(fs);
+    cudaFree(fr);
+    g_nb = 0;
+    cudaFree(r);
+}
+
 int main(int argc, char **argv)
 {
     int ndev = 0, k, same = 0, all_same = 0;
@@ -452,6 +591,8 @@ int main(int argc, char **argv)
     expect(1, 0, 0, 1, "e: the last pair again");
     case_streams(dup, x, y, n);
     MPI_Comm_free(&dup);
+    case_gated(s, r, n);
+    r = NULL;
     for (k = 0; k < 3; k++) {
         cudaFree(x[k]);
         cudaFree(y[k]);

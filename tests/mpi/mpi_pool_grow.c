@@ -15,10 +15,15 @@
  *     power of two (at least twice what it had), the old area freed and its mappings closed (the
  *     peers' data areas mapped once, with their headers);
  *  d  the cap: a call beyond TLMPI_NODE_POOL grows it to the cap and no further;
- *  e  a dup holds its own header and grows its own area; freeing it gives both back; a split into
- *     2 + 1 ranks: a pool on the two-rank side only (one rank runs the self tier);
- *  f  a non-blocking call grows it at its start; a persistent request (MPI-4) at its init, before
- *     any start.
+ *  e  a dup of blocking calls shares the world's pool (TLMPI_NODE_SHARE: the same processes): no header
+ *     of its own, its calls run in the world's area; freeing it leaves the pool; a split into 2 + 1
+ *     ranks (other processes): a pool of its own on the two-rank side only (one rank runs the self tier);
+ *  f  a dup's first non-blocking call gives it a pool of its own and grows it at its start; a
+ *     persistent request (MPI-4) at its init, before any start;
+ *  g  the world's own first non-blocking call while a dup shares its pool: the world gets a new pool,
+ *     the dup keeps the old one until it is freed; a later dup finds no pool to share (the world's is
+ *     its own now) and makes one.
+ * With TLMPI_NODE_SHARE=0 case e counts a pool per dup and fails.
  * Every call has fresh inputs and poisoned outputs, checked exactly (small integers in double).
  */
 #include "config.h"
@@ -175,14 +180,18 @@ int main(int argc, char **argv)
     call(MPI_COMM_WORLD, 0, 32 * 1024 * K, 0, "d: allreduce of 32 MiB");
     expect_pools(HDR + 8 * MIB, 1, g, "d: allreduce of 32 MiB (at the cap already)");
 
-    /* e: a dup's own header and area; a split */
+    /* e: a dup shares the world's pool; a split */
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     call(dup, 0, 8, 0, "e: allreduce of 8 doubles on a dup");
-    expect_pools(2 * HDR + 8 * MIB, 2, g, "e: a dup after an 8-double allreduce");
+    expect_pools(HDR + 8 * MIB, 1, g, "e: a dup after an 8-double allreduce (the world's pool, shared)");
+    TST_CHECK(fake_cuda_ipc_mapped == 2 * (tst_size - 1), "e: %d peer allocations mapped with the dup, expected "
+              "%d (nothing new)", fake_cuda_ipc_mapped, 2 * (tst_size - 1));
     call(dup, 0, 100 * K, 0, "e: allreduce of 100 KiB on the dup");
-    expect_pools(2 * HDR + 9 * MIB, 2, ++g, "e: allreduce of 100 KiB on the dup (1 MiB)");
+    call(MPI_COMM_WORLD, 0, 100 * K, 0, "e: allreduce of 100 KiB on the world between the dup's");
+    call(dup, 2, 64 * K, 0, "e: reduce_scatter_block of 64 KiB blocks on the dup");
+    expect_pools(HDR + 8 * MIB, 1, g, "e: the dup's calls in the shared area");
     MPI_Comm_free(&dup);
-    expect_pools(HDR + 8 * MIB, 1, g, "e: the dup freed");
+    expect_pools(HDR + 8 * MIB, 1, g, "e: the dup freed (the world keeps the pool)");
     TST_CHECK(fake_cuda_ipc_mapped == 2 * (tst_size - 1), "e: %d peer allocations mapped after the dup's free, "
               "expected %d", fake_cuda_ipc_mapped, 2 * (tst_size - 1));
     MPI_Comm_split(MPI_COMM_WORLD, tst_rank < 2, tst_rank, &half);
@@ -208,5 +217,21 @@ int main(int argc, char **argv)
     MPI_Comm_free(&dup);
 #endif
     expect_pools(HDR + 8 * MIB, 1, g, "f: the dups freed");
+
+    /* g: the world's first non-blocking call while a dup shares its pool */
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    call(dup, 0, 8, 0, "g: allreduce of 8 doubles on a dup");
+    expect_pools(HDR + 8 * MIB, 1, g, "g: the dup shares the world's pool");
+    call(MPI_COMM_WORLD, 0, 64 * K, 1, "g: iallreduce of 64 KiB on the world");
+    expect_pools(2 * HDR + 9 * MIB, 2, ++g, "g: the world's own pool (1 MiB) beside the shared one (the dup's now)");
+    call(dup, 0, 100 * K, 0, "g: allreduce of 100 KiB on the dup");
+    call(MPI_COMM_WORLD, 0, 64 * K, 0, "g: allreduce of 64 KiB on the world, its own pool");
+    MPI_Comm_free(&dup);
+    expect_pools(HDR + MIB, 1, g, "g: the dup freed with the old pool");
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    call(dup, 0, 8, 0, "g: allreduce of 8 doubles on a new dup");
+    expect_pools(2 * HDR + MIB, 2, g, "g: a new dup makes a pool (the world's is its own)");
+    MPI_Comm_free(&dup);
+    expect_pools(HDR + MIB, 1, g, "g: freed");
     return tst_finish();
 }

@@ -28,6 +28,14 @@
  *     run nothing, so only the lookups are checked): first, then hits, on the same cache as the blocking
  *     calls; under a one-allocation bound the entries a stream-ordered call used are let go after the
  *     drain (evictions counted, mappings let go).
+ *  i  non-blocking calls (MPI_Iallreduce + MPI_Wait; their kernels then fall back as the blocking ones'):
+ *     on a fresh communicator nothing is gated before a lookup left a memo; after a blocking call on a
+ *     pair every rank offers that pair's memo (the describe line's "memo offered here" moves by one on
+ *     every rank); another send buffer offers none; the last rank's receive buffer freed and allocated
+ *     again: the last rank offers none (the others still do), also where the new allocation has the old
+ *     address (a memo matched by address alone would be offered there: the staleness check); a blocking
+ *     call on the new pair makes a memo every rank offers again; a communicator whose calls are all
+ *     non-blocking never gates (no memo).
  * Every call has fresh random inputs and poisoned outputs, checked exactly (small integers in double).
  */
 #include "config.h"
@@ -290,6 +298,112 @@ static void case_enqueue(void)
     }
 }
 
+/* one MPI_Iallreduce + MPI_Wait of n doubles on comm, checked */
+static void iallreduce(MPI_Comm comm, double *in, double *out, long n, const char *what)
+{
+    uint64_t seed;
+    long bad = 0, i;
+    int r, size;
+    MPI_Request q;
+
+    MPI_Comm_size(comm, &size);
+    tst_rng_sync();
+    seed = tst_rand();
+    for (i = 0; i < n; i++) {
+        in[i] = val(seed, tst_rank, i);
+    }
+    tst_poison(out, (size_t)n * sizeof(double));
+    TST_CHECK(MPI_Iallreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, comm, &q) == MPI_SUCCESS &&
+              MPI_Wait(&q, MPI_STATUS_IGNORE) == MPI_SUCCESS, "%s: MPI_Iallreduce + MPI_Wait", what);
+    for (i = 0; i < n; i++) {
+        double e = 0;
+
+        for (r = 0; r < size; r++) {
+            e += val(seed, r, i);
+        }
+        bad += out[i] != e;
+    }
+    TST_CHECK(bad == 0, "%s: %ld wrong elements", what, bad);
+}
+
+/* The describe line's gated starts and memo offers of comm (collective): 0 0 before any. */
+static void gated(MPI_Comm comm, long *starts, long *offered)
+{
+    static char buf[8192];
+    const char *p;
+
+    *starts = *offered = 0;
+    TST_CHECK(tlmpi_comm_describe(comm, buf, sizeof(buf)) == TLMPI_OK, "tlmpi_comm_describe");
+    if ((p = strstr(buf, "gated on the device: "))) {
+        *starts = strtol(p + 21, NULL, 10);
+        if ((p = strstr(p, "memo offered here: "))) {
+            *offered = strtol(p + 19, NULL, 10);
+        }
+    }
+}
+
+static void expect_gated(MPI_Comm comm, long *s0, long *o0, long ds, long doff, const char *what)
+{
+    long s1, o1;
+
+    gated(comm, &s1, &o1);
+    TST_CHECK(s1 - *s0 == ds && o1 - *o0 == doff, "%s: rank %d: %ld gated, %ld offered; expected %ld, %ld", what,
+              tst_rank, s1 - *s0, o1 - *o0, ds, doff);
+    *s0 = s1;
+    *o0 = o1;
+}
+
+static void case_gated(void)
+{
+    const long n = BIG / sizeof(double);
+    double *s, *s2, *r;
+    MPI_Comm c, nb;
+    long gs = 0, go = 0, ns = 0, no = 0;
+    int last = tst_rank == tst_size - 1, k;
+    uintptr_t old;
+
+    TST_CUDA(cudaMalloc((void **)&s, BIG));
+    TST_CUDA(cudaMalloc((void **)&s2, BIG));
+    TST_CUDA(cudaMalloc((void **)&r, BIG));
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_dup(MPI_COMM_WORLD, &nb);
+    iallreduce(c, s, r, n, "i: before any lookup");
+    expect_gated(c, &gs, &go, 0, 0, "i: before any lookup");
+    allreduce(c, s, r, n, "i: blocking, makes a memo");
+    iallreduce(c, s, r, n, "i: on the memo's pair");
+    expect_gated(c, &gs, &go, 1, 1, "i: on the memo's pair");
+    iallreduce(c, s2, r, n, "i: another send buffer");
+    expect_gated(c, &gs, &go, 1, 0, "i: another send buffer");
+    for (k = 0; k < 2; k++) {
+        int same = 0, any_same = 0;
+
+        old = (uintptr_t)r;
+        if (last) {
+            TST_CUDA(cudaFree(r));
+            TST_CUDA(cudaMalloc((void **)&r, BIG));
+            same = (uintptr_t)r == old;
+        }
+        MPI_Allreduce(&same, &any_same, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        iallreduce(c, s, r, n, "i: the last rank's receive buffer allocated again");
+        expect_gated(c, &gs, &go, 1, last ? 0 : 1, "i: the last rank's receive buffer allocated again");
+        if (tst_rank == 0) {
+            printf("# i: the re-allocated receive buffer %s its old address\n", any_same ? "had" : "did not have");
+        }
+        allreduce(c, s, r, n, "i: blocking on the new pair, makes a memo");
+        iallreduce(c, s, r, n, "i: on the new pair");
+        expect_gated(c, &gs, &go, 1, 1, "i: on the new pair");
+    }
+    for (k = 0; k < 3; k++) {
+        iallreduce(nb, s, r, n, "i: a communicator of non-blocking calls alone");
+    }
+    expect_gated(nb, &ns, &no, 0, 0, "i: a communicator of non-blocking calls alone");
+    MPI_Comm_free(&nb);
+    MPI_Comm_free(&c);
+    cudaFree(s);
+    cudaFree(s2);
+    cudaFree(r);
+}
+
 int main(int argc, char **argv)
 {
     double *d;
@@ -302,6 +416,7 @@ int main(int argc, char **argv)
     case_basic();
     case_evict();
     case_enqueue();
+    case_gated();
     cudaFree(d);
     return tst_finish();
 }
