@@ -137,7 +137,11 @@ if want die; then
     if grep -qE 'TLMPI_TIMEOUT:' "$log"; then
         diag="tlmpi's diagnostic: $(grep -m1 'TLMPI_TIMEOUT:' "$log" | cut -c1-300)"
     elif grep -qiE 'BAD TERMINATION|KILLED BY SIGNAL|exited on signal|noticed that process rank|MPI_ABORT was invoked|job aborted' "$log"; then
-        diag="the MPI's abort: $(grep -m1 -iE 'KILLED BY SIGNAL|exited on signal|noticed that process rank|MPI_ABORT was invoked|BAD TERMINATION|job aborted' "$log" | cut -c1-300)"
+        for p in 'KILLED BY SIGNAL' 'exited on signal|noticed that process rank' 'MPI_ABORT was invoked' 'BAD TERMINATION|job aborted'; do
+            l=$(grep -m1 -iE "$p" "$log" | sed 's/^[= ]*//' | cut -c1-300)
+            [ -n "$l" ] && break
+        done
+        diag="the MPI's abort: $l"
     fi
     [ -z "$why" ] && [ -z "$diag" ] && why="no diagnostic: neither the MPI's abort nor a TLMPI_TIMEOUT: line"
     crash=$(grep -m3 -iE 'segmentation fault|SIGSEGV|signal:? 11([^0-9]|$)|bus error|SIGBUS|signal:? 7([^0-9]|$)|core dumped|SIGABRT|signal:? 6([^0-9]|$)' "$log")

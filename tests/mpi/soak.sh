@@ -26,6 +26,8 @@ if [ "${1:-}" = --launch ]; then
         --env "TLMPI_NCCL_LIBRARY=$libs/libfakenccl.so" --env FAKE_CUDA_DEVICES=8 --env TLMPI_TIER=nccl \
         --env TLMPI_ENQUEUE_FALLBACK=sync --env "TLMPI_TIMEOUT=$TLMPI_TIMEOUT" -- "$@"
 fi
+top_srcdir=$srcdir # absolute: the launcher runs again from the dying-rank run's own directory
+export top_srcdir
 builddir=${1:-${top_builddir:-.}}
 builddir=$(cd "$builddir" && pwd)
 MPIEXEC=${MPIEXEC:-mpiexec}
