@@ -62,6 +62,8 @@
  * The other ranks go on as before: what ends them (the MPI's abort or tlmpi's TLMPI_TIMEOUT
  * diagnostic) is for tests/gpu/soak.sh to judge.
  *
+ * GPU_SOAK_TRACE=1 (environment): every call is named on stderr as it is issued.
+ *
  * --mutant N: the reference of the first call with serial number >= N that checks an element is
  * off by one there (the test must then fail).
  *
