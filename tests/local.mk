@@ -160,6 +160,14 @@ tests_gpu_gpu_comm_memory_SOURCES = tests/gpu/gpu_comm_memory.c
 tests_gpu_gpu_comm_memory_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_gpu_gpu_comm_memory_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
 tests_gpu_gpu_comm_memory_LDFLAGS = -no-install $(CUDA_LDFLAGS)
+# the soak: a random mix of every form (blocking, non-blocking, persistent, stream-ordered, graph-replayed)
+# on churning communicators, every result checked, for a given time; a dying-rank mode. tests/gpu/soak.sh
+# runs it on a GPU host under MPS; tests/mpi/soak.sh briefly against the CPU fakes (exits 77 without a GPU)
+check_PROGRAMS += tests/gpu/gpu_soak
+tests_gpu_gpu_soak_SOURCES = tests/gpu/gpu_soak.c tests/gpu/gpu_values.h tests/gpu/gpu_modes.h tests/harness.h
+tests_gpu_gpu_soak_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_soak_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
+tests_gpu_gpu_soak_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # host and device memory classified right after each change of a range (tests/mpi/mpi_host_cache's
 # twin on a real GPU; exits 77 without one)
 check_PROGRAMS += tests/gpu/gpu_host_cache
@@ -346,6 +354,10 @@ EXTRA_DIST += tests/gpu/graph.sh
 EXTRA_DIST += tests/gpu/regcache.sh
 # tests/gpu/comm-memory.sh NPS BUILD_DIR [NCOMMS CYCLES] (gpu_comm_memory under MPS)
 EXTRA_DIST += tests/gpu/comm-memory.sh
+# soak.sh: tests/gpu/gpu_soak against the fakes (2 ranks, a short soak, the mutant, a dying rank); skips (77)
+# where gpu_soak or the fakes are not built. tests/gpu/soak.sh: the GPU host's soak and dying rank
+TESTS += tests/mpi/soak.sh
+EXTRA_DIST += tests/mpi/soak.sh tests/gpu/soak.sh
 # fault.sh: TLMPI_FAULT cases with 4 ranks (agreed fallback, one warning per rank, TLMPI_TIMEOUT);
 # skips (77) where mpi_fault is not built
 TESTS += tests/mpi/fault.sh

@@ -274,6 +274,22 @@ cudaError_t cudaFree(void *p)
     }
     return cudaSuccess;
 }
+/* this process's own allocations (cudaMalloc, managed) against a fixed 80 GiB "device": what one process
+ * sees of its GPU (tests/gpu/gpu_soak's memory checkpoints against the fakes) */
+cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot)
+{
+    size_t used = 0, total = (size_t)80 << 30;
+    int i;
+
+    pthread_mutex_lock(&reg_lock);
+    for (i = 0; i < nr; i++) {
+        if (R[i].e > R[i].b && R[i].kind != FK_IPC) used += R[i].maplen ? R[i].maplen : R[i].e - R[i].b;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    *tot = total;
+    *fr = used < total ? total - used : 0;
+    return cudaSuccess;
+}
 /* IPC: the handle names the owner's memfd (see the top of the file) */
 typedef struct { uint32_t magic; int32_t pid, fd; uint64_t size, maplen; } fk_ipc_t;
 #define FK_IPC_MAGIC 0x66697063u
