@@ -826,7 +826,8 @@ struct node_launch_direct {
     struct tlmpi_node_comm *nc;
     tlmpi_node_args_t args;
     const tlmpi_node_direct_t *d; /* a persistent request's registration (it outlives the launch: its release
-                                     drains the launch thread), or a blocking call's lookup (never deferred) */
+                                     drains the launch thread), or a blocking call's lookup or memo (never
+                                     deferred); NULL: a gated launch with no memo to offer (kernels.h) */
 };
 static int node_launch_direct(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
 {
@@ -1206,6 +1207,60 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
     return 1;
 }
 
+/* A blocking call that node_reg_wanted sends to the registration cache, on a comm whose view has memos
+ * (the same on every rank): first the zero-copy kernel alone, gated (kernels.h: every rank offers the
+ * memo of its buffers), waited for. 1 when it ran the call (every rank offered the same memo: the
+ * kernels' count moved, which every rank sees alike after its wait) or failed after work started, with
+ * its status in *st; 0 when it did not run it (no agreement: one barrier taken, nothing moved; or the
+ * launch failed): the caller then looks the buffers up as without memos. A hit costs no host
+ * collective. */
+static int node_memo_blocking(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
+                              tlmpi_status_t *st)
+{
+    static int launch_warned;
+    struct node_launch_direct l;
+    tlmpi_node_direct_t d;
+    unsigned long long before;
+    int a;
+
+    if (!TLMPI_ENV_I(NODE_GATE) || !nc->ipc || !nc->xp->x.dev_epoch || tlmpi_regcache_memos(nc->reg) == 0) {
+        return 0;
+    }
+    memset(&l, 0, sizeof(l));
+    l.nc = nc;
+    node_args(tc, nc, c, algo, 1, &l.args, &a);
+    l.args.kind = direct_kind(c->coll);
+    l.args.memo = node_memo(tc, nc, c, &d);
+    l.args.gate = ++nc->gate_seq;
+    l.d = l.args.memo ? &d : NULL;
+    before = nc->xp->err->gated_direct;
+    {
+        const tlmpi_tier_kernel_t k = { "node", node_algos[A_DIRECT], "node tier", "the node kernel (zero-copy, gated)",
+                                        NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,
+                                        node_launch_direct, &l, sizeof(l), &nc->launch_ok,
+                                        1u << direct_kind(c->coll) };
+
+        *st = tlmpi_tier_kernel_call(tc, c, &k);
+    }
+    if (TLMPI_UNLIKELY(nc->xp->err->set)) {
+        node_timed_out(tc, c, A_DIRECT, nc->xp->err);
+    }
+    if (*st == TLMPI_ERR_UNSUPPORTED) {
+        return 0; /* not launched: nothing moved */
+    }
+    if (*st != TLMPI_OK) {
+        return 1;
+    }
+    nc->gated++;
+    nc->gated_offered += l.args.memo != 0;
+    if (nc->xp->err->gated_direct == before) {
+        return 0;
+    }
+    tlmpi_regcache_memo_hit(nc->reg, l.args.memo);
+    tlmpi_stat_algo_add(c->coll, TLMPI_PATH_NODE, A_DIRECT, c->msg_bytes);
+    return 1;
+}
+
 static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)
 {
     static int launch_warned;
@@ -1228,6 +1283,8 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     }
     if (c->preg) {
         d = &((const tlmpi_ipc_reg_t *)c->preg)->d; /* a registered persistent request (node_persist) */
+    } else if (node_reg_wanted(tc, nc, c, algo) && node_memo_blocking(tc, nc, c, algo, &st)) {
+        return st; /* zero-copy on a memo every rank offered (or its error) */
     } else if (node_reg_wanted(tc, nc, c, algo) && node_zero_copy(tc, nc, c, TLMPI_REG_USE_HOST, &zd)) {
         d = &zd;
     } else if (node_gate_wanted(tc, nc, c, algo)) {

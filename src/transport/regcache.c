@@ -691,6 +691,33 @@ static tlmpi_reg_state_t counted(tlmpi_regcache_t *rc, tlmpi_reg_state_t st, con
     return st;
 }
 
+void tlmpi_regcache_memo_hit(tlmpi_regcache_t *rc, unsigned long long id)
+{
+    int i, q, j, k;
+
+    /* as a lookup's hit: the view's clock, the memo's and its entries' last use (every rank alike: every
+     * rank's kernels agreed on this memo) */
+    rc->clock++;
+    for (i = 0; i < rc->nmemo; i++) {
+        view_memo_t *m = &rc->memo[i];
+
+        if (m->id != id) {
+            continue;
+        }
+        m->used = rc->clock;
+        for (q = 0; q < rc->size; q++) {
+            for (j = 0; j < 2; j++) {
+                for (k = 0; k < rc->n; k++) {
+                    if (rc->e[k].q == q && rc->e[k].base == m->r[q].base[j] && rc->e[k].id == m->r[q].id[j]) {
+                        rc->e[k].used = rc->clock;
+                    }
+                }
+            }
+        }
+    }
+    (void)counted(rc, TLMPI_REG_HIT, "");
+}
+
 tlmpi_reg_state_t tlmpi_regcache_lookup(tlmpi_regcache_t *rc, MPI_Comm comm, int local_ok, const char *why_local,
                                         const void *in, void *out, const tlmpi_reg_range_t *known, tlmpi_reg_use_t use,
                                         int (*drain)(void *), void *drain_arg, tlmpi_node_direct_t *d, char *why,

@@ -74,7 +74,8 @@ typedef struct tlmpi_regcache tlmpi_regcache_t;
 
 /* How a call's lookup ended (the same on every rank). */
 typedef enum {
-    TLMPI_REG_HIT = 0,          /* every rank's buffers were in the view: one PMPI_Allgather */
+    TLMPI_REG_HIT = 0,          /* every rank's buffers were in the view: one PMPI_Allgather, or none where
+                                   a blocking call's gated kernel agreed on a memo (tlmpi_regcache_memo_hit) */
     TLMPI_REG_FIRST,            /* some were registered now: mapped, agreed (one more PMPI_Allreduce) */
     TLMPI_REG_POOL,             /* not zero-copy: some rank's buffers cannot be registered or mapped */
     TLMPI_REG_STATE_COUNT
@@ -136,6 +137,10 @@ int tlmpi_regcache_memos(const tlmpi_regcache_t *rc);
  * pointers in *d; 0 where none. */
 unsigned long long tlmpi_regcache_memo(const tlmpi_regcache_t *rc, const void *in, const void *out,
                                        const tlmpi_reg_range_t known[2], tlmpi_node_direct_t *d);
+
+/* A blocking call that ran zero-copy on memo id, which every rank offered (the gated kernel's agreement,
+ * known to every rank after its wait): a hit, as a lookup's (the memo's allocations most recently used). */
+void tlmpi_regcache_memo_hit(tlmpi_regcache_t *rc, unsigned long long id);
 
 /* The view's counters, and its last TLMPI_REG_POOL reason ("" before any). */
 void tlmpi_regcache_counts(const tlmpi_regcache_t *rc, tlmpi_regcache_counts_t *out, const char **last_why);
