@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -218,22 +219,50 @@ int tlmpi_env_load(tlmpi_env_lookup_fn lookup, char **environ_p)
     return bad;
 }
 
+/* The values tlmpi_env_set was given: one copy per distinct string, kept for the life of the
+ * process and reachable from here. A plan being built on another thread may still read the value a
+ * set replaced, so no copy is ever freed; reusing an equal copy bounds the memory by the distinct
+ * values, not by the calls (tlmpi_tune and the benchmarks set the same few values again and again). */
+typedef struct env_copy {
+    struct env_copy *next;
+    char s[];
+} env_copy_t;
+static env_copy_t *env_copies;
+static pthread_mutex_t env_copies_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *env_copy(const char *value)
+{
+    env_copy_t *c;
+    size_t n = strlen(value) + 1;
+
+    pthread_mutex_lock(&env_copies_lock);
+    for (c = env_copies; c && strcmp(c->s, value); c = c->next) {
+    }
+    if (!c && (c = malloc(sizeof(*c) + n)) != NULL) {
+        memcpy(c->s, value, n);
+        c->next = env_copies;
+        env_copies = c;
+    }
+    pthread_mutex_unlock(&env_copies_lock);
+    return c ? c->s : NULL;
+}
+
 int tlmpi_env_set(const char *name, const char *value)
 {
     int i;
 
     for (i = 0; i < TLMPI_ENV_COUNT; i++) {
         int64_t v;
-        char *copy;
+        const char *copy;
 
         if (strcmp(tlmpi_env_desc[i].name, name)) {
             continue;
         }
-        if (!value || parse_value(&tlmpi_env_desc[i], value, &v) != 0 || !(copy = strdup(value))) {
+        if (!value || parse_value(&tlmpi_env_desc[i], value, &v) != 0 || !(copy = env_copy(value))) {
             return -2;
         }
         tlmpi_env_val[i].i = v;
-        tlmpi_env_val[i].s = copy; /* small, rare (tests/benchmarks): never freed */
+        tlmpi_env_val[i].s = copy;
         tlmpi_env_val[i].is_set = 1;
         return 0;
     }
