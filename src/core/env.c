@@ -157,6 +157,19 @@ static int parse_value(const tlmpi_env_desc_t *d, const char *s, int64_t *v_p)
     return -1;
 }
 
+/* A rejected value as a warning shows it: at most len - 4 bytes of it, "..." where it was cut, '?' for
+ * each byte that is not printable ASCII (a value may hold anything the environment can). The
+ * variable's name comes first in the warning, so that no value pushes it out of the line. */
+static void show_value(const char *s, char *buf, size_t len)
+{
+    size_t i;
+
+    for (i = 0; s[i] && i + 4 < len; i++) {
+        buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    }
+    snprintf(buf + i, len - i, "%s", s[i] ? "..." : "");
+}
+
 static const char *default_lookup(const char *name)
 {
     return getenv(name);
@@ -186,8 +199,11 @@ int tlmpi_env_load(tlmpi_env_lookup_fn lookup, char **environ_p)
             continue;
         }
         if (parse_value(d, s, &v) != 0) {
-            tlmpi_warn(ENV, "invalid value '%s' for %s (%s); using default '%s'", s, full,
-                       type_names[d->type], d->deflt);
+            char shown[68];
+
+            show_value(s, shown, sizeof(shown));
+            tlmpi_warn(ENV, "%s: invalid value '%s' (%s); using default '%s'", full, shown, type_names[d->type],
+                       d->deflt);
             bad++;
             continue;
         }
@@ -212,7 +228,8 @@ int tlmpi_env_load(tlmpi_env_lookup_fn lookup, char **environ_p)
         }
         /* the test suite's and the benchmarks' own variables are not ours to judge */
         if (!known && strncmp(e, "TLMPI_TEST_", 11) && strncmp(e, "TLMPI_BENCH_", 12)) {
-            tlmpi_warn(ENV, "unknown variable %.*s (see tlmpi_info for the list)", (int)(eq - e), e);
+            tlmpi_warn(ENV, "unknown variable %.*s%s (see tlmpi_info for the list)", (int)(eq - e > 96 ? 96 : eq - e), e,
+                       eq - e > 96 ? "..." : "");
             bad++;
         }
     }
