@@ -40,8 +40,8 @@ one() { # harness: fuzz it, print its line, return its status
     if [ $rc = 0 ]; then
         echo "$h: PASS, ${secs} s: ${execs:-?} executions (${rate:-?}/s), cov ${cov:-?} ft ${ft:-?}, corpus $units"
     else
-        echo "$h: FAIL (exit $rc) after ${execs:-?} executions; the input: $(grep -oE "$build/tests/fuzz/(crash|leak|timeout|oom|slow-unit)-[0-9a-f]+" "$log" | tail -1); log $log:"
-        grep -E 'ERROR|FUZZ_CHECK|SUMMARY|runtime error|#[0-9]+ 0x' "$log" | head -25 | sed 's/^/    /'
+        echo "$h: FAIL (exit $rc) after ${execs:-?} executions; the input: $(grep -aoE "$build/tests/fuzz/(crash|leak|timeout|oom|slow-unit)-[0-9a-f]+" "$log" | tail -1); log $log:"
+        grep -aE 'ERROR|FUZZ_CHECK|SUMMARY|runtime error|#[0-9]+ 0x' "$log" | head -25 | sed 's/^/    /'
     fi
     return $rc
 }
