@@ -4,7 +4,7 @@
 #   fuzz_env     TLMPI_* values: size, int, bool, tri, enum, list (src/core/env.c)
 #   fuzz_tiers   TLMPI_<COLL>_TIERS tables and the plan filled from them (src/comm/plan.c)
 #   fuzz_tuning  TLMPI_TUNING_FILE files and their tables (src/comm/tuning.c)
-EXTRA_DIST += tests/fuzz/fuzz_common.h tests/fuzz/corpus.sh tests/fuzz/corpus scripts/fuzz.sh
+EXTRA_DIST += tests/fuzz/fuzz_common.h tests/fuzz/corpus.sh tests/fuzz/corpus tests/fuzz/mutants.sh scripts/fuzz.sh
 TESTS += tests/fuzz/corpus.sh
 if ENABLE_FUZZ
 FUZZ_HARNESSES = tests/fuzz/fuzz_env tests/fuzz/fuzz_tiers tests/fuzz/fuzz_tuning
