@@ -27,8 +27,9 @@
 #     - preload.sh, stack.sh, linked.sh, fortran.sh, python.sh and enqueue.sh's graph2 preload libtlmpi
 #       or a fake into programs without the sanitizer runtime, which ASan refuses (its runtime must
 #       come first); leak_churn.sh is valgrind, which cannot run under ASan;
-#     - hier.sh (4-8 ranks, 240 s under ASan), fault.sh (135 s), tune.sh (55 s), threads.sh and the
-#       4-rank layouts of the rest beyond those listed: the CI budget (scripts/test.sh);
+#     - hier.sh (4-8 ranks: over 400 s under ASan), fault.sh (135 s), tune.sh (55 s), threads.sh
+#       (TSan's run), check_dtype, and the rank counts of the rest beyond those listed: the CI budget
+#       (scripts/test.sh);
 #     - the GPU tests (they skip without a GPU).
 #   tsan: tests/mpi/threads.sh with 2 ranks (THREADS_NPS=2, 20 iterations per thread) in the modes
 #     nccl, staging and table, the GPU turn and its mutant; 4 ranks = 16 threads on 2 cores under

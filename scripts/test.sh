@@ -41,9 +41,9 @@
 # nvcc once per run instead of twice); and when both MPIs run, hier.sh's 6- and 8-rank layouts run
 # under Open MPI only (HIER_LAYOUTS under MPICH: its 4-rank layouts; 170 s of busy-polling MPICH ranks
 # on 2 cores, 35 s under Open MPI), so every layout still runs in every CI run. Not under a
-# sanitizer in CI: Open MPI (ASan's leak check cannot work there, tests/sanitize/env.sh says why; its
-# ASan + UBSan and TSan runs would add 5-6 minutes: scripts/sanitize.sh asan ompi / tsan ompi run
-# them by hand), and the tests scripts/sanitize.sh lists as left out.
+# sanitizer in CI: Open MPI (ASan's leak check cannot work there, tests/sanitize/env.sh says why, and
+# another sanitizer build and run does not fit the budget; scripts/sanitize.sh asan ompi makes one by
+# hand), and the tests scripts/sanitize.sh lists as left out.
 #
 # Long steps (make, make check, make distcheck) print a progress line a minute ("still running ...:
 # N s, N tests done"), so the run is never silent for long.
