@@ -205,8 +205,8 @@ run_one() { # name CC MPIEXEC
         say "$name: ${k%%:*} build and its tests (scripts/sanitize.sh ${k%%:*} $name; build-ci-${k%%:*}-$name)"
         t=$(date +%s)
         progress "sanitize ${k%%:*} ($name)" "$src/build-ci-${k%%:*}-$name" bash "$src/scripts/sanitize.sh" "${k%%:*}" "$name" |
-            tee "$src/sanitize-${k%%:*}-$name.out"
-        l=$(tail -1 "$src/sanitize-${k%%:*}-$name.out")
+            tee "$src/sanitize-${k%%:*}-$name.log"
+        l=$(tail -1 "$src/sanitize-${k%%:*}-$name.log")
         case $l in
             "sanitize ("*) ;;
             *) l="sanitize (${k%%:*} $name): 0 passed, 1 failed, 0 skipped (no summary line)" ;;
