@@ -8,6 +8,11 @@
 #      build-ci-ompi, make -j$(nproc), make check; prints every test log,
 #   3b. per MPI, tests/install/consume.sh: make install into a temporary DESTDIR, a program built
 #      against it through find_package(tlmpi) and through pkg-config, run with 2 ranks (2 tests),
+#   3c. per MPI, the sanitizer builds TLMPI_SANITIZE names (default "asan:mpich tsan:mpich"; empty:
+#      none) through scripts/sanitize.sh KIND MPI, which says which tests run under each and why:
+#      asan:mpich is a clang build with ASan + UBSan + LSan that also builds the libFuzzer harnesses,
+#      runs their seed corpus and fuzzes each FUZZ_SECONDS (default 20; scripts/fuzz.sh);
+#      tsan:mpich is ThreadSanitizer on tests/mpi/threads.sh with 2 ranks,
 #   4. prints "make-check (MPI): N passed, N failed, N skipped" per MPI and, as the last line,
 #      "make-check: N passed, N failed, N skipped" over both; exits nonzero if anything failed.
 #
@@ -28,6 +33,18 @@
 # builds above still compile the kernels and run every test, and a GPU host builds the kernels from
 # the same tarball (tests/gpu/run.sh); 1 = distcheck with configure's CUDA default),
 # CONFIGURE_FLAGS (extra configure arguments).
+#
+# The 30-minute budget and what keeps the sanitizer builds inside it (docs/DESIGN.md "Sanitizers and
+# fuzzing", "Cost in CI": asan:mpich 460 s and tsan:mpich 190 s measured on the 2-core box under a
+# load average of 5-13; the savings below 145 s + 172 s): the sanitizer builds compile the C
+# sources only, with the CUDA kernels copied compiled from the plain build, and build only their
+# tests' programs; Open MPI's build takes MPICH's compiled kernels too (TLMPI_SHARE_CUDA, default 1:
+# nvcc once per run instead of twice); and when both MPIs run, hier.sh's 6- and 8-rank layouts run
+# under Open MPI only (HIER_LAYOUTS under MPICH: its 4-rank layouts; 170 s of busy-polling MPICH ranks
+# on 2 cores, 35 s under Open MPI), so every layout still runs in every CI run. Not under a
+# sanitizer in CI: Open MPI (ASan's leak check cannot work there, tests/sanitize/env.sh says why, and
+# another sanitizer build and run does not fit the budget; scripts/sanitize.sh asan ompi makes one by
+# hand), and the tests scripts/sanitize.sh lists as left out.
 #
 # Long steps (make, make check, make distcheck) print a progress line a minute ("still running ...:
 # N s, N tests done"), so the run is never silent for long.
@@ -67,7 +84,7 @@ progress() {
 # shellcheck source=scripts/packages.sh
 . "$src/scripts/packages.sh"
 install_missing test.sh mpich libmpich-dev libopenmpi-dev openmpi-bin libhwloc-dev hwloc check autoconf \
-    automake libtool pkg-config gfortran valgrind make python3-mpi4py cmake
+    automake libtool pkg-config gfortran valgrind make python3-mpi4py cmake clang libclang-rt-14-dev
 
 # ---- 2. autotools --------------------------------------------------------------------------------
 say "autoreconf -fi"
@@ -101,6 +118,13 @@ run_one() { # name CC MPIEXEC
         return
     fi
     sed -n '/configuration summary/,$p' configure.out
+    # the CUDA kernels do not depend on the MPI (no mpi.h, no config.h): the second MPI's build takes
+    # the first one's compiled objects (with their times, newer than the sources) instead of running
+    # nvcc again for minutes
+    if [ "${TLMPI_SHARE_CUDA:-1}" = 1 ] && [ -n "${cuda_from:-}" ] && grep -q '^libtlmpi_cuda_la' Makefile; then
+        cp -a "$cuda_from/cuda/." cuda/
+        echo "CUDA objects copied from $cuda_from ($(make -n libtlmpi.la 2>/dev/null | grep -c nvcc) left to compile)"
+    fi
     if ! progress "make ($name)" "$dir" make -j"$ncpu" >make.out 2>&1; then
         tail -60 make.out
         summary+=("make-check ($name): build FAILED")
@@ -110,6 +134,7 @@ run_one() { # name CC MPIEXEC
     fi
     grep -E 'warning:' make.out | sort -u | head -20
     echo "configure + make: $(elapsed "$t")"
+    [ -f cuda/.libs/local.o ] && [ -z "${cuda_from:-}" ] && cuda_from=$dir
 
     say "$name: make check ($jobs test(s) at a time, MPIEXEC_TIMEOUT=$MPIEXEC_TIMEOUT)"
     t=$(date +%s)
@@ -117,7 +142,16 @@ run_one() { # name CC MPIEXEC
     progress "make check's programs ($name)" "$dir" make -j"$ncpu" check TESTS= >check-build.out 2>&1 ||
         { tail -40 check-build.out; rc=2; }
     if [ $rc = 0 ]; then
-        progress "make check ($name)" "$dir" timeout "${TLMPI_CHECK_TIMEOUT:-2400}" make -j"$jobs" check </dev/null || rc=$?
+        # MPICH's busy-polling ranks oversubscribed 6 and 8 to 2 cores take 170 s of hier.sh's 6- and
+        # 8-rank layouts, Open MPI's 35 s: those run under Open MPI only when it runs too
+        hl=${HIER_LAYOUTS:-}
+        if [ -z "$hl" ] && [ "$name" = mpich ] && [[ " ${TLMPI_TEST_MPIS:-mpich ompi} " == *" ompi "* ]] &&
+            command -v mpiexec.openmpi >/dev/null 2>&1; then
+            hl="4x2 4x2:nccl 4x2:ipc 4x2:fused0"
+            echo "hier.sh: HIER_LAYOUTS=\"$hl\" (the 6- and 8-rank layouts run under Open MPI)"
+        fi
+        HIER_LAYOUTS=$hl progress "make check ($name)" "$dir" timeout "${TLMPI_CHECK_TIMEOUT:-2400}" \
+            make -j"$jobs" check </dev/null || rc=$?
     fi
     echo "make check: rc $rc, $(elapsed "$t")"
     # the automake harness keeps each test's output in its .log; print them all
@@ -166,6 +200,26 @@ run_one() { # name CC MPIEXEC
         fi
     fi
     cd "$src"
+    # the sanitizer builds of this MPI (scripts/sanitize.sh: which tests, and why)
+    for k in ${TLMPI_SANITIZE-asan:mpich tsan:mpich}; do
+        [ "${k#*:}" = "$name" ] || continue
+        say "$name: ${k%%:*} build and its tests (scripts/sanitize.sh ${k%%:*} $name; build-ci-${k%%:*}-$name)"
+        t=$(date +%s)
+        progress "sanitize ${k%%:*} ($name)" "$src/build-ci-${k%%:*}-$name" bash "$src/scripts/sanitize.sh" "${k%%:*}" "$name" |
+            tee "$src/sanitize-${k%%:*}-$name.log"
+        l=$(tail -1 "$src/sanitize-${k%%:*}-$name.log")
+        case $l in
+            "sanitize ("*) ;;
+            *) l="sanitize (${k%%:*} $name): 0 passed, 1 failed, 0 skipped (no summary line)" ;;
+        esac
+        p=$(echo "$l" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1/p')
+        f=$(echo "$l" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\2/p')
+        s=$(echo "$l" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\3/p')
+        tot_pass=$((tot_pass + ${p:-0}))
+        tot_fail=$((tot_fail + ${f:-1}))
+        tot_skip=$((tot_skip + ${s:-0}))
+        summary+=("$l")
+    done
 }
 
 for m in ${TLMPI_TEST_MPIS:-mpich ompi}; do

@@ -436,3 +436,9 @@ check-leaks: $(MPI_TESTS)
 # the merged table, --from-dir, refusal of an OSU build without CUDA (python3; plots if matplotlib)
 TESTS += tests/mpi/osu_compare.sh
 EXTRA_DIST += tests/mpi/osu_compare.sh
+# sanitizer builds (configure --enable-sanitize=...): the runtimes' options and suppressions for every
+# test (tests/sanitize/env.sh); scripts/sanitize.sh picks the tests CI runs under each sanitizer
+EXTRA_DIST += tests/sanitize/env.sh tests/sanitize/lsan.supp tests/sanitize/tsan.supp scripts/sanitize.sh
+if ENABLE_SANITIZE
+AM_TESTS_ENVIRONMENT += san_dir='$(abs_top_srcdir)/tests/sanitize'; san_kinds='$(TLMPI_SANITIZE)'; . "$$san_dir/env.sh";
+endif

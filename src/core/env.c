@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -156,6 +157,19 @@ static int parse_value(const tlmpi_env_desc_t *d, const char *s, int64_t *v_p)
     return -1;
 }
 
+/* A rejected value as a warning shows it: at most len - 4 bytes of it, "..." where it was cut, '?' for
+ * each byte that is not printable ASCII (a value may hold anything the environment can). The
+ * variable's name comes first in the warning, so that no value pushes it out of the line. */
+static void show_value(const char *s, char *buf, size_t len)
+{
+    size_t i;
+
+    for (i = 0; s[i] && i + 4 < len; i++) {
+        buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    }
+    snprintf(buf + i, len - i, "%s", s[i] ? "..." : "");
+}
+
 static const char *default_lookup(const char *name)
 {
     return getenv(name);
@@ -185,8 +199,11 @@ int tlmpi_env_load(tlmpi_env_lookup_fn lookup, char **environ_p)
             continue;
         }
         if (parse_value(d, s, &v) != 0) {
-            tlmpi_warn(ENV, "invalid value '%s' for %s (%s); using default '%s'", s, full,
-                       type_names[d->type], d->deflt);
+            char shown[68];
+
+            show_value(s, shown, sizeof(shown));
+            tlmpi_warn(ENV, "%s: invalid value '%s' (%s); using default '%s'", full, shown, type_names[d->type],
+                       d->deflt);
             bad++;
             continue;
         }
@@ -211,11 +228,40 @@ int tlmpi_env_load(tlmpi_env_lookup_fn lookup, char **environ_p)
         }
         /* the test suite's and the benchmarks' own variables are not ours to judge */
         if (!known && strncmp(e, "TLMPI_TEST_", 11) && strncmp(e, "TLMPI_BENCH_", 12)) {
-            tlmpi_warn(ENV, "unknown variable %.*s (see tlmpi_info for the list)", (int)(eq - e), e);
+            tlmpi_warn(ENV, "unknown variable %.*s%s (see tlmpi_info for the list)", (int)(eq - e > 96 ? 96 : eq - e), e,
+                       eq - e > 96 ? "..." : "");
             bad++;
         }
     }
     return bad;
+}
+
+/* The values tlmpi_env_set was given: one copy per distinct string, kept for the life of the
+ * process and reachable from here. A plan being built on another thread may still read the value a
+ * set replaced, so no copy is ever freed; reusing an equal copy bounds the memory by the distinct
+ * values, not by the calls (tlmpi_tune and the benchmarks set the same few values again and again). */
+typedef struct env_copy {
+    struct env_copy *next;
+    char s[];
+} env_copy_t;
+static env_copy_t *env_copies;
+static pthread_mutex_t env_copies_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *env_copy(const char *value)
+{
+    env_copy_t *c;
+    size_t n = strlen(value) + 1;
+
+    pthread_mutex_lock(&env_copies_lock);
+    for (c = env_copies; c && strcmp(c->s, value); c = c->next) {
+    }
+    if (!c && (c = malloc(sizeof(*c) + n)) != NULL) {
+        memcpy(c->s, value, n);
+        c->next = env_copies;
+        env_copies = c;
+    }
+    pthread_mutex_unlock(&env_copies_lock);
+    return c ? c->s : NULL;
 }
 
 int tlmpi_env_set(const char *name, const char *value)
@@ -224,16 +270,16 @@ int tlmpi_env_set(const char *name, const char *value)
 
     for (i = 0; i < TLMPI_ENV_COUNT; i++) {
         int64_t v;
-        char *copy;
+        const char *copy;
 
         if (strcmp(tlmpi_env_desc[i].name, name)) {
             continue;
         }
-        if (!value || parse_value(&tlmpi_env_desc[i], value, &v) != 0 || !(copy = strdup(value))) {
+        if (!value || parse_value(&tlmpi_env_desc[i], value, &v) != 0 || !(copy = env_copy(value))) {
             return -2;
         }
         tlmpi_env_val[i].i = v;
-        tlmpi_env_val[i].s = copy; /* small, rare (tests/benchmarks): never freed */
+        tlmpi_env_val[i].s = copy;
         tlmpi_env_val[i].is_set = 1;
         return 0;
     }

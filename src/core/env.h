@@ -59,7 +59,7 @@ int tlmpi_env_parse_enum(const char *help, const char *s, int64_t *v_p);
 int tlmpi_env_list_has(const char *list, const char *item);
 
 /* Set one variable (name without prefix) from a string: 0 ok, -1 unknown name, -2 bad value.
- * The value is copied. */
+ * The value is copied (one copy per distinct value, kept for the life of the process). */
 int tlmpi_env_set(const char *name, const char *value);
 
 /* Hash of the effective ALL_EQ values (for VERIFY_UNIFORM). */

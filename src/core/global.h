@@ -41,9 +41,17 @@ extern tlmpi_global_t tlmpi_g;
 /* Slow path of init; returns the resulting state. Thread-safe. */
 int tlmpi_core_init_slow(void);
 
+/* The init state, read with acquire: READY seen here makes every setting the init wrote before its
+ * release store visible to this thread too (a plain load would let another thread read the settings
+ * before the init's writes of them). A plain load on x86: no cost on the pass-through path. */
+static inline int tlmpi_core_state(void)
+{
+    return __atomic_load_n(&tlmpi_g.state, __ATOMIC_ACQUIRE);
+}
+
 static inline int tlmpi_core_ready(void)
 {
-    int s = tlmpi_g.state;
+    int s = tlmpi_core_state();
     return TLMPI_LIKELY(s == TLMPI_STATE_READY) ? 1 : (s == TLMPI_STATE_UNINIT ? tlmpi_core_init_slow() == TLMPI_STATE_READY : 0);
 }
 

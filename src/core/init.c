@@ -98,7 +98,7 @@ static int self_attr_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     tlmpi_gpu_marks_finalize();
     tlmpi_mem_cache_flush();
     tlmpi_half_finalize();
-    tlmpi_g.state = TLMPI_STATE_FINALIZED;
+    __atomic_store_n(&tlmpi_g.state, TLMPI_STATE_FINALIZED, __ATOMIC_RELEASE);
     tlmpi_log_close();
     return MPI_SUCCESS;
 }
@@ -164,7 +164,7 @@ int tlmpi_core_init_slow(void)
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_attr_delete, &tlmpi_g.self_keyval, NULL) != MPI_SUCCESS ||
         PMPI_Comm_set_attr(MPI_COMM_SELF, tlmpi_g.self_keyval, NULL) != MPI_SUCCESS) {
         tlmpi_warn(INIT, "cannot create MPI attributes; tlmpi passes every call through");
-        tlmpi_g.state = TLMPI_STATE_DISABLED;
+        __atomic_store_n(&tlmpi_g.state, TLMPI_STATE_DISABLED, __ATOMIC_RELEASE);
         goto out;
     }
     tlmpi_info(INIT, "tlmpi %s: enabled %d, %d GPU(s) (%s), MPI CUDA-aware %d, thread level %d",

@@ -253,7 +253,7 @@ passthrough:
 static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t coll, MPI_Datatype dt,
                                                                   const void *sbuf, const void *rbuf)
 {
-    if (TLMPI_UNLIKELY(tlmpi_g.state != TLMPI_STATE_READY)) {
+    if (TLMPI_UNLIKELY(tlmpi_core_state() != TLMPI_STATE_READY)) {
         return 0;
     }
     if (TLMPI_UNLIKELY(!tlmpi_g.enabled) || !(tlmpi_g.coll_mask & (1u << coll))) {
@@ -285,7 +285,7 @@ static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t c
 static inline __attribute__((always_inline)) int fast_host(tlmpi_coll_t coll, MPI_Datatype dt, const void *sbuf,
                                                            const void *rbuf)
 {
-    if (TLMPI_UNLIKELY(tlmpi_g.state != TLMPI_STATE_READY) || TLMPI_UNLIKELY(dt != size_cache.fast_dt)) {
+    if (TLMPI_UNLIKELY(tlmpi_core_state() != TLMPI_STATE_READY) || TLMPI_UNLIKELY(dt != size_cache.fast_dt)) {
         return 0;
     }
     /* host buffers pass through whether or not tlmpi is on for this collective: the common cases
