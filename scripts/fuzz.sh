@@ -8,7 +8,7 @@
 # cov: edges and ft: features), corpus size, and PASS, or FAIL with the crash, leak, hang (-timeout=10
 # s per input) or broken property, whose input is kept as BUILD_DIR/tests/fuzz/<kind>-<sha1> (replay:
 # BUILD_DIR/tests/fuzz/<harness> FILE). Exits nonzero if any harness failed.
-# CI (scripts/test.sh) runs it for FUZZ_SECONDS (default 20) per harness; the long run of
+# CI (scripts/test.sh) runs it for FUZZ_SECONDS (default 10) per harness; the long run of
 # docs/DESIGN.md ("Fuzzing") was: nice scripts/fuzz.sh BUILD_DIR 600.
 # FUZZ_JOBS=N runs N harnesses at once (default 1).
 set -uo pipefail

@@ -6,7 +6,7 @@
 #              LeakSanitizer under MPICH (tests/sanitize/env.sh: not under Open MPI, whose leaks
 #              LSan cannot name). With MPI=mpich and clang present it is a clang build
 #              (CC="mpicc.mpich -cc=clang") with --enable-fuzz: the fuzz harnesses' seed corpus runs
-#              as one of its tests and scripts/fuzz.sh fuzzes each harness FUZZ_SECONDS (default 20).
+#              as one of its tests and scripts/fuzz.sh fuzzes each harness FUZZ_SECONDS (default 10).
 #   KIND tsan  configure --enable-sanitize=thread (gcc): ThreadSanitizer on tests/mpi/threads.sh.
 #   MPI        mpich (mpicc.mpich, mpiexec.mpich) or ompi (mpicc.openmpi, mpiexec.openmpi).
 #
@@ -122,7 +122,7 @@ grep -lE '^:test-result: (FAIL|ERROR)' $(find tests -name '*.trs') 2>/dev/null |
     echo "===== $name: ${trs%.trs}.log"; tail -60 "${trs%.trs}.log"; done
 if [ $fuzz = 1 ]; then
     t=$(date +%s)
-    if bash "$src/scripts/fuzz.sh" "$dir" "${FUZZ_SECONDS:-20}"; then p=$((p + 1)); else f=$((f + 1)); fi
+    if bash "$src/scripts/fuzz.sh" "$dir" "${FUZZ_SECONDS:-10}"; then p=$((p + 1)); else f=$((f + 1)); fi
     echo "$name: fuzzing $(($(date +%s) - t)) s"
 fi
 echo "$name: ${p:-0} passed, ${f:-0} failed, ${s:-0} skipped ($(($(date +%s) - t0)) s)"

@@ -11,7 +11,7 @@
 #   3c. per MPI, the sanitizer builds TLMPI_SANITIZE names (default "asan:mpich tsan:mpich"; empty:
 #      none) through scripts/sanitize.sh KIND MPI, which says which tests run under each and why:
 #      asan:mpich is a clang build with ASan + UBSan + LSan that also builds the libFuzzer harnesses,
-#      runs their seed corpus and fuzzes each FUZZ_SECONDS (default 20; scripts/fuzz.sh);
+#      runs their seed corpus and fuzzes each FUZZ_SECONDS (default 10; scripts/fuzz.sh);
 #      tsan:mpich is ThreadSanitizer on tests/mpi/threads.sh with 2 ranks,
 #   4. prints "make-check (MPI): N passed, N failed, N skipped" per MPI and, as the last line,
 #      "make-check: N passed, N failed, N skipped" over both; exits nonzero if anything failed.
