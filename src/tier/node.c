@@ -942,6 +942,8 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     args->done_word = NULL; /* the launch thread's launches may offer one (node_done_offer) */
     args->done_value = 0;
     args->done_ctas = 0;
+    args->gate = 0; /* not gated (node_run sets a gated launch's token and offer) */
+    args->memo = 0;
     args->in = c->in;
     args->out = c->rbuf;
     *a_p = a;
