@@ -982,19 +982,13 @@ static int node_gate_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node
            nc->xp->x.dev_epoch && tlmpi_regcache_memos(nc->reg) > 0 && node_reg_size(tc, nc, c, algo);
 }
 
-/* This rank's offer for a gated call (local, no driver call): the memo holding exactly its buffers,
- * every rank's pointers in *d; 0: none (buffers not device memory of the comm's GPU, or not in a memo). */
-static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc,
-                                    const tlmpi_call_t *c, tlmpi_node_direct_t *d)
+/* The allocations of the call's input and output as the classification cache knows them (bytes 0:
+ * unknown), with no driver call. */
+static void node_known_ranges(const tlmpi_call_t *c, tlmpi_reg_range_t known[2])
 {
-    tlmpi_reg_range_t known[2];
     const void *p[2] = { c->in, c->rbuf };
     int i;
 
-    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
-        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
-        return 0;
-    }
     for (i = 0; i < 2; i++) {
         uintptr_t b = 0;
         size_t sz = 0;
@@ -1004,6 +998,20 @@ static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tl
         known[i].base = (unsigned long long)b;
         known[i].id = id;
     }
+}
+
+/* This rank's offer for a gated call (local, no driver call): the memo holding exactly its buffers,
+ * every rank's pointers in *d; 0: none (buffers not device memory of the comm's GPU, or not in a memo). */
+static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc,
+                                    const tlmpi_call_t *c, tlmpi_node_direct_t *d)
+{
+    tlmpi_reg_range_t known[2];
+
+    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
+        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
+        return 0;
+    }
+    node_known_ranges(c, known);
     return tlmpi_regcache_memo(nc->reg, c->in, c->rbuf, known, d);
 }
 
@@ -1178,10 +1186,9 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
                           tlmpi_reg_use_t use, tlmpi_node_direct_t *d)
 {
     const char *why_local = NULL;
-    int local_ok = 1, i;
+    int local_ok = 1;
     tlmpi_reg_state_t st;
     tlmpi_reg_range_t known[2];
-    const void *p[2] = { c->in, c->rbuf };
     char why[192];
 
     if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
@@ -1189,15 +1196,8 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
         local_ok = 0;
         why_local = "has buffers that are not device memory of the communicator's GPU";
     }
-    for (i = 0; i < 2 && local_ok; i++) {
-        /* the classification of this call validated them: no driver call */
-        uintptr_t b = 0;
-        size_t sz = 0;
-        unsigned long long id = 0;
-
-        known[i].bytes = tlmpi_mem_range(p[i], &b, &sz, &id) ? (unsigned long long)sz : 0;
-        known[i].base = (unsigned long long)b;
-        known[i].id = id;
+    if (local_ok) {
+        node_known_ranges(c, known); /* the classification of this call validated them: no driver call */
     }
     st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, local_ok ? known : NULL, use,
                                node_drain, tc, d, why, sizeof(why));

@@ -66,12 +66,13 @@ static void expect_calls(int hit, int first, int pool, const char *what)
     g_last = s;
 }
 
-/* one blocking allreduce of n doubles on comm, checked; in == NULL: in place on out */
-static void allreduce(MPI_Comm comm, double *in, double *out, long n, const char *what)
+/* one allreduce of n doubles on comm, checked; in == NULL: in place on out; nb: MPI_Iallreduce + MPI_Wait */
+static void allreduce_form(MPI_Comm comm, double *in, double *out, long n, int nb, const char *what)
 {
     uint64_t seed;
     long bad = 0, i;
-    int r, size;
+    int r, size, rc;
+    MPI_Request q;
 
     MPI_Comm_size(comm, &size);
     tst_rng_sync();
@@ -82,8 +83,13 @@ static void allreduce(MPI_Comm comm, double *in, double *out, long n, const char
     if (in) {
         tst_poison(out, (size_t)n * sizeof(double));
     }
-    TST_CHECK(MPI_Allreduce(in ? in : MPI_IN_PLACE, out, (int)n, MPI_DOUBLE, MPI_SUM, comm) == MPI_SUCCESS, "%s: "
-              "MPI_Allreduce", what);
+    if (nb) {
+        rc = MPI_Iallreduce(in ? in : MPI_IN_PLACE, out, (int)n, MPI_DOUBLE, MPI_SUM, comm, &q);
+        rc = rc == MPI_SUCCESS ? MPI_Wait(&q, MPI_STATUS_IGNORE) : rc;
+    } else {
+        rc = MPI_Allreduce(in ? in : MPI_IN_PLACE, out, (int)n, MPI_DOUBLE, MPI_SUM, comm);
+    }
+    TST_CHECK(rc == MPI_SUCCESS, "%s: %s", what, nb ? "MPI_Iallreduce + MPI_Wait" : "MPI_Allreduce");
     for (i = 0; i < n; i++) {
         double e = 0;
 
@@ -93,6 +99,11 @@ static void allreduce(MPI_Comm comm, double *in, double *out, long n, const char
         bad += out[i] != e;
     }
     TST_CHECK(bad == 0, "%s: %ld wrong elements", what, bad);
+}
+
+static void allreduce(MPI_Comm comm, double *in, double *out, long n, const char *what)
+{
+    allreduce_form(comm, in, out, n, 0, what);
 }
 
 static void case_basic(void)
@@ -298,32 +309,9 @@ static void case_enqueue(void)
     }
 }
 
-/* one MPI_Iallreduce + MPI_Wait of n doubles on comm, checked */
 static void iallreduce(MPI_Comm comm, double *in, double *out, long n, const char *what)
 {
-    uint64_t seed;
-    long bad = 0, i;
-    int r, size;
-    MPI_Request q;
-
-    MPI_Comm_size(comm, &size);
-    tst_rng_sync();
-    seed = tst_rand();
-    for (i = 0; i < n; i++) {
-        in[i] = val(seed, tst_rank, i);
-    }
-    tst_poison(out, (size_t)n * sizeof(double));
-    TST_CHECK(MPI_Iallreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, comm, &q) == MPI_SUCCESS &&
-              MPI_Wait(&q, MPI_STATUS_IGNORE) == MPI_SUCCESS, "%s: MPI_Iallreduce + MPI_Wait", what);
-    for (i = 0; i < n; i++) {
-        double e = 0;
-
-        for (r = 0; r < size; r++) {
-            e += val(seed, r, i);
-        }
-        bad += out[i] != e;
-    }
-    TST_CHECK(bad == 0, "%s: %ld wrong elements", what, bad);
+    allreduce_form(comm, in, out, n, 1, what);
 }
 
 /* The describe line's gated starts and memo offers of comm (collective): 0 0 before any. */
