@@ -64,6 +64,11 @@ typedef enum {
     TLMPI_COLL_ALLGATHER = 0,
     TLMPI_COLL_REDUCE_SCATTER_BLOCK,
     TLMPI_COLL_ALLREDUCE,
+    TLMPI_COLL_ALLGATHERV,       /**< MPI_Allgatherv */
+    TLMPI_COLL_REDUCE_SCATTER,   /**< MPI_Reduce_scatter (per-rank counts) */
+    TLMPI_COLL_BCAST,            /**< MPI_Bcast */
+    TLMPI_COLL_REDUCE,           /**< MPI_Reduce */
+    TLMPI_COLL_ALLTOALL,         /**< MPI_Alltoall */
     TLMPI_COLL_COUNT
 } tlmpi_coll_t;
 

@@ -52,6 +52,11 @@ AC_DEFUN([TLMPI_CHECK_MPI], [
   AC_CHECK_FUNCS([PMPI_Allreduce_init PMPI_Allgather_init PMPI_Reduce_scatter_block_init],
                  [tlmpi_have_mpi_persist=yes], [tlmpi_have_mpi_persist=no])
   AC_CHECK_FUNCS([PMPI_Allreduce_init_c PMPI_Allgather_init_c PMPI_Reduce_scatter_block_init_c])
+  dnl the siblings (MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce, MPI_Alltoall): the same forms
+  AC_CHECK_FUNCS([PMPI_Allgatherv_c PMPI_Reduce_scatter_c PMPI_Bcast_c PMPI_Reduce_c PMPI_Alltoall_c])
+  AC_CHECK_FUNCS([PMPI_Iallgatherv_c PMPI_Ireduce_scatter_c PMPI_Ibcast_c PMPI_Ireduce_c PMPI_Ialltoall_c])
+  AC_CHECK_FUNCS([PMPI_Allgatherv_init PMPI_Reduce_scatter_init PMPI_Bcast_init PMPI_Reduce_init PMPI_Alltoall_init])
+  AC_CHECK_FUNCS([PMPI_Allgatherv_init_c PMPI_Reduce_scatter_init_c PMPI_Bcast_init_c PMPI_Reduce_init_c PMPI_Alltoall_init_c])
   dnl MPICH's extended generalized requests: the MPI's own completion calls then poll tlmpi's requests
   AC_CHECK_FUNCS([PMPIX_Grequest_start])
   if test -z "$MPIEXEC"; then

@@ -254,6 +254,20 @@ tests_mpi_mpi_bad_input_SOURCES = tests/mpi/mpi_bad_input.c tests/harness.h
 tests_mpi_mpi_bad_input_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_bad_input_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
 tests_mpi_mpi_bad_input_LDFLAGS = -no-install
+# the siblings (MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce, MPI_Alltoall) in every form
+# and _c, on host and fake-device buffers, byte for byte against PMPI_* and its error classes, with a
+# guard on the MPI's PMPI_* against device pointers; 2 and 4 ranks
+SIBLINGS_TESTS = tests/mpi/mpi_siblings tests/mpi/mpi_siblings_np4
+check_PROGRAMS += $(SIBLINGS_TESTS)
+TESTS += $(SIBLINGS_TESTS)
+tests_mpi_mpi_siblings_SOURCES = tests/mpi/mpi_siblings.c tests/harness.h
+tests_mpi_mpi_siblings_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_siblings_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -ldl -lm
+tests_mpi_mpi_siblings_LDFLAGS = -no-install
+tests_mpi_mpi_siblings_np4_SOURCES = $(tests_mpi_mpi_siblings_SOURCES)
+tests_mpi_mpi_siblings_np4_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_siblings_np4_LDADD = $(tests_mpi_mpi_siblings_LDADD)
+tests_mpi_mpi_siblings_np4_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
 # failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
 # communicates between the processes of one host, through shared memory)
@@ -410,7 +424,7 @@ INTERPOSE_TESTS = tests/mpi/verify_env.sh tests/interpose/preload.sh tests/inter
 TESTS += $(INTERPOSE_TESTS)
 EXTRA_DIST += $(INTERPOSE_TESTS) tests/interpose/common.sh tests/interpose/plain_app.c \
     tests/interpose/linked_app.c tests/interpose/f_mpifh.f90 tests/interpose/f_usempi.f90 \
-    tests/interpose/f_f08.f90 tests/interpose/f_nbc.f90 tests/interpose/f_devalloc.c scripts/test.sh \
+    tests/interpose/f_f08.f90 tests/interpose/f_nbc.f90 tests/interpose/f_siblings.f90 tests/interpose/f_devalloc.c scripts/test.sh \
     tests/interpose/pmpi_counter.c tests/interpose/stack_app.c
 if MPI_IS_MPICH
 TLMPI_TEST_MPI = mpich

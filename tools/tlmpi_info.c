@@ -14,6 +14,7 @@
 #include "devcomm.h"
 #ifdef HAVE_CUDA
 #include "kernels.h"
+#include "tier.h"
 #endif
 
 #include <stdio.h>
@@ -130,6 +131,34 @@ int main(int argc, char **argv)
         }
     }
 #endif
+    /* per collective: taken over or not (TLMPI_COLLS), and the tiers that serve it on device buffers
+     * (each tier's supports() on a contiguous float sum whose buffers are on the device, with every
+     * capability a communicator can have: what the plan can pick from) */
+    printf("\ncollectives (device buffers: the tiers that serve them, best first):\n");
+    for (int c = 0; c < TLMPI_COLL_COUNT; c++) {
+        static int dummy[2];
+        tlmpi_call_t call;
+        char tiers[160] = "";
+        size_t o = 0;
+
+        memset(&call, 0, sizeof(call));
+        call.coll = (tlmpi_coll_t)c;
+        call.dt = TLMPI_DT_F32;
+        call.dt_size = 4;
+        call.opc = TLMPI_OP_SUM;
+        call.contiguous = 1;
+        call.sbuf = &dummy[0];
+        call.rbuf = &dummy[1];
+        call.smem = call.rmem = TLMPI_MEM_DEVICE;
+        call.local_size = 2;
+        for (int t = 0; t < TLMPI_TIER_COUNT && o < sizeof(tiers); t++) {
+            if (tlmpi_tiers[t]->supports(&call, ~0u & ~(TLMPI_CAP_SHARED_GPU | TLMPI_CAP_NODE_SLOW))) {
+                o += (size_t)snprintf(tiers + o, sizeof(tiers) - o, "%s%s", o ? ", " : "", tlmpi_tiers[t]->name);
+            }
+        }
+        printf("  %-22s %-4s %s\n", tlmpi_coll_name((tlmpi_coll_t)c),
+               tlmpi_env_list_has(TLMPI_ENV_S(COLLS), tlmpi_coll_name((tlmpi_coll_t)c)) ? "on" : "off", tiers);
+    }
     printf("\nenvironment (TLMPI_*):\n");
     tlmpi_env_dump(stdout);
     return 0;

@@ -13,7 +13,9 @@
 #
 # Runs osu_allreduce, osu_allgather and osu_reduce_scatter_block (-b nonblocking: OSU's non-blocking
 # osu_iallreduce, osu_iallgather and osu_ireduce_scatter_block instead, whose tables add OSU's pure
-# communication time and overlap (%) per mode; -b all: both) with `-d cuda -c` (OSU validates
+# communication time and overlap (%) per mode; -b all: both; -b siblings: osu_allgatherv,
+# osu_reduce_scatter, osu_bcast, osu_reduce and osu_alltoall; -b nonblocking-siblings: their osu_i*
+# forms; -b all-siblings: both) with `-d cuda -c` (OSU validates
 # every size; `-T mpi_float` for the reductions), OSU's sizes -s MIN:MAX (default 4 B .. 256 MiB;
 # OSU's -M raised to fit), on every rank count of -n "2 4", in these modes (-m LIST picks; default
 # auto,staging,nccl,node,mpi):
@@ -91,7 +93,10 @@ case $bset in
     blocking) benches="osu_allreduce osu_allgather osu_reduce_scatter_block" ;;
     nonblocking) benches="osu_iallreduce osu_iallgather osu_ireduce_scatter_block" ;;
     all) benches="osu_allreduce osu_allgather osu_reduce_scatter_block osu_iallreduce osu_iallgather osu_ireduce_scatter_block" ;;
-    *) echo "tlmpi-osu-compare: -b takes blocking, nonblocking or all, not '$bset'" >&2; exit 2 ;;
+    siblings) benches="osu_allgatherv osu_reduce_scatter osu_bcast osu_reduce osu_alltoall" ;;
+    nonblocking-siblings) benches="osu_iallgatherv osu_ireduce_scatter osu_ibcast osu_ireduce osu_ialltoall" ;;
+    all-siblings) benches="osu_allgatherv osu_reduce_scatter osu_bcast osu_reduce osu_alltoall osu_iallgatherv osu_ireduce_scatter osu_ibcast osu_ireduce osu_ialltoall" ;;
+    *) echo "tlmpi-osu-compare: -b takes blocking, nonblocking, all, siblings, nonblocking-siblings or all-siblings, not '$bset'" >&2; exit 2 ;;
 esac
 for v in "$minsz" "$maxsz" "$large_from" "$timeout_s"; do
     case $v in
@@ -177,14 +182,17 @@ else
     exit 2
 fi
 # in place: every benchmark's -h must list -l
-inplace_ok=0
+# in place: the benchmarks whose -h lists -l (osu_bcast has none: out of place only)
+inplace_set=
 if [ "$inplace" = 1 ]; then
-    inplace_ok=1
     for b in $benches; do
         h=$([ $b = "$first" ] && printf '%s' "$help" || timeout -k 5 60 sh "$mpirun" 1 "$(bindir_of "$b")/$b" -h 2>&1)
-        printf '%s\n' "$h" | grep -qE -- '(^|[[:space:]])-l([[:space:]]|,)|--in-place' || inplace_ok=0
+        if printf '%s\n' "$h" | grep -qE -- '(^|[[:space:]])-l([[:space:]]|,)|--in-place'; then
+            inplace_set="$inplace_set $b"
+        else
+            say "in place: this OSU build's $b has no -l; out of place only"
+        fi
     done
-    [ $inplace_ok = 1 ] || say "in place: this OSU build has no -l for all three benchmarks; out of place only"
 fi
 
 # Is the plain MPI CUDA-aware? Only a positive answer lets it see device buffers.
@@ -250,25 +258,33 @@ for np in $nps; do
             osu_allreduce|osu_iallreduce) algos="ll oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
             osu_allgather|osu_iallgather) algos="ll push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
             osu_reduce_scatter_block|osu_ireduce_scatter_block) algos="ll pull"; tvar=TLMPI_REDUCE_SCATTER_BLOCK_TIERS; T="-T mpi_float" ;;
+            # the siblings: no node-tier algorithms of their own (node: TLMPI_TIER=node, served where it can)
+            osu_allgatherv|osu_iallgatherv) algos=; tvar=TLMPI_ALLGATHERV_TIERS; T= ;;
+            osu_reduce_scatter|osu_ireduce_scatter) algos=; tvar=TLMPI_REDUCE_SCATTER_TIERS; T="-T mpi_float" ;;
+            osu_bcast|osu_ibcast) algos=; tvar=TLMPI_BCAST_TIERS; T= ;;
+            osu_reduce|osu_ireduce) algos=; tvar=TLMPI_REDUCE_TIERS; T="-T mpi_float" ;;
+            osu_alltoall|osu_ialltoall) algos=; tvar=TLMPI_ALLTOALL_TIERS; T= ;;
         esac
         bdir=$(bindir_of "$b")
         list=
         for m in ${modes//,/ }; do
             case $m in
-                node) for a in $algos; do list="$list node-$a"; done ;;
+                node) for a in $algos; do list="$list node-$a"; done; [ -z "$algos" ] && list="$list node" ;;
                 mpi) [ $plain = yes ] && list="$list mpi-plain" ;;
                 *) list="$list $m" ;;
             esac
         done
         for m in $list; do
-            for ip in 0 $([ $inplace_ok = 1 ] && echo 1); do
+            for ip in 0 $(case " $inplace_set " in *" $b "*) echo 1 ;; esac); do
                 f=$out/$b-np$np-$m$([ $ip = 1 ] && echo -inplace).txt
                 : >"$f"
                 r=0
                 # one OSU run per size range: below large_from with -a, from it with -A
                 for range in $(osu_ranges); do
                 (
-                    unset TLMPI_TIER TLMPI_ALLREDUCE_TIERS TLMPI_ALLGATHER_TIERS TLMPI_REDUCE_SCATTER_BLOCK_TIERS
+                    unset TLMPI_TIER TLMPI_ALLREDUCE_TIERS TLMPI_ALLGATHER_TIERS TLMPI_REDUCE_SCATTER_BLOCK_TIERS \
+                        TLMPI_ALLGATHERV_TIERS TLMPI_REDUCE_SCATTER_TIERS TLMPI_BCAST_TIERS TLMPI_REDUCE_TIERS \
+                        TLMPI_ALLTOALL_TIERS
                     case $m in
                         mpi-plain) unset GPU_TEST_GUARD_LIB ;;
                         node-*) export "$tvar=node/${m#node-}" ;;

@@ -11,11 +11,12 @@ name; beside it optionally <same name>.rc (the run's exit status). Metadata: DIR
 (KEY=VALUE lines, written by osu-compare.sh) or, for outputs of the older bench/osu-compare.sh, the
 "- date: ...; GPU: ..." header of DIR/summary.md; --meta overrides either.
 
-Sizes are OSU's: osu_allreduce the vector, osu_allgather the per-rank send block,
-osu_reduce_scatter_block the whole send vector (each rank gets size / n: sizes of fewer elements
-than ranks are empty calls, marked "empty" and left out of speed-ups and plots). busbw
-(nccl-tests): S = size (allreduce, reduce_scatter_block) or n x size (allgather), algbw = S / t,
-busbw = algbw x 2(n-1)/n (allreduce) or (n-1)/n.
+Sizes are OSU's: osu_allreduce, osu_bcast and osu_reduce the vector, osu_allgather, osu_allgatherv
+and osu_alltoall the per-rank send block, osu_reduce_scatter_block and osu_reduce_scatter the whole
+send vector (each rank gets size / n: sizes of fewer elements than ranks are empty calls, marked
+"empty" and left out of speed-ups and plots); the MPI_I* benchmarks as their blocking ones. busbw
+(nccl-tests): S = size (allreduce, reduce_scatter(_block), bcast, reduce) or n x size (allgather(v),
+alltoall), algbw = S / t, busbw = algbw x 2(n-1)/n (allreduce), algbw (bcast, reduce) or (n-1)/n.
 
 Writes (default DIR/osu-compare.csv and DIR/osu-compare.md): CSV columns run,date,host,gpu,mpi,mps,
 osu,tlmpi,options,nranks,coll,inplace,mode,bytes,latency_us,valid,busbw_GBps,note,compute_us,
@@ -41,9 +42,18 @@ DTYPE_BYTES = {"MPI_CHAR": 1, "MPI_SIGNED_CHAR": 1, "MPI_UNSIGNED_CHAR": 1, "MPI
                "MPI_INT": 4, "MPI_FLOAT": 4, "MPI_LONG": 8, "MPI_DOUBLE": 8, "MPI_LONG_LONG": 8}
 COLLS = {"osu_allreduce": "allreduce", "osu_allgather": "allgather",
          "osu_reduce_scatter_block": "reduce_scatter_block", "osu_iallreduce": "iallreduce",
-         "osu_iallgather": "iallgather", "osu_ireduce_scatter_block": "ireduce_scatter_block"}
+         "osu_iallgather": "iallgather", "osu_ireduce_scatter_block": "ireduce_scatter_block",
+         "osu_allgatherv": "allgatherv", "osu_reduce_scatter": "reduce_scatter", "osu_bcast": "bcast",
+         "osu_reduce": "reduce", "osu_alltoall": "alltoall", "osu_iallgatherv": "iallgatherv",
+         "osu_ireduce_scatter": "ireduce_scatter", "osu_ibcast": "ibcast", "osu_ireduce": "ireduce",
+         "osu_ialltoall": "ialltoall"}
 # the blocking collective a non-blocking benchmark's sizes and busbw follow
-BASE = {"iallreduce": "allreduce", "iallgather": "allgather", "ireduce_scatter_block": "reduce_scatter_block"}
+BASE = {"iallreduce": "allreduce", "iallgather": "allgather", "ireduce_scatter_block": "reduce_scatter_block",
+        "iallgatherv": "allgatherv", "ireduce_scatter": "reduce_scatter", "ibcast": "bcast", "ireduce": "reduce",
+        "ialltoall": "alltoall"}
+# busbw: S = n x size for the collectives whose OSU size is one rank's block, and the factor on algbw
+PER_RANK_SIZE = ("allgather", "allgatherv", "alltoall")
+NO_FACTOR = ("bcast", "reduce")
 MODE_ORDER = ["auto", "staging", "nccl", "mpi-plain"]
 
 
@@ -190,7 +200,7 @@ def merge(d, meta_over, csv_path, md_path):
             cells, vals = [], []
             dt = runs[(coll, n, inpl, modes[0])]["dtype"] or "MPI_CHAR"
             esz = DTYPE_BYTES.get(dt, 1)
-            empty = bcoll == "reduce_scatter_block" and b // esz < n
+            empty = bcoll in ("reduce_scatter_block", "reduce_scatter") and b // esz < n
             lat = {}
             for m in modes:
                 r = runs[(coll, n, inpl, m)]
@@ -199,8 +209,8 @@ def merge(d, meta_over, csv_path, md_path):
                     lat[m] = t
                     cells.append(fmt_lat(t))
                     vals.append((m, v))
-                    S = b * n if bcoll == "allgather" else b
-                    fac = (2.0 * (n - 1) / n) if bcoll == "allreduce" else (float(n - 1) / n)
+                    S = b * n if bcoll in PER_RANK_SIZE else b
+                    fac = (2.0 * (n - 1) / n) if bcoll == "allreduce" else 1.0 if bcoll in NO_FACTOR else (float(n - 1) / n)
                     bw = S / (t * 1e-6) / 1e9 * fac if t > 0 and not empty else 0.0
                     x = r["nbc"].get(b)
                     out_rows.append([meta["run"], meta["date"], meta["host"], meta["gpu"], meta["mpi"], meta["mps"],

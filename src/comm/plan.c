@@ -348,7 +348,8 @@ void tlmpi_plan_describe_comm(const tlmpi_tier_comm_t *tc, const tlmpi_plan_t *p
 /* ---- collective ---- */
 
 static const char *const coll_env_name[TLMPI_COLL_COUNT] = {
-    "TLMPI_ALLGATHER_TIERS", "TLMPI_REDUCE_SCATTER_BLOCK_TIERS", "TLMPI_ALLREDUCE_TIERS",
+    "TLMPI_ALLGATHER_TIERS", "TLMPI_REDUCE_SCATTER_BLOCK_TIERS", "TLMPI_ALLREDUCE_TIERS", "TLMPI_ALLGATHERV_TIERS",
+    "TLMPI_REDUCE_SCATTER_TIERS", "TLMPI_BCAST_TIERS", "TLMPI_REDUCE_TIERS", "TLMPI_ALLTOALL_TIERS",
 };
 
 /* What each lost capability means, for the one warning per rank, and whose reason explains it
@@ -381,6 +382,11 @@ static void current_specs(const tlmpi_tier_comm_t *tc, specs_t *s)
     s->specs[TLMPI_COLL_ALLGATHER] = TLMPI_ENV_S(ALLGATHER_TIERS);
     s->specs[TLMPI_COLL_REDUCE_SCATTER_BLOCK] = TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS);
     s->specs[TLMPI_COLL_ALLREDUCE] = TLMPI_ENV_S(ALLREDUCE_TIERS);
+    s->specs[TLMPI_COLL_ALLGATHERV] = TLMPI_ENV_S(ALLGATHERV_TIERS);
+    s->specs[TLMPI_COLL_REDUCE_SCATTER] = TLMPI_ENV_S(REDUCE_SCATTER_TIERS);
+    s->specs[TLMPI_COLL_BCAST] = TLMPI_ENV_S(BCAST_TIERS);
+    s->specs[TLMPI_COLL_REDUCE] = TLMPI_ENV_S(REDUCE_TIERS);
+    s->specs[TLMPI_COLL_ALLTOALL] = TLMPI_ENV_S(ALLTOALL_TIERS);
     s->tuned_mask = 0;
     if (file && *file && !tc->sub) {
         static int told_missing;

@@ -20,7 +20,9 @@ TLMPI_PUBLIC_ const char *tlmpi_version(void)
     return TLMPI_VERSION_STRING;
 }
 
-static const char *const coll_names[TLMPI_COLL_COUNT] = { "allgather", "reduce_scatter_block", "allreduce" };
+static const char *const coll_names[TLMPI_COLL_COUNT] = { "allgather", "reduce_scatter_block", "allreduce",
+                                                          "allgatherv", "reduce_scatter", "bcast", "reduce",
+                                                          "alltoall" };
 static const char *const path_names[TLMPI_PATH_COUNT] = { "passthrough", "hostop", "staging", "nccl", "self",
                                                           "node", "hier" };
 

@@ -230,7 +230,7 @@ static int enq_entry(tlmpi_call_t *c, void *stream)
     if (c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL) {
         return enq_fail(c, MPI_ERR_TYPE, "MPI_DATATYPE_NULL");
     }
-    if (c->coll != TLMPI_COLL_ALLGATHER && c->op == MPI_OP_NULL) {
+    if (tlmpi_coll_reduces(c->coll) && c->op == MPI_OP_NULL) {
         return enq_fail(c, MPI_ERR_OP, "MPI_OP_NULL");
     }
     if (!tlmpi_g.enabled || !(tlmpi_g.coll_mask & (1u << c->coll))) {

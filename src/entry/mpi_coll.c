@@ -1,8 +1,10 @@
 /*
- * The intercepted MPI entry points: MPI_Allgather, MPI_Reduce_scatter_block, MPI_Allreduce, their
+ * The intercepted MPI entry points: MPI_Allgather, MPI_Reduce_scatter_block, MPI_Allreduce and their
+ * siblings MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce, MPI_Alltoall, their
  * non-blocking forms (MPI_Iallgather, ...), their MPI-4 persistent forms (MPI_Allgather_init, ...,
  * where the MPI has them) and the large-count (_c) forms of all. Each is a thin entry into one
- * shared body, whatever the form (the call's form and request travel in the call record):
+ * shared body, whatever the form (the call's form and request travel in the call record; the
+ * siblings' entry, sib_entry, differs only in what it knows of the arguments):
  *
  *   cheap rank-uniform checks (enabled, collective enabled, half type, GPU present, count)
  *     -> pointer classification -> host buffers: the next layer's MPI_* unchanged (passthrough:
@@ -30,6 +32,7 @@
 #include "request.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* tlmpi's own globals, declared hidden here too (they are hidden where they are defined): the entry
  * points' fast path then reads them RIP-relative, without a GOT load each */
@@ -119,10 +122,11 @@ static void verify_uniform(const tlmpi_call_t *c, int value, const char *what)
  * reduction of a datatype tlmpi does not reduce itself (pair, complex, bool, derived, ...) or with
  * an op other than SUM/PROD/MIN/MAX (logical, bitwise, MAXLOC, REPLACE, user ops, ...). Such calls
  * go to a CUDA-aware MPI or to staging, where the MPI gets them on host memory (a persistent one is
- * checked by the MPI at *_init: tlmpi_staging_check_init). Allgather moves any datatype as it is. */
+ * checked by the MPI at *_init: tlmpi_staging_check_init; so is every persistent sibling, whose roots
+ * and counts the MPI checks). Allgather moves any datatype as it is. */
 static inline int needs_mpi_check(const tlmpi_call_t *c)
 {
-    return c->aliased || (c->coll != TLMPI_COLL_ALLGATHER && (c->dt >= TLMPI_DT_NUM_ARITH || c->opc >= TLMPI_OP_NUM_ARITH));
+    return c->aliased || (tlmpi_coll_reduces(c->coll) && (c->dt >= TLMPI_DT_NUM_ARITH || c->opc >= TLMPI_OP_NUM_ARITH));
 }
 
 /* The slow path: device buffers, or a half type that needs tlmpi's op. */
@@ -137,12 +141,20 @@ static int coll_slow(tlmpi_call_t *c)
     int mem_sig = (c->sbuf == MPI_IN_PLACE ? 4 : tlmpi_mem_is_device(c->smem)) | tlmpi_mem_is_device(c->rmem) << 1;
 
     if (is_dev && (c->comm == MPI_COMM_NULL || c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL ||
-                   (c->coll != TLMPI_COLL_ALLGATHER && c->op == MPI_OP_NULL))) {
+                   (tlmpi_coll_reduces(c->coll) && c->op == MPI_OP_NULL))) {
         /* arguments the MPI rejects before it reads a buffer: its own class and error handler,
          * without handing it a device pointer */
         return tlmpi_call_refused(c);
     }
     tlmpi_call_classify(c);
+    if (tlmpi_coll_sibling(c->coll)) {
+        /* what the classification left significant (a reduce's recvbuf at the root only); a reduce's
+         * signature is its input's, which every rank has */
+        is_dev = tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem);
+        if (c->coll == TLMPI_COLL_REDUCE) {
+            mem_sig = tlmpi_mem_is_device(c->in_place ? c->rmem : c->smem);
+        }
+    }
     if (TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
         verify_uniform(c, mem_sig, "memory type");
     }
@@ -184,7 +196,7 @@ static int coll_slow(tlmpi_call_t *c)
             }
             return rc;
         }
-        if (c->form == TLMPI_FORM_PERSISTENT && needs_mpi_check(c) &&
+        if (c->form == TLMPI_FORM_PERSISTENT && (needs_mpi_check(c) || tlmpi_coll_sibling(c->coll)) &&
             (rc = tlmpi_staging_check_init(c)) != MPI_SUCCESS) {
             return rc; /* the MPI rejects the arguments at *_init, as on host buffers */
         }
@@ -221,7 +233,7 @@ static inline int coll_entry(tlmpi_call_t *c)
         !(tlmpi_g.coll_mask & (1u << c->coll))) {
         goto passthrough;
     }
-    if (TLMPI_UNLIKELY(c->coll != TLMPI_COLL_ALLGATHER && is_half_type(c->dtype))) {
+    if (TLMPI_UNLIKELY(tlmpi_coll_reduces(c->coll) && is_half_type(c->dtype))) {
         c->smem = c->rmem = TLMPI_MEM_HOST;
         if (tlmpi_g.gpu_count > 0) {
             classify_buffers(c);
@@ -259,7 +271,7 @@ static inline __attribute__((always_inline)) int fast_passthrough(tlmpi_coll_t c
     if (TLMPI_UNLIKELY(!tlmpi_g.enabled) || !(tlmpi_g.coll_mask & (1u << coll))) {
         return 1;
     }
-    if (coll != TLMPI_COLL_ALLGATHER && is_half_type(dt)) {
+    if (tlmpi_coll_reduces(coll) && is_half_type(dt)) {
         return 0;
     }
     if (tlmpi_g.gpu_count == 0) {
@@ -722,5 +734,752 @@ TLMPI_EXPORT int MPI_Allgather_init_c(const void *sbuf, MPI_Count scount, MPI_Da
 
     FAST_FORM(TLMPI_COLL_ALLGATHER, in_place ? rtype : stype, in_place ? rcount : scount, TLMPI_FORM_PERSISTENT, tlmpi_next.allgather_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
     return allgather_init_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+}
+#endif
+
+/* ---- the siblings: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce, MPI_Alltoall ---- */
+
+/* One sibling call passed through, counted under its form (after the call succeeded: the v-forms' bytes
+ * ask the communicator, which must be valid then) */
+static inline __attribute__((always_inline)) void sib_count(tlmpi_coll_t coll, tlmpi_form_t form, uint64_t bytes)
+{
+    if (form == TLMPI_FORM_BLOCKING) {
+        tlmpi_stat_add(coll, TLMPI_PATH_PASSTHROUGH, bytes);
+    } else {
+        tlmpi_stat_form_add(coll, TLMPI_PATH_PASSTHROUGH, form, bytes);
+    }
+}
+
+/* The largest entry of a v-form's counts array (int[], or MPI_Count[] from a _c entry point): its
+ * message size in elements (call.h). remote: the array has an entry per rank of the remote group on
+ * an intercommunicator (allgatherv), else of the local one (reduce_scatter). */
+static __attribute__((noinline)) MPI_Count vmax_count(MPI_Comm comm, const void *counts, int large, int remote)
+{
+    int n = 0, inter = 0, i;
+    MPI_Count m = 0;
+
+    if (!counts) {
+        return 0;
+    }
+    if (remote && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter) {
+        PMPI_Comm_remote_size(comm, &n);
+    } else {
+        PMPI_Comm_size(comm, &n);
+    }
+    for (i = 0; i < n; i++) {
+        MPI_Count v = large ? ((const MPI_Count *)counts)[i] : (MPI_Count)((const int *)counts)[i];
+
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* The siblings' fast path (fast_host; FAST_BLOCKING and FAST_FORM for the others): buffers sb and rb
+ * (the same for MPI_Bcast), the call counted once it succeeded with bytes_expr (evaluated then). */
+#define SIB_FAST(coll, dt, sb, rb, form, bytes_expr, next_call)                                    \
+    if (TLMPI_LIKELY(fast_host(coll, dt, sb, rb))) {                                              \
+        int rc_ = next_call;                                                                      \
+                                                                                                  \
+        if (TLMPI_LIKELY(rc_ == MPI_SUCCESS)) {                                                   \
+            sib_count(coll, form, bytes_expr);                                                    \
+        }                                                                                         \
+        return rc_;                                                                               \
+    }
+
+/* coll_entry for the siblings: the same decisions, where every count is known only to the call
+ * record's classification (the v-forms' counts arrays: a call whose counts are all zero, or any
+ * negative, goes to the MPI unchanged from coll_slow) */
+static int sib_entry(tlmpi_call_t *c)
+{
+    int rc;
+
+    if (TLMPI_UNLIKELY(!tlmpi_core_ready()) || TLMPI_UNLIKELY(!tlmpi_g.enabled) ||
+        !(tlmpi_g.coll_mask & (1u << c->coll))) {
+        goto passthrough;
+    }
+    if (TLMPI_UNLIKELY(tlmpi_coll_reduces(c->coll) && is_half_type(c->dtype))) {
+        c->smem = c->rmem = TLMPI_MEM_HOST;
+        if (tlmpi_g.gpu_count > 0) {
+            classify_buffers(c);
+        }
+        return coll_slow(c);
+    }
+    if (tlmpi_g.gpu_count == 0 || (!tlmpi_coll_vform(c->coll) && c->count <= 0)) {
+        goto passthrough;
+    }
+    classify_buffers(c);
+    if (tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem) || TLMPI_UNLIKELY(TLMPI_ENV_I(VERIFY_UNIFORM))) {
+        return coll_slow(c);
+    }
+passthrough:
+    rc = tlmpi_call_form(&tlmpi_next, c, c->op);
+    if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+        stat_add_form(c, TLMPI_PATH_PASSTHROUGH,
+                      tlmpi_coll_vform(c->coll)
+                          ? call_bytes(vmax_count(c->comm, c->rcounts, c->large, c->coll == TLMPI_COLL_ALLGATHERV),
+                                       c->rtype)
+                          : call_bytes(c->count, c->dtype));
+    }
+    return rc;
+}
+
+/* Everything but a sibling's fast path: the call record (as coll_enter_form) and sib_entry. */
+static __attribute__((noinline)) int sib_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf, MPI_Count count,
+                                               MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, int large,
+                                               MPI_Datatype rtype, MPI_Count rcount, int root, const void *rcounts,
+                                               const void *displs, tlmpi_form_t form, MPI_Info info, MPI_Request *req)
+{
+    tlmpi_call_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.form = (int)form;
+    c.ureq = req;
+    c.info = info;
+    c.coll = coll;
+    c.sbuf = sbuf;
+    c.rbuf = rbuf;
+    c.count = count;
+    c.dtype = dtype;
+    c.op = op;
+    c.comm = comm;
+    c.large = large;
+    c.sdev = c.rdev = -1;
+    c.rtype = rtype;
+    c.rcount = rcount;
+    c.root = root;
+    c.rcounts = rcounts;
+    c.displs = displs;
+    return sib_entry(&c);
+}
+
+/* ---- MPI_Allgatherv: every form ---- */
+static __attribute__((noinline)) int allgatherv_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLGATHERV, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 1), rtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 0, rtype, 0, 0, rcounts, displs, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 1), rtype), tlmpi_next.allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm))
+    return allgatherv_full(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+}
+#ifdef HAVE_PMPI_ALLGATHERV_C
+static __attribute__((noinline)) int allgatherv_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.allgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLGATHERV, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 1), rtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 1, rtype, 0, 0, rcounts, displs, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Allgatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 1), rtype), tlmpi_next.allgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm))
+    return allgatherv_c_full(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+}
+#endif
+static __attribute__((noinline)) int iallgatherv_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLGATHERV, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 1), rtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 0, rtype, 0, 0, rcounts, displs, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 1), rtype), tlmpi_next.iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req))
+    return iallgatherv_full(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
+}
+#ifdef HAVE_PMPI_IALLGATHERV_C
+static __attribute__((noinline)) int iallgatherv_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.iallgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLGATHERV, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 1), rtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 1, rtype, 0, 0, rcounts, displs, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Iallgatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 1), rtype), tlmpi_next.iallgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req))
+    return iallgatherv_c_full(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLGATHERV_INIT
+static __attribute__((noinline)) int allgatherv_init_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.allgatherv_init(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLGATHERV, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 0, 1), rtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 0, rtype, 0, 0, rcounts, displs, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Allgatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 0, 1), rtype), tlmpi_next.allgatherv_init(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req))
+    return allgatherv_init_full(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLGATHERV_INIT_C
+static __attribute__((noinline)) int allgatherv_init_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.allgatherv_init_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLGATHERV, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 1, 1), rtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 1, rtype, 0, 0, rcounts, displs, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Allgatherv_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLGATHERV, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 1, 1), rtype), tlmpi_next.allgatherv_init_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req))
+    return allgatherv_init_c_full(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
+}
+#endif
+
+/* ---- MPI_Reduce_scatter: every form ---- */
+static __attribute__((noinline)) int reduce_scatter_full(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf))) {
+        int rc = tlmpi_next.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE_SCATTER, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 0), dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 0, dtype, 0, 0, rcounts, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
+{
+    SIB_FAST(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 0), dtype), tlmpi_next.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm))
+    return reduce_scatter_full(sbuf, rbuf, rcounts, dtype, op, comm);
+}
+#ifdef HAVE_PMPI_REDUCE_SCATTER_C
+static __attribute__((noinline)) int reduce_scatter_c_full(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf))) {
+        int rc = tlmpi_next.reduce_scatter_c(sbuf, rbuf, rcounts, dtype, op, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE_SCATTER, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 0), dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 1, dtype, 0, 0, rcounts, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Reduce_scatter_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm)
+{
+    SIB_FAST(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf, TLMPI_FORM_BLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 0), dtype), tlmpi_next.reduce_scatter_c(sbuf, rbuf, rcounts, dtype, op, comm))
+    return reduce_scatter_c_full(sbuf, rbuf, rcounts, dtype, op, comm);
+}
+#endif
+static __attribute__((noinline)) int ireduce_scatter_full(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf))) {
+        int rc = tlmpi_next.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE_SCATTER, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 0), dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 0, dtype, 0, 0, rcounts, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 0, 0), dtype), tlmpi_next.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, req))
+    return ireduce_scatter_full(sbuf, rbuf, rcounts, dtype, op, comm, req);
+}
+#ifdef HAVE_PMPI_IREDUCE_SCATTER_C
+static __attribute__((noinline)) int ireduce_scatter_c_full(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf))) {
+        int rc = tlmpi_next.ireduce_scatter_c(sbuf, rbuf, rcounts, dtype, op, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE_SCATTER, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 0), dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 1, dtype, 0, 0, rcounts, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf, TLMPI_FORM_NONBLOCKING, call_bytes(vmax_count(comm, rcounts, 1, 0), dtype), tlmpi_next.ireduce_scatter_c(sbuf, rbuf, rcounts, dtype, op, comm, req))
+    return ireduce_scatter_c_full(sbuf, rbuf, rcounts, dtype, op, comm, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_INIT
+static __attribute__((noinline)) int reduce_scatter_init_full(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf))) {
+        int rc = tlmpi_next.reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE_SCATTER, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 0, 0), dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 0, dtype, 0, 0, rcounts, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Reduce_scatter_init(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 0, 0), dtype), tlmpi_next.reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, req))
+    return reduce_scatter_init_full(sbuf, rbuf, rcounts, dtype, op, comm, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_INIT_C
+static __attribute__((noinline)) int reduce_scatter_init_c_full(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf))) {
+        int rc = tlmpi_next.reduce_scatter_init_c(sbuf, rbuf, rcounts, dtype, op, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE_SCATTER, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 1, 0), dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 1, dtype, 0, 0, rcounts, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Reduce_scatter_init_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_REDUCE_SCATTER, dtype, sbuf, rbuf, TLMPI_FORM_PERSISTENT, call_bytes(vmax_count(comm, rcounts, 1, 0), dtype), tlmpi_next.reduce_scatter_init_c(sbuf, rbuf, rcounts, dtype, op, comm, info, req))
+    return reduce_scatter_init_c_full(sbuf, rbuf, rcounts, dtype, op, comm, info, req);
+}
+#endif
+
+/* ---- MPI_Bcast: every form ---- */
+static __attribute__((noinline)) int bcast_full(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_BCAST, dtype, buf, buf))) {
+        int rc = tlmpi_next.bcast(buf, count, dtype, root, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_BCAST, TLMPI_FORM_BLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 0, dtype, count, root, NULL, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
+{
+    SIB_FAST(TLMPI_COLL_BCAST, dtype, buf, buf, TLMPI_FORM_BLOCKING, fast_bytes(count), tlmpi_next.bcast(buf, count, dtype, root, comm))
+    return bcast_full(buf, count, dtype, root, comm);
+}
+#ifdef HAVE_PMPI_BCAST_C
+static __attribute__((noinline)) int bcast_c_full(void *buf, MPI_Count count, MPI_Datatype dtype, int root, MPI_Comm comm)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_BCAST, dtype, buf, buf))) {
+        int rc = tlmpi_next.bcast_c(buf, count, dtype, root, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_BCAST, TLMPI_FORM_BLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 1, dtype, count, root, NULL, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype dtype, int root, MPI_Comm comm)
+{
+    SIB_FAST(TLMPI_COLL_BCAST, dtype, buf, buf, TLMPI_FORM_BLOCKING, fast_bytes(count), tlmpi_next.bcast_c(buf, count, dtype, root, comm))
+    return bcast_c_full(buf, count, dtype, root, comm);
+}
+#endif
+static __attribute__((noinline)) int ibcast_full(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_BCAST, dtype, buf, buf))) {
+        int rc = tlmpi_next.ibcast(buf, count, dtype, root, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_BCAST, TLMPI_FORM_NONBLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 0, dtype, count, root, NULL, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_BCAST, dtype, buf, buf, TLMPI_FORM_NONBLOCKING, fast_bytes(count), tlmpi_next.ibcast(buf, count, dtype, root, comm, req))
+    return ibcast_full(buf, count, dtype, root, comm, req);
+}
+#ifdef HAVE_PMPI_IBCAST_C
+static __attribute__((noinline)) int ibcast_c_full(void *buf, MPI_Count count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_BCAST, dtype, buf, buf))) {
+        int rc = tlmpi_next.ibcast_c(buf, count, dtype, root, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_BCAST, TLMPI_FORM_NONBLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 1, dtype, count, root, NULL, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_BCAST, dtype, buf, buf, TLMPI_FORM_NONBLOCKING, fast_bytes(count), tlmpi_next.ibcast_c(buf, count, dtype, root, comm, req))
+    return ibcast_c_full(buf, count, dtype, root, comm, req);
+}
+#endif
+#ifdef HAVE_PMPI_BCAST_INIT
+static __attribute__((noinline)) int bcast_init_full(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_BCAST, dtype, buf, buf))) {
+        int rc = tlmpi_next.bcast_init(buf, count, dtype, root, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_BCAST, TLMPI_FORM_PERSISTENT, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 0, dtype, count, root, NULL, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Bcast_init(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_BCAST, dtype, buf, buf, TLMPI_FORM_PERSISTENT, fast_bytes(count), tlmpi_next.bcast_init(buf, count, dtype, root, comm, info, req))
+    return bcast_init_full(buf, count, dtype, root, comm, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_BCAST_INIT_C
+static __attribute__((noinline)) int bcast_init_c_full(void *buf, MPI_Count count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_BCAST, dtype, buf, buf))) {
+        int rc = tlmpi_next.bcast_init_c(buf, count, dtype, root, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_BCAST, TLMPI_FORM_PERSISTENT, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 1, dtype, count, root, NULL, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype dtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    SIB_FAST(TLMPI_COLL_BCAST, dtype, buf, buf, TLMPI_FORM_PERSISTENT, fast_bytes(count), tlmpi_next.bcast_init_c(buf, count, dtype, root, comm, info, req))
+    return bcast_init_c_full(buf, count, dtype, root, comm, info, req);
+}
+#endif
+
+/* ---- MPI_Reduce: every form ---- */
+static __attribute__((noinline)) int reduce_full(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE, dtype, sbuf, rb))) {
+        int rc = tlmpi_next.reduce(sbuf, rbuf, count, dtype, op, root, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE, TLMPI_FORM_BLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, root, NULL, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    SIB_FAST(TLMPI_COLL_REDUCE, dtype, sbuf, rb, TLMPI_FORM_BLOCKING, fast_bytes(count), tlmpi_next.reduce(sbuf, rbuf, count, dtype, op, root, comm))
+    return reduce_full(sbuf, rbuf, count, dtype, op, root, comm);
+}
+#ifdef HAVE_PMPI_REDUCE_C
+static __attribute__((noinline)) int reduce_c_full(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE, dtype, sbuf, rb))) {
+        int rc = tlmpi_next.reduce_c(sbuf, rbuf, count, dtype, op, root, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE, TLMPI_FORM_BLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, root, NULL, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Reduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    SIB_FAST(TLMPI_COLL_REDUCE, dtype, sbuf, rb, TLMPI_FORM_BLOCKING, fast_bytes(count), tlmpi_next.reduce_c(sbuf, rbuf, count, dtype, op, root, comm))
+    return reduce_c_full(sbuf, rbuf, count, dtype, op, root, comm);
+}
+#endif
+static __attribute__((noinline)) int ireduce_full(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE, dtype, sbuf, rb))) {
+        int rc = tlmpi_next.ireduce(sbuf, rbuf, count, dtype, op, root, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE, TLMPI_FORM_NONBLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, root, NULL, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    SIB_FAST(TLMPI_COLL_REDUCE, dtype, sbuf, rb, TLMPI_FORM_NONBLOCKING, fast_bytes(count), tlmpi_next.ireduce(sbuf, rbuf, count, dtype, op, root, comm, req))
+    return ireduce_full(sbuf, rbuf, count, dtype, op, root, comm, req);
+}
+#ifdef HAVE_PMPI_IREDUCE_C
+static __attribute__((noinline)) int ireduce_c_full(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE, dtype, sbuf, rb))) {
+        int rc = tlmpi_next.ireduce_c(sbuf, rbuf, count, dtype, op, root, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE, TLMPI_FORM_NONBLOCKING, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, root, NULL, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ireduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    SIB_FAST(TLMPI_COLL_REDUCE, dtype, sbuf, rb, TLMPI_FORM_NONBLOCKING, fast_bytes(count), tlmpi_next.ireduce_c(sbuf, rbuf, count, dtype, op, root, comm, req))
+    return ireduce_c_full(sbuf, rbuf, count, dtype, op, root, comm, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_INIT
+static __attribute__((noinline)) int reduce_init_full(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE, dtype, sbuf, rb))) {
+        int rc = tlmpi_next.reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE, TLMPI_FORM_PERSISTENT, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, root, NULL, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Reduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    SIB_FAST(TLMPI_COLL_REDUCE, dtype, sbuf, rb, TLMPI_FORM_PERSISTENT, fast_bytes(count), tlmpi_next.reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, req))
+    return reduce_init_full(sbuf, rbuf, count, dtype, op, root, comm, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_REDUCE_INIT_C
+static __attribute__((noinline)) int reduce_init_c_full(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_REDUCE, dtype, sbuf, rb))) {
+        int rc = tlmpi_next.reduce_init_c(sbuf, rbuf, count, dtype, op, root, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_REDUCE, TLMPI_FORM_PERSISTENT, call_bytes(count, dtype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, root, NULL, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Reduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    void *rb = rbuf ? rbuf : (void *)sbuf; /* NULL: a non-root's recvbuf, not significant */
+
+    SIB_FAST(TLMPI_COLL_REDUCE, dtype, sbuf, rb, TLMPI_FORM_PERSISTENT, fast_bytes(count), tlmpi_next.reduce_init_c(sbuf, rbuf, count, dtype, op, root, comm, info, req))
+    return reduce_init_c_full(sbuf, rbuf, count, dtype, op, root, comm, info, req);
+}
+#endif
+
+/* ---- MPI_Alltoall: every form ---- */
+static __attribute__((noinline)) int alltoall_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLTOALL, TLMPI_FORM_BLOCKING, call_bytes(in_place ? rcount : scount, in_place ? rtype : stype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 0, rtype, rcount, 0, NULL, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_BLOCKING, fast_bytes(in_place ? rcount : scount), tlmpi_next.alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm))
+    return alltoall_full(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+}
+#ifdef HAVE_PMPI_ALLTOALL_C
+static __attribute__((noinline)) int alltoall_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.alltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLTOALL, TLMPI_FORM_BLOCKING, call_bytes(in_place ? rcount : scount, in_place ? rtype : stype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 1, rtype, rcount, 0, NULL, NULL, TLMPI_FORM_BLOCKING, MPI_INFO_NULL, NULL);
+}
+TLMPI_EXPORT int MPI_Alltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_BLOCKING, fast_bytes(in_place ? rcount : scount), tlmpi_next.alltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm))
+    return alltoall_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+}
+#endif
+static __attribute__((noinline)) int ialltoall_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLTOALL, TLMPI_FORM_NONBLOCKING, call_bytes(in_place ? rcount : scount, in_place ? rtype : stype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 0, rtype, rcount, 0, NULL, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_NONBLOCKING, fast_bytes(in_place ? rcount : scount), tlmpi_next.ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+    return ialltoall_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+}
+#ifdef HAVE_PMPI_IALLTOALL_C
+static __attribute__((noinline)) int ialltoall_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.ialltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLTOALL, TLMPI_FORM_NONBLOCKING, call_bytes(in_place ? rcount : scount, in_place ? rtype : stype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 1, rtype, rcount, 0, NULL, NULL, TLMPI_FORM_NONBLOCKING, MPI_INFO_NULL, req);
+}
+TLMPI_EXPORT int MPI_Ialltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_NONBLOCKING, fast_bytes(in_place ? rcount : scount), tlmpi_next.ialltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+    return ialltoall_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLTOALL_INIT
+static __attribute__((noinline)) int alltoall_init_full(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.alltoall_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLTOALL, TLMPI_FORM_PERSISTENT, call_bytes(in_place ? rcount : scount, in_place ? rtype : stype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 0, rtype, rcount, 0, NULL, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Alltoall_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_PERSISTENT, fast_bytes(in_place ? rcount : scount), tlmpi_next.alltoall_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
+    return alltoall_init_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+}
+#endif
+#ifdef HAVE_PMPI_ALLTOALL_INIT_C
+static __attribute__((noinline)) int alltoall_init_c_full(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    if (TLMPI_LIKELY(fast_passthrough(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf))) {
+        int rc = tlmpi_next.alltoall_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+
+        if (TLMPI_LIKELY(rc == MPI_SUCCESS)) {
+            sib_count(TLMPI_COLL_ALLTOALL, TLMPI_FORM_PERSISTENT, call_bytes(in_place ? rcount : scount, in_place ? rtype : stype));
+        }
+        return rc;
+    }
+    return sib_enter(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype, MPI_OP_NULL, comm, 1, rtype, rcount, 0, NULL, NULL, TLMPI_FORM_PERSISTENT, info, req);
+}
+TLMPI_EXPORT int MPI_Alltoall_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    SIB_FAST(TLMPI_COLL_ALLTOALL, in_place ? rtype : stype, sbuf, rbuf, TLMPI_FORM_PERSISTENT, fast_bytes(in_place ? rcount : scount), tlmpi_next.alltoall_init_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req))
+    return alltoall_init_c_full(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
 }
 #endif

@@ -1,6 +1,7 @@
 /*
- * The Fortran entry points of the intercepted calls, for Open MPI builds only (TLMPI_FORTRAN_ENTRY,
- * m4/tlmpi_mpi.m4).
+ * The Fortran entry points of the intercepted calls (the collectives, their siblings MPI_ALLGATHERV,
+ * MPI_REDUCE_SCATTER, MPI_BCAST, MPI_REDUCE, MPI_ALLTOALL, the MPI_I* forms of all, the completion
+ * calls), for Open MPI builds only (TLMPI_FORTRAN_ENTRY, m4/tlmpi_mpi.m4).
  *
  * Open MPI's Fortran bindings (mpif.h, use mpi, use mpi_f08) call PMPI_* directly, so Fortran calls
  * never reach a C MPI_* interposer. libtlmpi therefore defines the Fortran symbols Open MPI exports
@@ -183,6 +184,110 @@ static void f_ireduce_scatter_block(void *sbuf, void *rbuf, f_int *rcount, f_int
     f_ret(ierr, rc);
 }
 F_NAMES(f_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK, mpi_ireduce_scatter_block, MPI_Ireduce_scatter_block);
+
+/* the siblings; a counts or displacements array is an INTEGER array: MPI_Fint is int here */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER arrays are C int arrays");
+
+static void f_allgatherv(void *sbuf, f_int *scount, f_int *stype, void *rbuf, const f_int *rcounts,
+                         const f_int *displs, f_int *rtype, f_int *comm, f_int *ierr)
+{
+    f_ret(ierr, MPI_Allgatherv(f_sbuf(sbuf), (int)*scount, PMPI_Type_f2c(*stype), f_rbuf(rbuf), (const int *)rcounts,
+                               (const int *)displs, PMPI_Type_f2c(*rtype), PMPI_Comm_f2c(*comm)));
+}
+F_NAMES(f_allgatherv, MPI_ALLGATHERV, mpi_allgatherv, MPI_Allgatherv);
+
+static void f_reduce_scatter(void *sbuf, void *rbuf, const f_int *rcounts, f_int *dtype, f_int *op, f_int *comm,
+                             f_int *ierr)
+{
+    f_ret(ierr, MPI_Reduce_scatter(f_sbuf(sbuf), f_rbuf(rbuf), (const int *)rcounts, PMPI_Type_f2c(*dtype),
+                                   PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+F_NAMES(f_reduce_scatter, MPI_REDUCE_SCATTER, mpi_reduce_scatter, MPI_Reduce_scatter);
+
+static void f_bcast(void *buf, f_int *count, f_int *dtype, f_int *root, f_int *comm, f_int *ierr)
+{
+    f_ret(ierr, MPI_Bcast(f_rbuf(buf), (int)*count, PMPI_Type_f2c(*dtype), (int)*root, PMPI_Comm_f2c(*comm)));
+}
+F_NAMES(f_bcast, MPI_BCAST, mpi_bcast, MPI_Bcast);
+
+static void f_reduce(void *sbuf, void *rbuf, f_int *count, f_int *dtype, f_int *op, f_int *root, f_int *comm,
+                     f_int *ierr)
+{
+    f_ret(ierr, MPI_Reduce(f_sbuf(sbuf), f_rbuf(rbuf), (int)*count, PMPI_Type_f2c(*dtype), PMPI_Op_f2c(*op),
+                           (int)*root, PMPI_Comm_f2c(*comm)));
+}
+F_NAMES(f_reduce, MPI_REDUCE, mpi_reduce, MPI_Reduce);
+
+static void f_alltoall(void *sbuf, f_int *scount, f_int *stype, void *rbuf, f_int *rcount, f_int *rtype,
+                       f_int *comm, f_int *ierr)
+{
+    f_ret(ierr, MPI_Alltoall(f_sbuf(sbuf), (int)*scount, PMPI_Type_f2c(*stype), f_rbuf(rbuf), (int)*rcount,
+                             PMPI_Type_f2c(*rtype), PMPI_Comm_f2c(*comm)));
+}
+F_NAMES(f_alltoall, MPI_ALLTOALL, mpi_alltoall, MPI_Alltoall);
+
+/* a non-blocking call's request handed back (only where it was made); rc is the call's, made before
+ * (c is its output) */
+static inline void f_req_out(int rc, MPI_Request c, f_int *req, f_int *ierr)
+{
+    if (rc == MPI_SUCCESS) {
+        *req = PMPI_Request_c2f(c);
+    }
+    f_ret(ierr, rc);
+}
+
+static void f_iallgatherv(void *sbuf, f_int *scount, f_int *stype, void *rbuf, const f_int *rcounts,
+                          const f_int *displs, f_int *rtype, f_int *comm, f_int *req, f_int *ierr)
+{
+    MPI_Request c = MPI_REQUEST_NULL;
+    int rc = MPI_Iallgatherv(f_sbuf(sbuf), (int)*scount, PMPI_Type_f2c(*stype), f_rbuf(rbuf), (const int *)rcounts,
+                              (const int *)displs, PMPI_Type_f2c(*rtype), PMPI_Comm_f2c(*comm), &c);
+
+    f_req_out(rc, c, req, ierr);
+}
+F_NAMES(f_iallgatherv, MPI_IALLGATHERV, mpi_iallgatherv, MPI_Iallgatherv);
+
+static void f_ireduce_scatter(void *sbuf, void *rbuf, const f_int *rcounts, f_int *dtype, f_int *op, f_int *comm,
+                              f_int *req, f_int *ierr)
+{
+    MPI_Request c = MPI_REQUEST_NULL;
+    int rc = MPI_Ireduce_scatter(f_sbuf(sbuf), f_rbuf(rbuf), (const int *)rcounts, PMPI_Type_f2c(*dtype),
+                                  PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), &c);
+
+    f_req_out(rc, c, req, ierr);
+}
+F_NAMES(f_ireduce_scatter, MPI_IREDUCE_SCATTER, mpi_ireduce_scatter, MPI_Ireduce_scatter);
+
+static void f_ibcast(void *buf, f_int *count, f_int *dtype, f_int *root, f_int *comm, f_int *req, f_int *ierr)
+{
+    MPI_Request c = MPI_REQUEST_NULL;
+    int rc = MPI_Ibcast(f_rbuf(buf), (int)*count, PMPI_Type_f2c(*dtype), (int)*root, PMPI_Comm_f2c(*comm), &c);
+
+    f_req_out(rc, c, req, ierr);
+}
+F_NAMES(f_ibcast, MPI_IBCAST, mpi_ibcast, MPI_Ibcast);
+
+static void f_ireduce(void *sbuf, void *rbuf, f_int *count, f_int *dtype, f_int *op, f_int *root, f_int *comm,
+                      f_int *req, f_int *ierr)
+{
+    MPI_Request c = MPI_REQUEST_NULL;
+    int rc = MPI_Ireduce(f_sbuf(sbuf), f_rbuf(rbuf), (int)*count, PMPI_Type_f2c(*dtype), PMPI_Op_f2c(*op), (int)*root,
+                          PMPI_Comm_f2c(*comm), &c);
+
+    f_req_out(rc, c, req, ierr);
+}
+F_NAMES(f_ireduce, MPI_IREDUCE, mpi_ireduce, MPI_Ireduce);
+
+static void f_ialltoall(void *sbuf, f_int *scount, f_int *stype, void *rbuf, f_int *rcount, f_int *rtype,
+                        f_int *comm, f_int *req, f_int *ierr)
+{
+    MPI_Request c = MPI_REQUEST_NULL;
+    int rc = MPI_Ialltoall(f_sbuf(sbuf), (int)*scount, PMPI_Type_f2c(*stype), f_rbuf(rbuf), (int)*rcount,
+                            PMPI_Type_f2c(*rtype), PMPI_Comm_f2c(*comm), &c);
+
+    f_req_out(rc, c, req, ierr);
+}
+F_NAMES(f_ialltoall, MPI_IALLTOALL, mpi_ialltoall, MPI_Ialltoall);
 
 /* ---- the completion calls ---- */
 

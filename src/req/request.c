@@ -481,9 +481,13 @@ void tlmpi_req_order_slow(tlmpi_comm_t *tc)
 static const char *form_call_name(const tlmpi_req_t *r)
 {
     static const char *const nb[TLMPI_COLL_COUNT] = { "MPI_Iallgather", "MPI_Ireduce_scatter_block",
-                                                      "MPI_Iallreduce" };
+                                                      "MPI_Iallreduce", "MPI_Iallgatherv",
+                                                      "MPI_Ireduce_scatter", "MPI_Ibcast",
+                                                      "MPI_Ireduce", "MPI_Ialltoall" };
     static const char *const ps[TLMPI_COLL_COUNT] = { "MPI_Allgather_init", "MPI_Reduce_scatter_block_init",
-                                                      "MPI_Allreduce_init" };
+                                                      "MPI_Allreduce_init", "MPI_Allgatherv_init",
+                                                      "MPI_Reduce_scatter_init", "MPI_Bcast_init",
+                                                      "MPI_Reduce_init", "MPI_Alltoall_init" };
 
     return (r->persistent ? ps : nb)[r->call.coll];
 }

@@ -7,11 +7,81 @@
 
 #include <stdint.h>
 
+/* The siblings' counts (call.h): the entries of rcounts, their sum and largest, the root's place. Only
+ * PMPI queries of the communicator (the caller checked it is not MPI_COMM_NULL). */
+static void classify_sibling(tlmpi_call_t *c)
+{
+    int size = 0, rank = -1, i;
+    MPI_Count vmax = 0;
+
+    c->inter = 0;
+    c->vn = 0;
+    c->vtotal = 0;
+    c->root_here = 0;
+    if (PMPI_Comm_test_inter(c->comm, &c->inter) != MPI_SUCCESS) {
+        c->inter = 0;
+    }
+    switch (c->coll) {
+    case TLMPI_COLL_ALLGATHERV:
+    case TLMPI_COLL_REDUCE_SCATTER:
+        if ((c->inter && c->coll == TLMPI_COLL_ALLGATHERV ? PMPI_Comm_remote_size(c->comm, &size)
+                                                         : PMPI_Comm_size(c->comm, &size)) != MPI_SUCCESS ||
+            !c->rcounts) {
+            size = 0;
+        }
+        c->vn = size;
+        for (i = 0; i < size; i++) {
+            MPI_Count n = tlmpi_call_vcount(c, i);
+
+            if (n < 0) {
+                c->vtotal = -1;
+                vmax = 0;
+                break;
+            }
+            c->vtotal += n;
+            vmax = n > vmax ? n : vmax;
+        }
+        if (c->coll == TLMPI_COLL_ALLGATHERV && c->rtype != c->dtype) {
+            int rsz = 0; /* recvcounts are in recvtype's units */
+
+            c->msg_bytes = PMPI_Type_size(c->rtype, &rsz) == MPI_SUCCESS && rsz > 0 ? (size_t)vmax * (size_t)rsz : 0;
+        } else {
+            c->msg_bytes = (size_t)vmax * (size_t)c->dt_size;
+        }
+        break;
+    case TLMPI_COLL_REDUCE:
+        if (PMPI_Comm_rank(c->comm, &rank) != MPI_SUCCESS) {
+            rank = -1;
+        }
+        c->root_here = c->inter ? c->root == MPI_ROOT : rank == c->root;
+        if (!c->root_here) {
+            /* recvbuf is not significant: neither classified nor staged (any pointer, NULL too) */
+            c->rmem = TLMPI_MEM_HOST;
+            c->rdev = -1;
+        }
+        if (c->inter && c->root == MPI_PROC_NULL) {
+            c->smem = TLMPI_MEM_HOST; /* an intercommunicator's root group but its root: nothing */
+            c->sdev = -1;
+        }
+        c->msg_bytes = c->count > 0 ? (size_t)c->count * (size_t)c->dt_size : 0;
+        break;
+    case TLMPI_COLL_BCAST:
+        if (c->inter && c->root == MPI_PROC_NULL) {
+            c->rmem = TLMPI_MEM_HOST; /* the buffer is not significant there */
+            c->rdev = -1;
+        }
+        /* fall through */
+    default:
+        c->msg_bytes = c->count > 0 ? (size_t)c->count * (size_t)c->dt_size : 0;
+        break;
+    }
+}
+
 void tlmpi_call_classify(tlmpi_call_t *c)
 {
     c->in_place = c->sbuf == MPI_IN_PLACE;
     c->dt = tlmpi_dtype_classify(c->dtype, &c->dt_size);
-    c->opc = c->coll == TLMPI_COLL_ALLGATHER ? TLMPI_OP_SUM : tlmpi_op_classify(c->op);
+    c->opc = !tlmpi_coll_reduces(c->coll) ? TLMPI_OP_SUM : tlmpi_op_classify(c->op);
     c->contiguous = c->dt != TLMPI_DT_DERIVED;
     if (c->dt == TLMPI_DT_DERIVED || c->dt == TLMPI_DT_BYTES) {
         /* predefined pair types (MPI_LONG_DOUBLE_INT, ...) may have holes too */
@@ -22,13 +92,14 @@ void tlmpi_call_classify(tlmpi_call_t *c)
             c->contiguous = lb == 0 && tlb == 0 && extent == c->dt_size && textent == c->dt_size;
         }
     }
-    if (c->coll == TLMPI_COLL_ALLGATHER && c->rtype != c->dtype) {
+    if ((c->coll == TLMPI_COLL_ALLGATHER || c->coll == TLMPI_COLL_ALLGATHERV || c->coll == TLMPI_COLL_ALLTOALL) &&
+        c->rtype != c->dtype) {
         c->contiguous = 0; /* differing type signatures: only the generic paths */
     }
     /* the one place that decides whether PMPI_* gets tlmpi's op instead of the caller's */
     c->own_op = 0;
     c->pmpi_op = c->op;
-    if (c->coll != TLMPI_COLL_ALLGATHER && tlmpi_dtype_needs_own_op(c->dt, c->opc)) {
+    if (tlmpi_coll_reduces(c->coll) && tlmpi_dtype_needs_own_op(c->dt, c->opc)) {
         MPI_Op op = tlmpi_half_op(c->dt, c->opc);
 
         if (op != MPI_OP_NULL) {
@@ -37,6 +108,9 @@ void tlmpi_call_classify(tlmpi_call_t *c)
         }
     }
     c->msg_bytes = (size_t)c->count * (size_t)c->dt_size;
+    if (tlmpi_coll_sibling(c->coll)) {
+        classify_sibling(c);
+    }
 }
 
 void tlmpi_call_layout(tlmpi_call_t *c, int rank, int size)
@@ -59,7 +133,44 @@ void tlmpi_call_layout(tlmpi_call_t *c, int rank, int size)
         c->own_off = (size_t)rank * m;
         c->in = c->in_place ? rb : c->sbuf;
         break;
-    default:
+    case TLMPI_COLL_ALLGATHERV: {
+        /* the output: from rbuf to the end of the furthest block (contiguous types reach the tiers) */
+        size_t end = 0;
+        int i;
+
+        for (i = 0; c->vtotal >= 0 && i < c->vn; i++) {
+            MPI_Aint d = tlmpi_call_vdispl(c, i);
+            size_t e = d >= 0 ? ((size_t)d + (size_t)tlmpi_call_vcount(c, i)) * (size_t)c->dt_size : 0;
+
+            end = e > end ? e : end;
+        }
+        c->own_off = rank < c->vn && c->vtotal >= 0 ? (size_t)tlmpi_call_vdispl(c, rank) * (size_t)c->dt_size : 0;
+        c->in_bytes = rank < c->vn && c->vtotal >= 0 ? (size_t)tlmpi_call_vcount(c, rank) * (size_t)c->dt_size : 0;
+        c->out_bytes = end;
+        c->in = c->in_place ? rb + c->own_off : c->sbuf;
+        break;
+    }
+    case TLMPI_COLL_REDUCE_SCATTER:
+        c->in_bytes = c->vtotal > 0 ? (size_t)c->vtotal * (size_t)c->dt_size : 0;
+        c->out_bytes = rank < c->vn && c->vtotal >= 0 ? (size_t)tlmpi_call_vcount(c, rank) * (size_t)c->dt_size : 0;
+        c->own_off = 0;
+        for (int i = 0; i < rank && i < c->vn && c->vtotal >= 0; i++) {
+            c->own_off += (size_t)tlmpi_call_vcount(c, i) * (size_t)c->dt_size;
+        }
+        c->in = c->in_place ? rb : c->sbuf;
+        break;
+    case TLMPI_COLL_ALLTOALL:
+        c->in_bytes = c->out_bytes = m * (size_t)size;
+        c->own_off = (size_t)rank * m;
+        c->in = c->in_place ? rb : c->sbuf;
+        break;
+    case TLMPI_COLL_REDUCE:
+        c->in_bytes = m;
+        c->out_bytes = c->root_here ? m : 0;
+        c->own_off = 0;
+        c->in = c->in_place ? rb : c->sbuf;
+        break;
+    default: /* allreduce, bcast (its buffer is rbuf: in place) */
         c->in_bytes = c->out_bytes = m;
         c->own_off = 0;
         c->in = c->in_place ? rb : c->sbuf;
@@ -75,6 +186,43 @@ void tlmpi_call_layout(tlmpi_call_t *c, int rank, int size)
 static int call_blocking(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op)
 {
     switch (c->coll) {
+    case TLMPI_COLL_ALLGATHERV:
+#ifdef HAVE_PMPI_ALLGATHERV_C
+        if (c->large) {
+            return m->allgatherv_c(c->sbuf, c->count, c->dtype, c->rbuf, (const MPI_Count *)c->rcounts,
+                                   (const MPI_Aint *)c->displs, c->rtype, c->comm);
+        }
+#endif
+        return m->allgatherv(c->sbuf, (int)c->count, c->dtype, c->rbuf, (const int *)c->rcounts,
+                             (const int *)c->displs, c->rtype, c->comm);
+    case TLMPI_COLL_REDUCE_SCATTER:
+#ifdef HAVE_PMPI_REDUCE_SCATTER_C
+        if (c->large) {
+            return m->reduce_scatter_c(c->sbuf, c->rbuf, (const MPI_Count *)c->rcounts, c->dtype, op, c->comm);
+        }
+#endif
+        return m->reduce_scatter(c->sbuf, c->rbuf, (const int *)c->rcounts, c->dtype, op, c->comm);
+    case TLMPI_COLL_BCAST:
+#ifdef HAVE_PMPI_BCAST_C
+        if (c->large) {
+            return m->bcast_c(c->rbuf, c->count, c->dtype, c->root, c->comm);
+        }
+#endif
+        return m->bcast(c->rbuf, (int)c->count, c->dtype, c->root, c->comm);
+    case TLMPI_COLL_REDUCE:
+#ifdef HAVE_PMPI_REDUCE_C
+        if (c->large) {
+            return m->reduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->root, c->comm);
+        }
+#endif
+        return m->reduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->root, c->comm);
+    case TLMPI_COLL_ALLTOALL:
+#ifdef HAVE_PMPI_ALLTOALL_C
+        if (c->large) {
+            return m->alltoall_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm);
+        }
+#endif
+        return m->alltoall(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm);
     case TLMPI_COLL_ALLGATHER:
 #ifdef HAVE_PMPI_ALLGATHER_C
         if (c->large) {
@@ -103,6 +251,43 @@ static int call_blocking(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op
 static int call_nonblocking(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
 {
     switch (c->coll) {
+    case TLMPI_COLL_ALLGATHERV:
+#ifdef HAVE_PMPI_IALLGATHERV_C
+        if (c->large) {
+            return m->iallgatherv_c(c->sbuf, c->count, c->dtype, c->rbuf, (const MPI_Count *)c->rcounts,
+                                   (const MPI_Aint *)c->displs, c->rtype, c->comm, req);
+        }
+#endif
+        return m->iallgatherv(c->sbuf, (int)c->count, c->dtype, c->rbuf, (const int *)c->rcounts,
+                             (const int *)c->displs, c->rtype, c->comm, req);
+    case TLMPI_COLL_REDUCE_SCATTER:
+#ifdef HAVE_PMPI_IREDUCE_SCATTER_C
+        if (c->large) {
+            return m->ireduce_scatter_c(c->sbuf, c->rbuf, (const MPI_Count *)c->rcounts, c->dtype, op, c->comm, req);
+        }
+#endif
+        return m->ireduce_scatter(c->sbuf, c->rbuf, (const int *)c->rcounts, c->dtype, op, c->comm, req);
+    case TLMPI_COLL_BCAST:
+#ifdef HAVE_PMPI_IBCAST_C
+        if (c->large) {
+            return m->ibcast_c(c->rbuf, c->count, c->dtype, c->root, c->comm, req);
+        }
+#endif
+        return m->ibcast(c->rbuf, (int)c->count, c->dtype, c->root, c->comm, req);
+    case TLMPI_COLL_REDUCE:
+#ifdef HAVE_PMPI_IREDUCE_C
+        if (c->large) {
+            return m->ireduce_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->root, c->comm, req);
+        }
+#endif
+        return m->ireduce(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->root, c->comm, req);
+    case TLMPI_COLL_ALLTOALL:
+#ifdef HAVE_PMPI_IALLTOALL_C
+        if (c->large) {
+            return m->ialltoall_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, req);
+        }
+#endif
+        return m->ialltoall(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm, req);
     case TLMPI_COLL_ALLGATHER:
 #ifdef HAVE_PMPI_IALLGATHER_C
         if (c->large) {
@@ -131,6 +316,63 @@ static int call_nonblocking(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI
 static int call_init(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op, MPI_Request *req)
 {
     switch (c->coll) {
+    case TLMPI_COLL_ALLGATHERV:
+#ifdef HAVE_PMPI_ALLGATHERV_INIT_C
+        if (c->large) {
+            return m->allgatherv_init_c(c->sbuf, c->count, c->dtype, c->rbuf, (const MPI_Count *)c->rcounts,
+                                   (const MPI_Aint *)c->displs, c->rtype, c->comm, c->info, req);
+        }
+#endif
+#ifdef HAVE_PMPI_ALLGATHERV_INIT
+        return m->allgatherv_init(c->sbuf, (int)c->count, c->dtype, c->rbuf, (const int *)c->rcounts,
+                             (const int *)c->displs, c->rtype, c->comm, c->info, req);
+#else
+        break;
+#endif
+    case TLMPI_COLL_REDUCE_SCATTER:
+#ifdef HAVE_PMPI_REDUCE_SCATTER_INIT_C
+        if (c->large) {
+            return m->reduce_scatter_init_c(c->sbuf, c->rbuf, (const MPI_Count *)c->rcounts, c->dtype, op, c->comm, c->info, req);
+        }
+#endif
+#ifdef HAVE_PMPI_REDUCE_SCATTER_INIT
+        return m->reduce_scatter_init(c->sbuf, c->rbuf, (const int *)c->rcounts, c->dtype, op, c->comm, c->info, req);
+#else
+        break;
+#endif
+    case TLMPI_COLL_BCAST:
+#ifdef HAVE_PMPI_BCAST_INIT_C
+        if (c->large) {
+            return m->bcast_init_c(c->rbuf, c->count, c->dtype, c->root, c->comm, c->info, req);
+        }
+#endif
+#ifdef HAVE_PMPI_BCAST_INIT
+        return m->bcast_init(c->rbuf, (int)c->count, c->dtype, c->root, c->comm, c->info, req);
+#else
+        break;
+#endif
+    case TLMPI_COLL_REDUCE:
+#ifdef HAVE_PMPI_REDUCE_INIT_C
+        if (c->large) {
+            return m->reduce_init_c(c->sbuf, c->rbuf, c->count, c->dtype, op, c->root, c->comm, c->info, req);
+        }
+#endif
+#ifdef HAVE_PMPI_REDUCE_INIT
+        return m->reduce_init(c->sbuf, c->rbuf, (int)c->count, c->dtype, op, c->root, c->comm, c->info, req);
+#else
+        break;
+#endif
+    case TLMPI_COLL_ALLTOALL:
+#ifdef HAVE_PMPI_ALLTOALL_INIT_C
+        if (c->large) {
+            return m->alltoall_init_c(c->sbuf, c->count, c->dtype, c->rbuf, c->rcount, c->rtype, c->comm, c->info, req);
+        }
+#endif
+#ifdef HAVE_PMPI_ALLTOALL_INIT
+        return m->alltoall_init(c->sbuf, (int)c->count, c->dtype, c->rbuf, (int)c->rcount, c->rtype, c->comm, c->info, req);
+#else
+        break;
+#endif
     case TLMPI_COLL_ALLGATHER:
 #ifdef HAVE_PMPI_ALLGATHER_INIT_C
         if (c->large) {

@@ -8,6 +8,17 @@
  *   reduce_scatter_block  msg_bytes = recvcount * type size (a block)  (in = size * msg, out = msg)
  * In place (MPI_IN_PLACE as the send buffer): the input is read from the receive buffer; for
  * allgather it is this rank's block there (at own_off), for the reductions the whole buffer.
+ *
+ * The siblings (tlmpi_coll_sibling: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce,
+ * MPI_Alltoall), every value rank-uniform:
+ *   allgatherv            msg_bytes = the largest block, max(recvcounts[i]) * type size (the same as
+ *                         allgather's for equal counts; every rank sees the whole counts array)
+ *   reduce_scatter        msg_bytes = the largest result block, max(recvcounts[i]) * type size
+ *   bcast, reduce         msg_bytes = count * type size (the whole vector)
+ *   alltoall              msg_bytes = one rank's block to one peer, sendcount * type size
+ * The record keeps the caller's arguments as the MPI takes them: bcast's buffer is rbuf (sbuf is
+ * MPI_IN_PLACE), allgatherv's and reduce_scatter's counts arrays (and allgatherv's displacements) are
+ * the caller's (int, or MPI_Count / MPI_Aint from the _c entry points: tlmpi_call_vcount, _vdispl).
  */
 #ifndef TLMPI_CALL_H
 #define TLMPI_CALL_H
@@ -29,8 +40,17 @@ typedef struct tlmpi_call {
     MPI_Op op;                  /* MPI_OP_NULL for allgather */
     MPI_Comm comm;
     int large;                  /* called through the MPI-4 _c entry point */
-    MPI_Datatype rtype;         /* allgather: recvtype */
-    MPI_Count rcount;           /* allgather: recvcount */
+    MPI_Datatype rtype;         /* allgather, allgatherv, alltoall: recvtype */
+    MPI_Count rcount;           /* allgather, alltoall: recvcount */
+    int root;                   /* bcast, reduce */
+    const void *rcounts;        /* allgatherv, reduce_scatter: recvcounts (int[], MPI_Count[] if large) */
+    const void *displs;         /* allgatherv: displs (int[], MPI_Aint[] if large) */
+    /* the siblings' classification (tlmpi_call_classify) */
+    int inter;                  /* an intercommunicator */
+    int vn;                     /* entries of rcounts: allgatherv the (remote) group's size,
+                                   reduce_scatter the local group's */
+    MPI_Count vtotal;           /* sum of rcounts (-1: some count is negative: the MPI answers) */
+    int root_here;              /* reduce: this rank's recvbuf is significant (the root, MPI_ROOT) */
     /* classification */
     tlmpi_dtype_t dt;
     int dt_size;                /* MPI_Type_size */
@@ -61,10 +81,39 @@ typedef struct tlmpi_call {
     MPI_Info info;
 } tlmpi_call_t;
 
+/* The collectives that reduce (take an op) */
+#define TLMPI_COLL_REDUCING_MASK                                                                   \
+    ((1u << TLMPI_COLL_REDUCE_SCATTER_BLOCK) | (1u << TLMPI_COLL_ALLREDUCE) | (1u << TLMPI_COLL_REDUCE_SCATTER) | \
+     (1u << TLMPI_COLL_REDUCE))
+static inline int tlmpi_coll_reduces(tlmpi_coll_t coll)
+{
+    return ((1u << coll) & TLMPI_COLL_REDUCING_MASK) != 0;
+}
+/* MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce, MPI_Alltoall */
+static inline int tlmpi_coll_sibling(tlmpi_coll_t coll)
+{
+    return coll >= TLMPI_COLL_ALLGATHERV;
+}
+/* The v-forms: MPI_Allgatherv, MPI_Reduce_scatter */
+static inline int tlmpi_coll_vform(tlmpi_coll_t coll)
+{
+    return coll == TLMPI_COLL_ALLGATHERV || coll == TLMPI_COLL_REDUCE_SCATTER;
+}
+
 /* Classify dtype and op (after the argument checks). */
 void tlmpi_call_classify(tlmpi_call_t *c);
 /* Compute the layout for a comm of `size` ranks where this rank is `rank`. */
 void tlmpi_call_layout(tlmpi_call_t *c, int rank, int size);
+
+/* recvcounts[i] and displs[i] of a v-form, as called (int or large-count arrays) */
+static inline MPI_Count tlmpi_call_vcount(const tlmpi_call_t *c, int i)
+{
+    return c->large ? ((const MPI_Count *)c->rcounts)[i] : (MPI_Count)((const int *)c->rcounts)[i];
+}
+static inline MPI_Aint tlmpi_call_vdispl(const tlmpi_call_t *c, int i)
+{
+    return c->large ? ((const MPI_Aint *)c->displs)[i] : (MPI_Aint)((const int *)c->displs)[i];
+}
 
 /* 1 if both buffers of the call are device (or managed) memory (MPI_IN_PLACE: the receive buffer). */
 static inline int tlmpi_call_all_device(const tlmpi_call_t *c)

@@ -105,7 +105,7 @@ static unsigned hier_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *w
 static int hier_supports(const tlmpi_call_t *c, unsigned caps)
 {
     if ((caps & (TLMPI_CAP_HIER | TLMPI_CAP_GPU | TLMPI_CAP_STREAM)) != (TLMPI_CAP_HIER | TLMPI_CAP_GPU | TLMPI_CAP_STREAM) ||
-        !c->contiguous || !tlmpi_call_all_device(c) || c->local_size < 2) {
+        !c->contiguous || !tlmpi_call_all_device(c) || c->local_size < 2 || tlmpi_coll_sibling(c->coll)) {
         return 0;
     }
     return 1; /* allreduce counts the ranks per node do not divide run one-shot */

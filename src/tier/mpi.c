@@ -18,7 +18,7 @@ static unsigned mpi_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *wh
 static int mpi_supports(const tlmpi_call_t *c, unsigned caps)
 {
     return (caps & TLMPI_CAP_MPI_CUDA_AWARE) &&
-           (c->coll == TLMPI_COLL_ALLGATHER || !tlmpi_dtype_needs_own_op(c->dt, c->opc));
+           (!tlmpi_coll_reduces(c->coll) || !tlmpi_dtype_needs_own_op(c->dt, c->opc));
 }
 
 static tlmpi_status_t mpi_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, int *mpi_rc_p)

@@ -100,7 +100,8 @@ static int nccl_supports(const tlmpi_call_t *c, unsigned caps)
     ncclRedOp_t o;
 
     if ((caps & (TLMPI_CAP_NCCL | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)) !=
-            (TLMPI_CAP_NCCL | TLMPI_CAP_STREAM | TLMPI_CAP_GPU) || !tlmpi_call_all_device(c)) {
+            (TLMPI_CAP_NCCL | TLMPI_CAP_STREAM | TLMPI_CAP_GPU) || !tlmpi_call_all_device(c) ||
+        tlmpi_coll_sibling(c->coll)) {
         return 0;
     }
     if (c->coll == TLMPI_COLL_ALLGATHER) {

@@ -141,7 +141,8 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
 
 static int node_supports(const tlmpi_call_t *c, unsigned caps)
 {
-    if ((caps & NODE_CAPS) != NODE_CAPS || !c->contiguous || !tlmpi_call_all_device(c)) {
+    if ((caps & NODE_CAPS) != NODE_CAPS || !c->contiguous || !tlmpi_call_all_device(c) ||
+        tlmpi_coll_sibling(c->coll)) {
         return 0;
     }
 #ifdef HAVE_CUDA

@@ -22,7 +22,7 @@ static int self_supports(const tlmpi_call_t *c, unsigned caps)
 {
     return (caps & (TLMPI_CAP_SELF | TLMPI_CAP_STREAM | TLMPI_CAP_GPU)) ==
                (TLMPI_CAP_SELF | TLMPI_CAP_STREAM | TLMPI_CAP_GPU) &&
-           c->contiguous && tlmpi_call_all_device(c);
+           c->contiguous && tlmpi_call_all_device(c) && !tlmpi_coll_sibling(c->coll);
 }
 
 #ifdef HAVE_CUDA

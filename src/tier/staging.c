@@ -321,6 +321,92 @@ static void hbuf_put(hbuf_t *h)
     h->mem = NULL;
 }
 
+/* The siblings' spans (call_spans): only what is significant on this rank (a reduce's recvbuf at its
+ * root, a bcast's result off the root), allgatherv's receive span from its first to its last block
+ * (gaps: bytes between them, kept by copying the span in first). */
+static int sibling_spans(const tlmpi_call_t *c, int p, span_t *ss, span_t *rs, span_t *os)
+{
+    memset(ss, 0, sizeof(*ss));
+    memset(rs, 0, sizeof(*rs));
+    memset(os, 0, sizeof(*os));
+    switch (c->coll) {
+    case TLMPI_COLL_ALLGATHERV: {
+        MPI_Aint lb, ext;
+        intptr_t lo = 0, hi = 0;
+        size_t covered = 0;
+        int i, gaps = 0, any = 0;
+
+        if ((!c->in_place && type_span(c->dtype, c->count, ss)) ||
+            PMPI_Type_get_extent(c->rtype, &lb, &ext) != MPI_SUCCESS) {
+            return -1;
+        }
+        for (i = 0; i < c->vn; i++) {
+            MPI_Count n = tlmpi_call_vcount(c, i);
+            span_t b;
+            intptr_t off;
+
+            if (n <= 0) {
+                continue;
+            }
+            if (type_span(c->rtype, n, &b)) {
+                return -1;
+            }
+            off = (intptr_t)tlmpi_call_vdispl(c, i) * (intptr_t)ext + (intptr_t)b.off;
+            lo = !any || off < lo ? off : lo;
+            hi = !any || off + (intptr_t)b.bytes > hi ? off + (intptr_t)b.bytes : hi;
+            any = 1;
+            covered += b.bytes;
+            gaps |= b.gaps;
+        }
+        if (any) {
+            /* from rbuf on where the first block lies beyond it: an MPI that misplaces a block there
+             * (MPICH 4.0.2's allgatherv on one rank ignores the displacement) writes into the span */
+            lo = lo > 0 ? 0 : lo;
+            rs->off = (MPI_Aint)lo;
+            rs->bytes = (size_t)(hi - lo);
+            rs->gaps = gaps || covered != rs->bytes;
+        }
+        *os = *rs;
+        return 0;
+    }
+    case TLMPI_COLL_REDUCE_SCATTER: {
+        MPI_Count own = c->rank < c->vn ? tlmpi_call_vcount(c, c->rank) : 0;
+
+        return type_span(c->dtype, c->vtotal, ss) || type_span(c->dtype, c->in_place ? c->vtotal : own, rs) ||
+                       type_span(c->dtype, own, os)
+                   ? -1
+                   : 0;
+    }
+    case TLMPI_COLL_BCAST:
+        /* the buffer is rbuf (in place): copied in, and out again except at the root */
+        if (type_span(c->dtype, c->count, rs)) {
+            return -1;
+        }
+        if (!(c->inter ? c->root == MPI_ROOT : c->rank == c->root)) {
+            *os = *rs;
+        }
+        return 0;
+    case TLMPI_COLL_REDUCE:
+        if ((!c->in_place && type_span(c->dtype, c->count, ss)) || (c->root_here && type_span(c->dtype, c->count, rs))) {
+            return -1;
+        }
+        *os = *rs;
+        return 0;
+    default: /* alltoall: a block per rank (of the remote group on an intercommunicator) */
+        return type_span(c->dtype, c->count * p, ss) || type_span(c->rtype, c->rcount * p, rs) ||
+                       type_span(c->rtype, c->rcount * p, os)
+                   ? -1
+                   : 0;
+    }
+}
+
+/* The receive buffer the MPI gets: a reduce's off its root is NULL (not significant there; the
+ * caller's may be a device pointer, which a non-CUDA-aware MPI must not see) */
+static inline char *sibling_rbuf(const tlmpi_call_t *c, char *rp)
+{
+    return c->coll == TLMPI_COLL_REDUCE && !c->root_here ? NULL : rp;
+}
+
 /* The spans of a call on p ranks: of the send buffer (ss), of the receive buffer as staged (rs: in
  * place, reduce_scatter_block's input lives there) and of the output within it (os). -1 when the MPI
  * cannot describe a datatype. */
@@ -329,6 +415,9 @@ static int call_spans(const tlmpi_call_t *c, int p, span_t *ss, span_t *rs, span
     MPI_Datatype rtype = c->coll == TLMPI_COLL_ALLGATHER ? c->rtype : c->dtype;
     MPI_Count rcount_span, scount_span, out_count;
 
+    if (tlmpi_coll_sibling(c->coll)) {
+        return sibling_spans(c, p, ss, rs, os);
+    }
     switch (c->coll) {
     case TLMPI_COLL_ALLREDUCE:
         scount_span = rcount_span = out_count = c->count;
@@ -417,8 +506,17 @@ static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, M
         return TLMPI_ERR_MPI;
     }
     TLMPI_CHECK_GOTO(stage_in(c, &ss, &rs, have_pool, &pool_used, s, &hs, &hr, &sp, &rp, 1), status, out);
+    rp = sibling_rbuf(c, rp);
     TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, who, "the input's copy to the host"), status, out);
-    switch (c->coll) {
+    switch (tlmpi_coll_sibling(c->coll) ? TLMPI_COLL_COUNT : c->coll) {
+    case TLMPI_COLL_COUNT: { /* the siblings: the caller's call on the host copies */
+        tlmpi_call_t h = *c;
+
+        h.sbuf = sp;
+        h.rbuf = rp;
+        STAGING_MPI_GOTO(tlmpi_call_pmpi(&h, op), status, mpi_rc_p, out);
+        break;
+    }
     case TLMPI_COLL_ALLREDUCE:
         STAGING_MPI_GOTO(pmpi_allreduce(sp, rp, c->count, c->dtype, op, c->comm), status, mpi_rc_p, out);
         break;
@@ -430,7 +528,7 @@ static tlmpi_status_t generic_run(const tlmpi_call_t *c, tlmpi_gpu_ctx_t *ctx, M
                          out);
         break;
     }
-    if (rdev) {
+    if (rdev && os.bytes) {
         /* the output span starts where the receive span starts (same type, same lb) */
         TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)c->rbuf + os.off, rp + os.off, os.bytes, cudaMemcpyDefault, s),
                               status, out);
@@ -490,7 +588,8 @@ static tlmpi_status_t staging_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, 
      * datatype, comm size, TLMPI_STAGING_CHUNK, the memory types (uniform by contract) and the
      * comm's agreed capabilities. Whether this rank got the pool now is not uniform, so it only
      * decides where the slots live. */
-    pipe = ctx && c->contiguous && c->dt_size > 0 && tlmpi_call_all_device(c) && !c->aliased &&
+    pipe = ctx && !tlmpi_coll_sibling(c->coll) && c->contiguous && c->dt_size > 0 && tlmpi_call_all_device(c) &&
+           !c->aliased &&
            pipe_chunk_elems((size_t)c->dt_size, c->coll == TLMPI_COLL_ALLREDUCE ? 1 : c->size) > 0;
     if (pipe && have_pool) {
         status = pipe_run(c, ctx, c->pmpi_op, c->size, c->rank, pool, nslots, &who, mpi_rc_p);
@@ -542,7 +641,7 @@ static tlmpi_status_t staging_finish(tlmpi_pending_t *p, int ok)
         return TLMPI_OK;
     }
     s = nb->ctx ? (cudaStream_t)nb->ctx->stream : (cudaStream_t)0;
-    if (ok && nb->rdev) {
+    if (ok && nb->rdev && nb->os.bytes) {
         if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
             status = TLMPI_ERR_CUDA;
         } else {
@@ -600,6 +699,7 @@ static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c
         goto out;
     }
     TLMPI_CHECK_GOTO(stage_in(c, &ss, &nb->rs, 0, &unused, s, &nb->hs, &nb->hr, &sp, &rp, 1), status, out);
+    rp = sibling_rbuf(c, rp);
     nb->rp = rp;
     TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the input's copy to the host"), status, out);
     {
@@ -642,7 +742,7 @@ int tlmpi_staging_check_init(const tlmpi_call_t *c)
     if (call_spans(c, c->size, &ss, &rs, &os) == 0 &&
         stage_in(c, &ss, &rs, 0, &unused, (cudaStream_t)0, &hs, &hr, &sp, &rp, 0) == TLMPI_OK) {
         h.sbuf = sp;
-        h.rbuf = rp;
+        h.rbuf = sibling_rbuf(c, rp);
         h.ureq = &req;
         rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
         if (rc == MPI_SUCCESS) {

@@ -41,15 +41,17 @@ int tlmpi_tier_by_name(const char *name, size_t len)
 
 int tlmpi_tier_named(const char *name, int env_index)
 {
-    const char *specs[3] = { TLMPI_ENV_S(ALLGATHER_TIERS), TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS),
-                             TLMPI_ENV_S(ALLREDUCE_TIERS) };
+    const char *specs[] = { TLMPI_ENV_S(ALLGATHER_TIERS), TLMPI_ENV_S(REDUCE_SCATTER_BLOCK_TIERS),
+                            TLMPI_ENV_S(ALLREDUCE_TIERS), TLMPI_ENV_S(ALLGATHERV_TIERS),
+                            TLMPI_ENV_S(REDUCE_SCATTER_TIERS), TLMPI_ENV_S(BCAST_TIERS), TLMPI_ENV_S(REDUCE_TIERS),
+                            TLMPI_ENV_S(ALLTOALL_TIERS) };
     const size_t len = strlen(name);
     int i;
 
     if (TLMPI_ENV_I(TIER) == env_index) {
         return 1;
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < (int)(sizeof(specs) / sizeof(specs[0])); i++) {
         const char *p = specs[i];
 
         while (p && *p) {

@@ -22,7 +22,9 @@
 # mpi_f08 has no large-count MPI_Allreduce: f_f08 is then built with the count a default INTEGER
 # (the same 2/1/1 calls).
 #
-# Then the non-blocking collectives on device buffers ("device" memory from the fake CUDA runtime):
+# Then the siblings on device buffers (f_siblings.f90: MPI_BCAST, MPI_IBCAST, MPI_REDUCE, MPI_ALLGATHERV,
+# MPI_IALLGATHERV, MPI_REDUCE_SCATTER, MPI_ALLTOALL), preloaded (Open MPI: linked too), counted on the
+# staging path. And the non-blocking collectives on device buffers ("device" memory from the fake CUDA runtime):
 # tlmpi's requests, which only complete if the Fortran completion calls reach tlmpi (else the MPI
 # waits for ever: every run is bounded). f_nbc.f90 (use mpi: MPI_WAIT, MPI_WAITALL, MPI_TEST) under
 # both MPIs, preloaded (Open MPI: linked too); under Open MPI also f_nbcreq.f90 (use mpi: the rest of the Wait/Test family,
@@ -35,7 +37,8 @@ name=fortran
 link="-Wl,--no-as-needed -L$libdir -ltlmpi -Wl,--as-needed -Wl,-rpath,$libdir"
 
 # the Fortran entry points libtlmpi exports (one name per call and binding is enough to tell)
-fsyms="mpi_allreduce_ mpi_iallreduce_ mpi_wait_ mpi_waitall_ mpi_allreduce_f08_ mpi_waitall_f08_"
+fsyms="mpi_allreduce_ mpi_iallreduce_ mpi_wait_ mpi_waitall_ mpi_allreduce_f08_ mpi_waitall_f08_ mpi_bcast_ mpi_ialltoall_
+    mpi_allgatherv_f08_ MPI_REDUCE_SCATTER mpi_ireduce__"
 exported() {
     nm -D --defined-only "$lib" 2>/dev/null | awk '{print $NF}' | grep -cxF -e "$1"
 }
@@ -150,6 +153,38 @@ if [ -f "$fake/libfakecudart.so" ]; then
         nbc_run f_nbc_f08 3 preload "$work/f_nbc_f08.f90"
         echo "ok: use mpi_f08 MPI_WAIT / MPI_WAITALL / MPI_TEST on tlmpi's requests complete through MPICH's own bindings (its extended generalized requests poll tlmpi)"
     fi
+    # the siblings on device buffers from Fortran: served through staging (every rank counts them there)
+    sib_run() { # MODE
+        sr_mode=$1
+        sr_log=$work/f_siblings.$sr_mode.log
+        if [ "$sr_mode" = preload ]; then
+            $TLMPI_TEST_MPIFC $fflags -o "$work/f_siblings_plain" "$src/f_siblings.f90" "$src/f_devalloc.c" -L"$fake" \
+                -lfakecudart -Wl,-rpath,"$fake" >"$work/f_siblings.build.log" 2>&1 ||
+                { cat "$work/f_siblings.build.log"; fail "cannot build f_siblings"; }
+            timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env "LD_PRELOAD=$lib" --env TLMPI_STATS=1 \
+                --env TLMPI_NODE=0 --env TLMPI_TIMEOUT=60 -- "$work/f_siblings_plain" >"$sr_log" 2>&1
+        else
+            $TLMPI_TEST_MPIFC $fflags -o "$work/f_siblings_linked" "$src/f_siblings.f90" "$src/f_devalloc.c" -L"$fake" \
+                -lfakecudart -Wl,-rpath,"$fake" $link >"$work/f_siblings.build.log" 2>&1 ||
+                { cat "$work/f_siblings.build.log"; fail "cannot build f_siblings with -ltlmpi"; }
+            timeout -k 5 120 sh "$top_srcdir/tests/launch.sh" --np 2 --env TLMPI_STATS=1 --env TLMPI_NODE=0 --env TLMPI_TIMEOUT=60 -- \
+                "$work/f_siblings_linked" >"$sr_log" 2>&1
+        fi
+        sr_rc=$?
+        cat "$sr_log"
+        [ $sr_rc = 0 ] || fail "f_siblings ($sr_mode) failed (rc $sr_rc)"
+        [ "$(grep -c "f_siblings: OK" "$sr_log")" = 2 ] || fail "f_siblings ($sr_mode): wrong results"
+        # (a path's line counts every form; the :nonblocking line those alone)
+        for c in "bcast staging 2" "bcast staging:nonblocking 1" "reduce staging 1" "allgatherv staging 2" \
+                 "allgatherv staging:nonblocking 1" "reduce_scatter staging 1" "alltoall staging 1"; do
+            set -- $c
+            [ "$(grep -cE "^ *$1 +$2 +calls +$3 " "$sr_log")" = 2 ] ||
+                fail "f_siblings: every rank must report $3 $2 $1 call(s)"
+        done
+        echo "ok: f_siblings ($sr_mode): Fortran MPI_BCAST / MPI_IBCAST / MPI_REDUCE / MPI_ALLGATHERV / MPI_IALLGATHERV / MPI_REDUCE_SCATTER / MPI_ALLTOALL on device buffers served by tlmpi"
+    }
+    sib_run preload
+    [ "$TLMPI_TEST_MPI" = ompi ] && sib_run linked
 else
     echo "note: no fake CUDA runtime in this build (a CUDA build has one): the Fortran non-blocking case is not run"
 fi

@@ -22,15 +22,15 @@ check() { # description, command...
     if "$@"; then echo "ok: $d"; else echo "FAIL: $d"; fail=1; fi
 }
 
-mkfake() { # DIR, with_cuda (1/0)
+mkfake() { # DIR, with_cuda (1/0); FAKE_BENCHES: the benchmarks (default the three; osu_bcast has no -l)
     mkdir -p "$1"
-    for b in osu_allreduce osu_allgather osu_reduce_scatter_block; do
+    for b in ${FAKE_BENCHES:-osu_allreduce osu_allgather osu_reduce_scatter_block}; do
         cat >"$1/$b" <<EOF
 #!/bin/sh
 case " \$* " in *" -h "*)
     echo "Usage: $b [options]"
     [ $2 = 1 ] && echo "  -d, --accelerator  TYPE     use accelerator device buffers, which can be of TYPE cuda"
-    echo "  -l, --in-place             use MPI_IN_PLACE"
+    [ $b = osu_bcast ] || echo "  -l, --in-place             use MPI_IN_PLACE"
     exit 0 ;;
 esac
 r=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
@@ -103,6 +103,24 @@ check "-L/-A: said in the metadata" grep -q "options=.*-i 5 -x 1 (-i 2 -x 1 from
 bash "$src/bench/osu/osu-compare.sh" -o "$t/out4" -n 2 -L 4M --no-mps "$t/osu" "$lib" >"$t/badsize.log" 2>&1
 check "-L 4M (not bytes) is refused (exit 2) and says why" [ $? = 2 ]
 check "... and says why" grep -q "whole numbers of bytes" "$t/badsize.log"
+
+# the siblings (-b siblings): osu_allgatherv, osu_reduce_scatter, osu_bcast (no -l: out of place
+# only), osu_reduce, osu_alltoall; node mode is TLMPI_TIER=node (no node algorithms of their own)
+FAKE_BENCHES="osu_allgatherv osu_reduce_scatter osu_bcast osu_reduce osu_alltoall" mkfake "$t/sib" 1
+SKIP_APT=1 bash "$src/bench/osu/osu-compare.sh" -o "$t/outs" -n 2 -m auto,staging,node -b siblings -s 4:1024 \
+    -a "-i 5 -x 1" --no-mps --no-plot "$t/sib" "$lib" >"$t/sib.log" 2>&1
+check "-b siblings: exit status 0" [ $? = 0 ]
+for f in osu_allgatherv-np2-auto osu_allgatherv-np2-staging-inplace osu_reduce_scatter-np2-node osu_bcast-np2-staging \
+         osu_reduce-np2-auto-inplace osu_alltoall-np2-node-inplace; do
+    check "-b siblings: ran $f" [ -s "$t/outs/$f.txt" ]
+done
+check "-b siblings: osu_bcast out of place only" [ ! -e "$t/outs/osu_bcast-np2-auto-inplace.txt" ]
+check "-b siblings: ... and said so" grep -q "osu_bcast has no -l" "$t/outs/log.txt"
+check "-b siblings: node mode is TLMPI_TIER=node" grep -q "fake-env: mode=node preload=tlmpi" "$t/outs/osu_reduce-np2-node.txt"
+check "-b siblings: -T for osu_reduce" grep -q "args=-d cuda -c -T mpi_float -m 4:1024" "$t/outs/osu_reduce-np2-auto.txt"
+check "-b siblings: no -T for osu_alltoall" grep -q "args=-d cuda -c -m 4:1024" "$t/outs/osu_alltoall-np2-auto.txt"
+check "-b siblings: a table per collective" grep -qF "## bcast, 2 ranks" "$t/outs/osu-compare.md"
+check "-b siblings: empty reduce_scatter size" grep -qF "pass (empty call: 1 elements for 2 ranks)" "$t/outs/osu-compare.md"
 
 # the non-blocking benchmarks (-b nonblocking / all) in an OSU build tree: c/mpi/collective/non_blocking
 mkfake_nbc() { # DIR

@@ -227,7 +227,7 @@ START_TEST(test_load_and_unknown)
     /* reloading with nothing set resets to the defaults */
     ck_assert_int_eq(tlmpi_env_load(lookup_none, NULL), 0);
     ck_assert_int_eq(TLMPI_ENV_I(TIER), 0);
-    ck_assert_str_eq(TLMPI_ENV_S(COLLS), "allgather,reduce_scatter_block,allreduce");
+    ck_assert_str_eq(TLMPI_ENV_S(COLLS), "allgather,reduce_scatter_block,allreduce,allgatherv,reduce_scatter,bcast,reduce,alltoall");
 }
 END_TEST
 

@@ -49,7 +49,7 @@ static tlmpi_call_t mkcall(tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_t op, i
     memset(&c, 0, sizeof(c));
     c.coll = coll;
     c.dt = dt;
-    c.opc = coll == AG ? TLMPI_OP_SUM : op;
+    c.opc = tlmpi_coll_reduces(coll) ? op : TLMPI_OP_SUM;
     c.contiguous = contig;
     c.dt_size = dt < TLMPI_DT_NUM_ARITH ? (int)tlmpi_dtype_elem_size(dt) : 4;
     c.count = (MPI_Count)(bytes / (size_t)c.dt_size);
@@ -114,7 +114,13 @@ static int ref_supports(int tier, tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_
 {
     int arith_op = op < TLMPI_OP_NUM_ARITH;
     int half = dt == TLMPI_DT_F16 || dt == TLMPI_DT_BF16;
+    /* the siblings (allgatherv, reduce_scatter, bcast, reduce, alltoall): staging, or a CUDA-aware MPI */
+    int sibling = coll >= TLMPI_COLL_ALLGATHERV;
+    int moves = coll == AG || coll == TLMPI_COLL_ALLGATHERV || coll == TLMPI_COLL_BCAST || coll == TLMPI_COLL_ALLTOALL;
 
+    if (sibling && tier != TLMPI_TIER_MPI && tier != TLMPI_TIER_STAGING) {
+        return 0;
+    }
     switch (tier) {
     case TLMPI_TIER_SELF:
         return (caps & SELF) && (caps & STREAM) && (caps & GPU) && contig && ref_all_device(mk);
@@ -124,7 +130,7 @@ static int ref_supports(int tier, tlmpi_coll_t coll, tlmpi_dtype_t dt, tlmpi_op_
         }
         return coll == AG ? contig : ref_nccl_type(dt) && arith_op;
     case TLMPI_TIER_MPI:
-        return (caps & AWARE) && (coll == AG || !(half && arith_op));
+        return (caps & AWARE) && (moves || !(half && arith_op));
     case TLMPI_TIER_STAGING:
         return 1;
     case TLMPI_TIER_HIER:
@@ -175,7 +181,8 @@ START_TEST(test_supports_exhaustive)
                                 c = mkcall(coll, dt, op, contig, mk, 4096);
                                 c.local_size = 2;
                                 got = tlmpi_tiers[t]->supports(&c, cap_sets[ci]);
-                                want = ref_supports(t, coll, dt, coll == AG ? TLMPI_OP_SUM : op, contig, mk, cap_sets[ci]);
+                                want = ref_supports(t, coll, dt, tlmpi_coll_reduces(coll) ? op : TLMPI_OP_SUM, contig, mk,
+                                                    cap_sets[ci]);
                                 checked++;
                                 if (!!got != want && bad++ < 10) {
                                     fprintf(stderr, "tier %s coll %d dt %d op %d contig %d mem %s caps 0x%x: got %d want %d\n",
@@ -381,7 +388,7 @@ START_TEST(test_tuning_file)
     ck_assert_int_eq(tuning_try("tlmpi-tuning 1\nallreduce nccl\ngeneration tlmpi-test gen\n", "x", 1, 4, specs, why,
                                 sizeof(why)), -1);
     ck_assert_int_eq(tuning_try("tlmpi-tuning 1\ngeneration tlmpi-test gen\nlayout nodes=1 ranks_per_node=4 gpu=x\n"
-                                "bcast nccl\n", "x", 1, 4, specs, why, sizeof(why)), -1);
+                                "gather nccl\n", "x", 1, 4, specs, why, sizeof(why)), -1);
     ck_assert_int_eq(tuning_try("tlmpi-tuning 1\ngeneration tlmpi-test gen\nlayout nodes=one\n", "x", 1, 4, specs, why,
                                 sizeof(why)), -1);
     ck_assert_int_eq(tuning_try("", "x", 1, 4, specs, why, sizeof(why)), -1); /* no generation */
@@ -456,7 +463,8 @@ END_TEST
 
 START_TEST(test_thresholds)
 {
-    const char *specs[TLMPI_COLL_COUNT] = { "nccl:64k,staging", "nccl", "staging:4k,nccl:1m,staging" };
+    const char *specs[TLMPI_COLL_COUNT] = { "nccl:64k,staging", "nccl", "staging:4k,nccl:1m,staging", "staging",
+                                            "staging", "staging", "staging", "staging" };
     char errs[TLMPI_COLL_COUNT][160];
     tlmpi_plan_t p;
     tlmpi_call_t c;
@@ -686,7 +694,7 @@ START_TEST(test_agreement)
     const char *b[TLMPI_COLL_COUNT] = { "nccl:64k,staging", "", "nccl" };
     const char *none[TLMPI_COLL_COUNT] = { NULL, NULL, NULL };
     uint64_t ha = tlmpi_plan_settings_hash(0, a), hb = tlmpi_plan_settings_hash(0, b);
-    uint64_t hn = tlmpi_plan_settings_hash(0, none), he = tlmpi_plan_settings_hash(0, (const char *[]){ "", "", "" });
+    uint64_t hn = tlmpi_plan_settings_hash(0, none), he = tlmpi_plan_settings_hash(0, (const char *[TLMPI_COLL_COUNT]){ "", "", "" });
     uint64_t ht = tlmpi_plan_settings_hash(1, a);
     char errs[TLMPI_COLL_COUNT][160];
     tlmpi_plan_t p, q;
