@@ -12,9 +12,9 @@
 #include "cudawrap.h"
 #include "ncclwrap.h"
 #include "devcomm.h"
+#include "tier.h"
 #ifdef HAVE_CUDA
 #include "kernels.h"
-#include "tier.h"
 #endif
 
 #include <stdio.h>
