@@ -976,11 +976,16 @@ static int node_reg_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_
 /* Whether a non-blocking start is gated (kernels.h: its zero-copy use agreed on the device, no host
  * collective): node_reg_wanted's conditions but the form, and the view holds memos (regcache.h; the
  * same on every rank: memos change only at lookups, which every rank makes at the same call). */
+/* Whether gated launches may run on nc: on, the ipc transport, the device epoch, memos in the view (the
+ * same on every rank). */
+static int node_gate_ready(const struct tlmpi_node_comm *nc)
+{
+    return TLMPI_ENV_I(NODE_GATE) && nc->ipc && nc->xp->x.dev_epoch && tlmpi_regcache_memos(nc->reg) > 0;
+}
 static int node_gate_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
                             int algo)
 {
-    return c->form == TLMPI_FORM_NONBLOCKING && !c->preg && TLMPI_ENV_I(NODE_GATE) && nc->ipc &&
-           nc->xp->x.dev_epoch && tlmpi_regcache_memos(nc->reg) > 0 && node_reg_size(tc, nc, c, algo);
+    return c->form == TLMPI_FORM_NONBLOCKING && !c->preg && node_gate_ready(nc) && node_reg_size(tc, nc, c, algo);
 }
 
 /* The allocations of the call's input and output as the classification cache knows them (bytes 0:
@@ -1210,6 +1215,19 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
     return 1;
 }
 
+/* The gated zero-copy launch of call c (kernels.h): its arguments (one column per CTA), this rank's offer
+ * with every rank's pointers in *d, and a new token. */
+static void node_gate_args(const tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
+                           tlmpi_node_args_t *da, tlmpi_node_direct_t *d)
+{
+    int a;
+
+    node_args(tc, nc, c, algo, 1, da, &a);
+    da->kind = direct_kind(c->coll);
+    da->memo = node_memo(tc, nc, c, d);
+    da->gate = ++nc->gate_seq;
+}
+
 /* A blocking call that node_reg_wanted sends to the registration cache, on a comm whose view has memos
  * (the same on every rank): first the zero-copy kernel alone, gated (kernels.h: every rank offers the
  * memo of its buffers), waited for. 1 when it ran the call (every rank offered the same memo: the
@@ -1224,17 +1242,13 @@ static int node_memo_blocking(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc,
     struct node_launch_direct l;
     tlmpi_node_direct_t d;
     unsigned long long before;
-    int a;
 
-    if (!TLMPI_ENV_I(NODE_GATE) || !nc->ipc || !nc->xp->x.dev_epoch || tlmpi_regcache_memos(nc->reg) == 0) {
+    if (!node_gate_ready(nc)) {
         return 0;
     }
     memset(&l, 0, sizeof(l));
     l.nc = nc;
-    node_args(tc, nc, c, algo, 1, &l.args, &a);
-    l.args.kind = direct_kind(c->coll);
-    l.args.memo = node_memo(tc, nc, c, &d);
-    l.args.gate = ++nc->gate_seq;
+    node_gate_args(tc, nc, c, algo, &l.args, &d);
     l.d = l.args.memo ? &d : NULL;
     before = nc->xp->err->gated_direct;
     {
@@ -1300,15 +1314,12 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
     if (gated) {
         /* the pool kernel's arguments in args, the zero-copy kernel's (one column per CTA) beside them */
         struct node_launch_gated l;
-        int da;
 
         memset(&l, 0, sizeof(l));
         l.nc = nc;
         l.args = args;
-        node_args(tc, nc, c, algo, 1, &l.dargs, &da);
-        l.dargs.kind = direct_kind(c->coll);
-        l.dargs.memo = node_memo(tc, nc, c, &l.d);
-        l.args.gate = l.dargs.gate = ++nc->gate_seq;
+        node_gate_args(tc, nc, c, algo, &l.dargs, &l.d);
+        l.args.gate = l.dargs.gate;
         {
             const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernels (gated zero-copy)",
                                             NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,
