@@ -6,6 +6,12 @@
 # the median over the repetitions of the mean over ranks, and of the slowest rank. Rows:
 #   enqueue         te.allreduce(s, r, MPI.SUM, comm, stream=st): the arguments node_bench's C call has
 #   enqueue-defaults te.allreduce(s, r) inside `with st:` (op, communicator and stream from the defaults)
+# and where the time of a row goes, the host's side of it (the same K calls; no GPU wait in the time):
+#   host            enqueue's K calls timed before the wait: the host's cost per call (a row above it
+#                   by more than the GPU's per-call time means the GPU is starved, not busy)
+#   args            the module's Python work of one call alone (both buffers read, the stream, handles)
+#   zero            the library's entry point through ctypes with count 0 (its checks, no launch)
+# so that enqueue's host cost = args + ctypes and the entry's checks (zero) + the launch itself.
 # and the path and form tlmpi counted for them (te.form_stats(): node/enqueue where the node tier ran).
 # One validated call first (exact sums of small integers). Rank 0 prints one line per row:
 #   python_percall: np=2 bytes=8 K=200 reps=21 thread=single enqueue: 7.41 us per call (slowest rank 7.90), path node/enqueue
@@ -257,7 +263,43 @@ if not args.stub:
                              % (got, want, bad))
         sys.exit(1)
 
-rows = (("enqueue", item_explicit), ("enqueue-defaults", item_defaults))
+def item_host(K):
+    """item_explicit's K calls timed without the wait: the host's cost per call"""
+    ar, s, r, op, c, stream = te.allreduce, xs, xr, MPI.SUM, comm, st
+    t0 = time.perf_counter()
+    for _ in range(K):
+        ar(s, r, op, c, stream=stream)
+    t = time.perf_counter() - t0
+    wait()
+    return t
+
+
+def item_args(K):
+    """the module's Python work of one te.allreduce (buffers, stream, handles), no C call"""
+    buf, so, dt, opf, cf, s, r, op, c, stream = te._buf, te._stream_of, te._dtype_fh, te._op_fh, te._comm_fh, xs, xr, \
+        MPI.SUM, comm, st
+    t0 = time.perf_counter()
+    for _ in range(K):
+        rp, rn, rk, ro = buf(r, "recvbuf", True)
+        buf(s, "sendbuf")
+        so(stream, ro, r)
+        dt(rk), opf(op), cf(c)
+    return time.perf_counter() - t0
+
+
+def item_zero(K):
+    """the ctypes entry point with count 0 (its checks, no launch) on the same arguments"""
+    fn = (te._fns or te._entries())[0]
+    sp, rp, dtf, opf, cf = xs.data.ptr, xr.data.ptr, te._dtype_fh("f4"), MPI.SUM.py2f(), comm.py2f()
+    sptr = te._stream_of(st, None, None)
+    t0 = time.perf_counter()
+    for _ in range(K):
+        fn(sp, rp, 0, dtf, opf, cf, sptr)
+    return time.perf_counter() - t0
+
+
+rows = (("enqueue", item_explicit), ("enqueue-defaults", item_defaults), ("host", item_host), ("args", item_args),
+        ("zero", item_zero))
 avg = dict((name, []) for name, _ in rows)
 slow = dict((name, []) for name, _ in rows)
 path = {}
@@ -272,8 +314,8 @@ for rep in range(args.r):
     for name, fn in order:
         comm.Barrier()
         t0 = time.perf_counter()
-        fn(args.K)
-        us = (time.perf_counter() - t0) / args.K * 1e6
+        t = fn(args.K)
+        us = ((time.perf_counter() - t0) if t is None else t) / args.K * 1e6
         tot = comm.allreduce(us, op=MPI.SUM)
         mx = comm.allreduce(us, op=MPI.MAX)
         avg[name].append(tot / size)
