@@ -180,8 +180,28 @@ typedef enum {
     TLMPI_NODE_RSB_DIRECT,    /* reduce_scatter_block: load-reduce the own block from every send buffer */
     TLMPI_NODE_AR_DIRECT,     /* allreduce: load-reduce the own slice from every send buffer, store it into
                                  every receive buffer */
+    /* the siblings' pool kinds (tlmpi_cuda_node_run, with a layout: tlmpi_node_layout_t) */
+    TLMPI_NODE_XCHG,          /* allgatherv, bcast: the own block into slot 0 of the own pool, every rank copies
+                                 the blocks it needs out of the peers' pools (cuda/node_exchange.cu) */
+    TLMPI_NODE_XCHG_ALL,      /* alltoall: block q into slot q of the own pool, every rank copies slot `rank`
+                                 out of every pool */
     TLMPI_NODE_KIND_COUNT
 } tlmpi_node_kind_t;
+
+/* The block layout of a sibling's call (MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce,
+ * MPI_Alltoall), in bytes, for node rank q (every rank computes it from the same rank-uniform
+ * arguments: each rank's lengths agree with its peers'):
+ *   in_len[q], in_off[q]    block q of this rank's input (at in + in_off[q]): staged into slot q of the own
+ *                           pool (TLMPI_NODE_XCHG: slot 0 only; TLMPI_NODE_RSB_PULL: the block rank q
+ *                           keeps, load-reduced by rank q over every pool's slot q)
+ *   out_len[q], out_off[q]  TLMPI_NODE_XCHG / _ALL: the bytes this rank copies out of rank q's pool, slot 0
+ *                           (XCHG) or slot `rank` (XCHG_ALL), to out + out_off[q] (0: none)
+ * Lengths may be 0 and differ per block; a call runs in steps of the pool's slot size over the longest
+ * block (tlmpi_node_args_t.count: its bytes for the XCHG kinds, its elements for RSB_PULL). */
+typedef struct {
+    size_t in_len[TLMPI_NODE_MAX_RANKS], in_off[TLMPI_NODE_MAX_RANKS];
+    size_t out_len[TLMPI_NODE_MAX_RANKS], out_off[TLMPI_NODE_MAX_RANKS];
+} tlmpi_node_layout_t;
 
 /* One call. in == out is allowed (MPI_IN_PLACE resolved by the caller: for allgather in points at
  * the own block inside out). */
@@ -218,6 +238,9 @@ typedef struct {
      * the communicator; 0: not gated. memo: the zero-copy launch's offer (0: none). */
     unsigned long long gate;
     unsigned long long memo;
+    /* The siblings' blocks (the XCHG kinds require one, RSB_PULL takes one; NULL: none), read by the
+     * launcher before it returns */
+    const tlmpi_node_layout_t *layout;
 } tlmpi_node_args_t;
 
 /* 1 if the node kernels reduce (dtype, op) (same set as tlmpi_cuda_reduce). */

@@ -4,7 +4,7 @@
 # cuda/kernels.h is the launchers' C interface; cuda/common.cuh the device building blocks.
 noinst_LTLIBRARIES += libtlmpi_cuda.la
 TLMPI_CU_SOURCES = cuda/local.cu cuda/node.cu cuda/node_allgather.cu cuda/node_reduce_scatter.cu \
-    cuda/node_allreduce_oneshot.cu cuda/node_allreduce_twoshot.cu cuda/node_ll.cu cuda/node_direct.cu cuda/hier_fused.cu \
+    cuda/node_allreduce_oneshot.cu cuda/node_allreduce_twoshot.cu cuda/node_ll.cu cuda/node_direct.cu cuda/node_exchange.cu cuda/hier_fused.cu \
     cuda/hier_fused_allgather.cu cuda/hier_fused_reduce_scatter.cu cuda/hier_fused_allreduce.cu cuda/devcomm.cu \
     cuda/preload.cu
 libtlmpi_cuda_la_SOURCES = $(TLMPI_CU_SOURCES) cuda/kernels.h cuda/common.cuh cuda/types.h cuda/node.cuh \

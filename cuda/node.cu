@@ -8,8 +8,9 @@
 // rank's own, in a variant of their own (kIpcCols) when there are more columns than CTAs; every
 // other launch has one column per CTA and the same CTA count on every rank. Steps: a message
 // larger than one data half of the pool runs as several steps inside the same kernel; the per-step
-// chunk is a data half (pull allgather, both allreduces) or a data half divided by the number of
-// ranks (push allgather, reduce-scatter: n slots per step).
+// chunk is a data half (pull allgather, both allreduces, the exchange of allgatherv and bcast; the pull
+// kinds at most 16 MiB) or a data half divided by the number of ranks (push allgather,
+// reduce-scatter, alltoall's exchange: n slots per step).
 // Sync protocol: see node.cuh (barriers per column). Epochs: where the transport has dev_epoch
 // (tlmpi's tiers) each kernel reads and advances the epoch word in its own pool header (node.cuh:
 // node_enter), so launches are replay-safe in CUDA graphs; otherwise (the kernel tests) they are
@@ -33,6 +34,12 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) barrier_ipc(const __
 
 bool is_allgather(int kind) { return kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_AG_PULL || kind == TLMPI_NODE_AG_LL; }
 bool is_ll(int kind) { return kind == TLMPI_NODE_AG_LL || kind == TLMPI_NODE_RSB_LL || kind == TLMPI_NODE_AR_LL; }
+bool is_xchg(int kind) { return kind == TLMPI_NODE_XCHG || kind == TLMPI_NODE_XCHG_ALL; }
+// kinds whose steps hold n slots (one per rank)
+bool n_slots(int kind)
+{
+    return kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_RSB_PULL || kind == TLMPI_NODE_XCHG_ALL;
+}
 
 // Pull allgather steps are capped at 16 MiB: its peers re-read each step's blocks, and steps that
 // stay in L2 (50 MiB on an H200) made it 0.93-0.95 of the copy rate at 4 and 8 ranks where 64 MiB
@@ -43,8 +50,8 @@ constexpr size_t kPullChunkMax = 16u << 20;
 size_t chunk_for(int kind, const tlmpi_node_xport_t &x)
 {
     const size_t h = x.data_bytes / 2;
-    size_t c = kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_RSB_PULL ? h / (size_t)x.nranks : h;
-    if (kind == TLMPI_NODE_AG_PULL && c > kPullChunkMax) c = kPullChunkMax;
+    size_t c = n_slots(kind) ? h / (size_t)x.nranks : h;
+    if ((kind == TLMPI_NODE_AG_PULL || kind == TLMPI_NODE_XCHG) && c > kPullChunkMax) c = kPullChunkMax;
     return c & ~(size_t)15;
 }
 
@@ -60,6 +67,8 @@ const void *kernel_for(int kind, int dtype, int op, int v)
     case TLMPI_NODE_RSB_LL:
     case TLMPI_NODE_AR_LL: return ll_fn(kind, dtype, op);
     case TLMPI_NODE_BARRIER: return barrier_fn();
+    case TLMPI_NODE_XCHG:
+    case TLMPI_NODE_XCHG_ALL: return exchange_fn(kind, v);
     }
     return nullptr;
 }
@@ -98,8 +107,10 @@ extern "C" int tlmpi_cuda_node_supported(int dtype, int op)
 extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, void *stream)
 {
     if (!x || !a || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 || x->nranks > kMaxRanks || x->rank < 0 ||
-        x->rank >= x->nranks || a->kind < 0 || a->kind > TLMPI_NODE_BARRIER) /* the zero-copy kinds: run_direct */
-        return (int)cudaErrorInvalidValue;
+        x->rank >= x->nranks || a->kind < 0 || (a->kind > TLMPI_NODE_BARRIER && !is_xchg(a->kind)) ||
+        (is_xchg(a->kind) && !a->layout) || (a->layout && !is_xchg(a->kind) && a->kind != TLMPI_NODE_RSB_PULL))
+        return (int)cudaErrorInvalidValue; /* the zero-copy kinds: run_direct; layouts: the siblings' kinds */
+    
     Params p;
     p.x = *x;
     p.in = static_cast<const char *>(a->in);
@@ -107,6 +118,8 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
     p.kind = a->kind;
     p.epoch = a->epoch;
     p.gate = is_ll(a->kind) || a->kind == TLMPI_NODE_BARRIER ? 0ull : a->gate;  // node_enter (kernels.h)
+    p.vset = a->layout != nullptr;
+    if (p.vset) p.v = *a->layout;
     // several columns per CTA: the pool kinds' IPC kernels only (kernels.h: cols)
     if (!cols_in(a, &p, is_ll(a->kind) || a->kind == TLMPI_NODE_BARRIER || x->mc_base != nullptr))
         return (int)cudaErrorInvalidValue;
@@ -117,7 +130,7 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
         p.nsteps = 1;
     } else {
         size_t elem = 1;
-        if (!is_allgather(a->kind)) {
+        if (!is_allgather(a->kind) && !is_xchg(a->kind)) {
             if (!tlmpi_cuda_node_supported(a->dtype, a->op)) return (int)cudaErrorInvalidValue;
             elem = TLMPI_DT_ELEM_SIZE(a->dtype);
         }
@@ -125,7 +138,9 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
             a->done_word = nullptr; /* nothing launched: nothing writes it */
             return 0;
         }
-        if (!a->in || !a->out || a->count > ((size_t)-1) / elem / (size_t)x->nranks) return (int)cudaErrorInvalidValue;
+        // a layout may leave out NULL where it writes nothing there (MPI_Reduce off the root)
+        if (!a->in || (!a->out && !a->layout) || a->count > ((size_t)-1) / elem / (size_t)x->nranks)
+            return (int)cudaErrorInvalidValue;
         p.bytes = a->count * elem;
         if (is_ll(a->kind)) {
             if (p.bytes > TLMPI_NODE_LL_MAX_BYTES) return (int)cudaErrorInvalidValue;
@@ -181,7 +196,8 @@ extern "C" int tlmpi_cuda_node_max_ctas(int dev, int ranks_on_gpu)
                           ll_fn(TLMPI_NODE_AR_LL, TLMPI_DT_F16, TLMPI_OP_SUM), ll_fn(TLMPI_NODE_RSB_LL, TLMPI_DT_F64, TLMPI_OP_PROD),
                           direct_fn(TLMPI_NODE_AG_DIRECT, 0, 0), direct_fn(TLMPI_NODE_AR_DIRECT, TLMPI_DT_F16, TLMPI_OP_SUM),
                           direct_fn(TLMPI_NODE_RSB_DIRECT, TLMPI_DT_F64, TLMPI_OP_PROD),
-                          direct_fn(TLMPI_NODE_AR_DIRECT, TLMPI_DT_F64, TLMPI_OP_PROD), barrier_fn() };
+                          direct_fn(TLMPI_NODE_AR_DIRECT, TLMPI_DT_F64, TLMPI_OP_PROD), barrier_fn(),
+                          exchange_fn(TLMPI_NODE_XCHG, kIpc), exchange_fn(TLMPI_NODE_XCHG_ALL, kIpcCols) };
     int per_sm = 1 << 30;
     int saved = -1;
     if (cudaGetDevice(&saved) != cudaSuccess) {
@@ -212,8 +228,8 @@ extern "C" size_t tlmpi_cuda_node_area_for(int kind, size_t bytes, int nranks)
     const size_t b = (bytes + 15) & ~(size_t)15;
     if (b < bytes) return (size_t)-1;
     // chunk_for's inverse: a data half holds one step's slots (n of them for push and reduce-scatter)
-    const size_t c = kind == TLMPI_NODE_AG_PULL && b > kPullChunkMax ? kPullChunkMax : b;
-    const size_t n = kind == TLMPI_NODE_AG_PUSH || kind == TLMPI_NODE_RSB_PULL ? (size_t)(nranks > 0 ? nranks : 1) : 1;
+    const size_t c = (kind == TLMPI_NODE_AG_PULL || kind == TLMPI_NODE_XCHG) && b > kPullChunkMax ? kPullChunkMax : b;
+    const size_t n = n_slots(kind) ? (size_t)(nranks > 0 ? nranks : 1) : 1;
     if (c > ((size_t)-1) / 2 / n) return (size_t)-1;
     return 2 * n * c;
 }
@@ -226,7 +242,8 @@ extern "C" int tlmpi_cuda_node_ctas_for(int kind, size_t bytes, int nranks, int 
         return (int)(n < 1 ? 1 : n < (size_t)max_ctas ? n : (size_t)max_ctas);
     }
     // bytes a rank moves per call, roughly: allgather / reduce-scatter touch n blocks
-    const size_t work = (is_allgather(kind) || kind == TLMPI_NODE_RSB_PULL) ? bytes * (size_t)(nranks > 0 ? nranks : 1) : bytes;
+    const size_t work = (is_allgather(kind) || is_xchg(kind) || kind == TLMPI_NODE_RSB_PULL)
+                            ? bytes * (size_t)(nranks > 0 ? nranks : 1) : bytes;
     const size_t per_cta = 65536;
     size_t n = work / per_cta + 1;
     return (int)(n < (size_t)max_ctas ? n : (size_t)max_ctas);

@@ -89,7 +89,17 @@ struct Params {
     unsigned long long done_target;  // the own header's CTA counter once every CTA of this launch counted
     unsigned long long gate;   // a gated pair's pool kernel: skip the call when the own gate word holds
                                // this token (node_enter; 0: not gated)
+    int vset;                  // the siblings: the blocks' layout in v (kernels.h: tlmpi_node_layout_t)
+    tlmpi_node_layout_t v;
 };
+
+// The part of a step [off, off + L) of a block of `len` bytes that the piece [lo, hi) covers: its end
+// (hi clipped to the block), no more than lo where the block has nothing there.
+__device__ __forceinline__ size_t block_hi(size_t len, size_t off, size_t lo, size_t hi)
+{
+    const size_t e = len > off ? len - off : 0;
+    return e < hi ? (e > lo ? e : lo) : hi;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Memory-model primitives. System scope: ranks are processes, possibly on other GPUs. GPU scope

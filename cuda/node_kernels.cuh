@@ -23,6 +23,7 @@ const void *allreduce_twoshot_fn(int dtype, int op, int v); // node_allreduce_tw
 const void *ll_fn(int kind, int dtype, int op);                 // node_ll.cu: the three LL kinds
 const void *barrier_fn();                                       // node.cu
 const void *direct_fn(int kind, int dtype, int op);             // node_direct.cu: the zero-copy kinds
+const void *exchange_fn(int kind, int v);                       // node_exchange.cu: the siblings' copies
 
 template <typename Op> constexpr int op_id();
 template <> constexpr int op_id<Sum>() { return TLMPI_OP_SUM; }

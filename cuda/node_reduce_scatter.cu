@@ -17,6 +17,11 @@
 // block on every rank; two vectors in flight per thread and rank; the message's odd tail element by
 // element.
 //
+// The siblings (a layout: kernels.h, tlmpi_node_layout_t): block q has its own length and place in
+// the input (MPI_Reduce_scatter's counts; MPI_Reduce: one block, the root's, the whole vector, the
+// other ranks' empty), the steps run over the longest block, and each block's pieces are clipped to
+// its length (a rank whose block is empty only stages and takes the barriers).
+//
 // Sync protocol. One barrier per step (per column, target epoch + s + 1), data halves by
 // barrier parity (node.cuh). A timed-out wait fills the error record and ends the CTA.
 #include "node_kernels.cuh"
@@ -40,11 +45,24 @@ template <int DT, typename Op, class X> __device__ __forceinline__ bool rsb(cons
         for (int j = X::kStageOwn ? 0 : 1; j < n; j++) {
             int q = r + j;
             if (q >= n) q -= n;
-            const char *src = p.in + (size_t)q * B + off;
-            copy_piece(t.data(r) + h + (size_t)q * S, 16, src, ua_of(src), lo, hi);
+            if (!p.vset) {
+                const char *src = p.in + (size_t)q * B + off;
+                copy_piece(t.data(r) + h + (size_t)q * S, 16, src, ua_of(src), lo, hi);
+            } else {
+                // a sibling's layout: block q's own length and place in the input
+                const size_t qh = block_hi(p.v.in_len[q], off, lo, hi);
+                const char *src = p.in + p.v.in_off[q] + off;
+                if (qh > lo) copy_piece(t.data(r) + h + (size_t)q * S, 16, src, ua_of(src), lo, qh);
+            }
         }
         if (!t.barrier(k)) return false;
-        reduce_piece<DT, Op>(t, p.in + (size_t)r * B + off, p.out + off, h + (size_t)r * S, lo, hi, NoExtra());
+        if (!p.vset) {
+            reduce_piece<DT, Op>(t, p.in + (size_t)r * B + off, p.out + off, h + (size_t)r * S, lo, hi, NoExtra());
+        } else {
+            const size_t rh = block_hi(p.v.in_len[r], off, lo, hi);
+            if (rh > lo)
+                reduce_piece<DT, Op>(t, p.in + p.v.in_off[r] + off, p.out + off, h + (size_t)r * S, lo, rh, NoExtra());
+        }
     }
     return true;
 }

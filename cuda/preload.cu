@@ -44,6 +44,8 @@ template <class F> void each_kernel(F &&f)
     for (int v : variants) {
         f(node::allgather_fn(TLMPI_NODE_AG_PUSH, v));
         f(node::allgather_fn(TLMPI_NODE_AG_PULL, v));
+        f(node::exchange_fn(TLMPI_NODE_XCHG, v));
+        f(node::exchange_fn(TLMPI_NODE_XCHG_ALL, v));
     }
     f(node::barrier_fn());
     f(node::ll_fn(TLMPI_NODE_AG_LL, 0, 0));          // the allgathers have no element type

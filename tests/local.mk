@@ -155,6 +155,12 @@ tests_gpu_gpu_regcache_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 # what the node tier holds per communicator and what a new one costs (pools' bytes, 64 live
 # communicators, the first call on a new one, create/call/free cycles); run by tests/gpu/comm-memory.sh
 # under MPS; exits 77 without a GPU
+# gpu_siblings: the five siblings on device buffers on the node tier against PMPI_* (tests/gpu/siblings.sh)
+check_PROGRAMS += tests/gpu/gpu_siblings
+tests_gpu_gpu_siblings_SOURCES = tests/gpu/gpu_siblings.c
+tests_gpu_gpu_siblings_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_gpu_siblings_LDADD = libtlmpi.la $(CUDA_LIBS) -lm
+tests_gpu_gpu_siblings_LDFLAGS = -no-install $(CUDA_LDFLAGS)
 check_PROGRAMS += tests/gpu/gpu_comm_memory
 tests_gpu_gpu_comm_memory_SOURCES = tests/gpu/gpu_comm_memory.c
 tests_gpu_gpu_comm_memory_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -368,6 +374,8 @@ EXTRA_DIST += tests/gpu/graph.sh
 EXTRA_DIST += tests/gpu/regcache.sh
 # tests/gpu/comm-memory.sh NPS BUILD_DIR [NCOMMS CYCLES] (gpu_comm_memory under MPS)
 EXTRA_DIST += tests/gpu/comm-memory.sh
+# tests/gpu/siblings.sh NPS BUILD_DIR (gpu_siblings under MPS: small cases, then large ones in a small pool)
+EXTRA_DIST += tests/gpu/siblings.sh
 # soak.sh: tests/gpu/gpu_soak against the fakes (2 ranks, a short soak, the mutant, a dying rank); skips (77)
 # where gpu_soak or the fakes are not built. tests/gpu/soak.sh: the GPU host's soak and dying rank
 TESTS += tests/mpi/soak.sh

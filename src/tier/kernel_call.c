@@ -82,7 +82,7 @@ static int kernel_call_deferred(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, co
 
     if (!pd || pd->tc != tc || pd->marked || !k->arg_bytes || k->arg_bytes > sizeof(d.arg) || !k->ok_p ||
         !(__atomic_load_n(k->ok_p, __ATOMIC_RELAXED) & k->ok_bit) || tc->ctx->order_on || tlmpi_turn_wanted() ||
-        (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
+        (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) || (c->out_bytes && !tlmpi_mem_is_device(c->rmem)) ||
         (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev) || !tlmpi_launcher_ready()) {
         return 0;
     }
@@ -123,7 +123,8 @@ static int kernel_call_deferred(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, co
     return 1;
 }
 
-/* Buffers on another device than the comm's (tc->dev): 0 when they are not; else one warning, the
+/* Buffers on another device than the comm's (tc->dev), or an output that is not device memory (the
+ * root's of an MPI_Reduce whose inputs are: node.c): 0 when they are not; else one warning, the
  * input copied (queued) into the scratch, *in_p / *out_p there, and 1; -1 when the scratch could not
  * be had (nothing queued) or -2 when the copy failed (drain the stream), with *st_p set. */
 static int other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmpi_tier_kernel_t *k, char **in_p,
@@ -132,15 +133,19 @@ static int other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmp
     tlmpi_status_t st = TLMPI_OK;
     size_t in_al, need;
 
-    if ((c->rmem != TLMPI_MEM_DEVICE || c->rdev == tc->dev) &&
+    const int host_out = c->out_bytes && !tlmpi_mem_is_device(c->rmem);
+
+    if (!host_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev == tc->dev) &&
         (c->in_place || c->smem != TLMPI_MEM_DEVICE || c->sdev == tc->dev)) {
         return 0;
     }
     in_al = (c->in_bytes + 255) & ~(size_t)255;
     need = in_al + c->out_bytes;
-    tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's %s runs on device %d: copying through "
-                    "device %d (slower; keep a communicator's buffers on one GPU)", tlmpi_coll_name(c->coll),
-                    c->in_place ? c->rdev : c->sdev, c->rdev, k->where, tc->dev, tc->dev);
+    if (!host_out) {
+        tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's %s runs on device %d: copying "
+                        "through device %d (slower; keep a communicator's buffers on one GPU)", tlmpi_coll_name(c->coll),
+                        c->in_place ? c->rdev : c->sdev, c->rdev, k->where, tc->dev, tc->dev);
+    }
     TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_scratch_reserve(k->scratch_p, k->scratch_bytes_p, need), st, reserve);
     *in_p = *k->scratch_p;
     *out_p = *in_p + in_al;

@@ -83,9 +83,13 @@ static size_t node_ll_max(void)
     return m < TLMPI_NODE_LL_MAX_BYTES ? m : TLMPI_NODE_LL_MAX_BYTES;
 }
 
-/* Does a forced algorithm apply to coll (ll: at any size; the caller checks its limit)? */
+/* Does a forced algorithm apply to coll (ll: at any size; the caller checks its limit)? The siblings
+ * have one algorithm each, pull (node_exchange.cu, and the reduce-scatter kernel with a layout). */
 static int node_applies(tlmpi_coll_t coll, int algo)
 {
+    if (tlmpi_coll_sibling(coll)) {
+        return algo == A_PULL;
+    }
     switch (coll) {
     case TLMPI_COLL_ALLGATHER:
         return algo == A_LL || algo == A_PUSH || algo == A_PULL;
@@ -99,6 +103,9 @@ static int node_applies(tlmpi_coll_t coll, int algo)
 /* The algorithm a call runs (never A_AUTO), from rank-uniform inputs only. */
 static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
 {
+    if (tlmpi_coll_sibling(coll)) {
+        return A_PULL;
+    }
     if (node_applies(coll, algo) && (algo != A_LL || bytes <= TLMPI_NODE_LL_MAX_BYTES)) {
         return algo;
     }
@@ -121,8 +128,8 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     const size_t ll = forced_ll ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max();
     int o;
 
-    if (node_applies(coll, algo) && !forced_ll) {
-        snprintf(buf, len, "%s", node_algos[algo]);
+    if ((node_applies(coll, algo) && !forced_ll) || tlmpi_coll_sibling(coll)) {
+        snprintf(buf, len, "%s", node_algos[A_PULL]);
         return;
     }
     /* forced ll: ll up to the region's limit, auto (without ll) above it */
@@ -139,14 +146,29 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     }
 }
 
+/* The siblings (TLMPI_NODE_SIBLINGS): intracommunicators; MPI_Reduce by its input alone (the root's receive buffer is not
+ * known to the other ranks: where it is not device memory of the comm's GPU the result goes through
+ * the tier's scratch, kernel_call.c), the others with every buffer on the device. */
+static int node_supports_sibling(const tlmpi_call_t *c)
+{
+    if (!TLMPI_ENV_I(NODE_SIBLINGS) || c->inter || c->vtotal < 0) {
+        return 0;
+    }
+    if (c->coll == TLMPI_COLL_REDUCE) {
+        return tlmpi_mem_is_device(c->in_place ? c->rmem : c->smem);
+    }
+    return tlmpi_call_all_device(c);
+}
+
 static int node_supports(const tlmpi_call_t *c, unsigned caps)
 {
-    if ((caps & NODE_CAPS) != NODE_CAPS || !c->contiguous || !tlmpi_call_all_device(c) ||
-        tlmpi_coll_sibling(c->coll)) {
+    if ((caps & NODE_CAPS) != NODE_CAPS || !c->contiguous ||
+        !(tlmpi_coll_sibling(c->coll) ? node_supports_sibling(c) : tlmpi_call_all_device(c))) {
         return 0;
     }
 #ifdef HAVE_CUDA
-    if (c->coll == TLMPI_COLL_ALLGATHER) {
+    if (c->coll == TLMPI_COLL_ALLGATHER || c->coll == TLMPI_COLL_ALLGATHERV || c->coll == TLMPI_COLL_BCAST ||
+        c->coll == TLMPI_COLL_ALLTOALL) {
         return 1; /* any contiguous datatype moves as bytes */
     }
     return tlmpi_cuda_node_supported((int)c->dt, (int)c->opc);
@@ -712,6 +734,14 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
 static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
 {
     switch (coll) {
+    case TLMPI_COLL_ALLGATHERV:
+    case TLMPI_COLL_BCAST:
+        return TLMPI_NODE_XCHG;
+    case TLMPI_COLL_ALLTOALL:
+        return TLMPI_NODE_XCHG_ALL;
+    case TLMPI_COLL_REDUCE_SCATTER:
+    case TLMPI_COLL_REDUCE:
+        return TLMPI_NODE_RSB_PULL; /* with a layout (node_layout) */
     case TLMPI_COLL_ALLGATHER:
         return a == A_LL ? TLMPI_NODE_AG_LL : a == A_PUSH ? TLMPI_NODE_AG_PUSH : TLMPI_NODE_AG_PULL;
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
@@ -738,7 +768,7 @@ static const char *node_kind_name(int kind)
                                                               "allreduce twoshot", "allgather ll",
                                                               "reduce_scatter_block ll", "allreduce ll", "barrier",
                                                               "allgather direct", "reduce_scatter_block direct",
-                                                              "allreduce direct" };
+                                                              "allreduce direct", "exchange", "exchange (all to all)" };
     return kind >= 0 && kind < TLMPI_NODE_KIND_COUNT ? names[kind] : "?";
 }
 
@@ -805,20 +835,90 @@ struct node_launch {
     struct tlmpi_node_comm *nc;
     tlmpi_node_args_t args;
 };
+static int node_launch_args(struct tlmpi_node_comm *nc, tlmpi_node_args_t *a, const void *in, void *out, void *stream,
+                            tlmpi_gpu_done_t *done)
+{
+    int e;
+
+    a->in = in;
+    a->out = out;
+    node_done_offer(nc, a, done);
+    e = tlmpi_cuda_node_run(&nc->xp->x, a, stream);
+    if (e == 0) {
+        nc->ran = 1;
+        node_done_taken(nc, a, done);
+    }
+    return e;
+}
 static int node_launch(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
 {
     struct node_launch *l = arg;
-    int e;
 
-    l->args.in = in;
-    l->args.out = out;
-    node_done_offer(l->nc, &l->args, done);
-    e = tlmpi_cuda_node_run(&l->nc->xp->x, &l->args, stream);
-    if (e == 0) {
-        l->nc->ran = 1;
-        node_done_taken(l->nc, &l->args, done);
+    return node_launch_args(l->nc, &l->args, in, out, stream, done);
+}
+
+/* node_run's launch of a sibling: the pool kernel with the call's layout (kept here: the launch thread
+ * runs a copy, whose own layout the arguments then point at) */
+struct node_launch_sib {
+    struct tlmpi_node_comm *nc;
+    tlmpi_node_args_t args;
+    tlmpi_node_layout_t layout;
+};
+static int node_launch_sib(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
+{
+    struct node_launch_sib *l = arg;
+
+    l->args.layout = &l->layout;
+    return node_launch_args(l->nc, &l->args, in, out, stream, done);
+}
+
+/* The blocks of a sibling's call (kernels.h: tlmpi_node_layout_t) in bytes, from its rank-uniform
+ * arguments (the counts arrays every rank has, the root) and this rank's own choices (in place). The
+ * input and output are the call's (c->in, c->rbuf: kernel_call hands them or their scratch copies). */
+static void node_layout(const tlmpi_call_t *c, tlmpi_node_layout_t *L)
+{
+    const size_t e = (size_t)c->dt_size, m = c->msg_bytes;
+    const int n = c->size < TLMPI_NODE_MAX_RANKS ? c->size : TLMPI_NODE_MAX_RANKS, r = c->rank;
+    size_t off = 0;
+    int q;
+
+    memset(L, 0, sizeof(*L));
+    switch (c->coll) {
+    case TLMPI_COLL_ALLGATHERV: /* the own block (in: sendbuf, or its place in recvbuf) into slot 0 */
+        L->in_len[0] = (size_t)tlmpi_call_vcount(c, r) * e;
+        for (q = 0; q < n; q++) {
+            L->out_len[q] = q == r && c->in_place ? 0 : (size_t)tlmpi_call_vcount(c, q) * e;
+            L->out_off[q] = (size_t)tlmpi_call_vdispl(c, q) * e;
+        }
+        break;
+    case TLMPI_COLL_BCAST: /* the root's vector into its slot 0, every other rank copies it */
+        if (r == c->root) {
+            L->in_len[0] = m;
+        } else if (c->root >= 0 && c->root < n) {
+            L->out_len[c->root] = m;
+        }
+        break;
+    case TLMPI_COLL_ALLTOALL: /* block q into slot q; slot r of every pool into block q of out */
+        for (q = 0; q < n; q++) {
+            L->in_len[q] = L->out_len[q] = m;
+            L->in_off[q] = L->out_off[q] = (size_t)q * m;
+        }
+        break;
+    case TLMPI_COLL_REDUCE_SCATTER: /* block q (recvcounts[q]) for rank q to reduce */
+        for (q = 0; q < n; q++) {
+            L->in_len[q] = (size_t)tlmpi_call_vcount(c, q) * e;
+            L->in_off[q] = off;
+            off += L->in_len[q];
+        }
+        break;
+    case TLMPI_COLL_REDUCE: /* one block, the whole vector, reduced by the root */
+        if (c->root >= 0 && c->root < n) {
+            L->in_len[c->root] = m;
+        }
+        break;
+    default:
+        break;
     }
-    return e;
 }
 
 /* node_run's launch for registered buffers: the zero-copy kernel on them (the call's own, on the comm's
@@ -912,7 +1012,12 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     args->kind = (int)node_kind(c->coll, a);
     args->dtype = (int)c->dt;
     args->op = (int)c->opc;
-    args->count = c->coll == TLMPI_COLL_ALLGATHER ? c->msg_bytes : (size_t)c->count;
+    /* bytes of a block for the copies (allgather, the exchange kinds: the longest block), else elements
+     * (the siblings' reductions: of the longest block) */
+    args->count = c->coll == TLMPI_COLL_ALLGATHER || args->kind == TLMPI_NODE_XCHG || args->kind == TLMPI_NODE_XCHG_ALL
+                      ? c->msg_bytes
+                  : tlmpi_coll_sibling(c->coll) ? c->msg_bytes / (size_t)(c->dt_size > 0 ? c->dt_size : 1)
+                                                : (size_t)c->count;
     /* columns may be taken in turn: the pool kinds (not LL, not the zero-copy kernels of registered
      * buffers), where max_ctas_alone exceeds max_ctas (it does not under multicast or
      * MPI_THREAD_MULTIPLE: xport.h) */
@@ -945,6 +1050,7 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     args->done_ctas = 0;
     args->gate = 0; /* not gated (node_run sets a gated launch's token and offer) */
     args->memo = 0;
+    args->layout = NULL; /* the siblings' launches point it at their layout */
     args->in = c->in;
     args->out = c->rbuf;
     *a_p = a;
@@ -960,6 +1066,7 @@ static int node_reg_size(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_co
     int ai = TLMPI_ALGO_INDEX(algo);
 
     if (!TLMPI_ENV_I(NODE_REG) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
+        tlmpi_coll_sibling(c->coll) || /* the siblings: the pools (no zero-copy kernels of theirs) */
         (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) ||
         node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL) {
         return 0;
@@ -1330,6 +1437,16 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
             nc->gated_offered += l.dargs.memo != 0;
             st = tlmpi_tier_kernel_call(tc, c, &k);
         }
+    } else if (tlmpi_coll_sibling(c->coll)) {
+        struct node_launch_sib l;
+        const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
+                                        &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch_sib, &l,
+                                        sizeof(l), &nc->launch_ok, 1u << args.kind };
+
+        l.nc = nc;
+        l.args = args;
+        node_layout(c, &l.layout);
+        st = tlmpi_tier_kernel_call(tc, c, &k);
     } else if (d) {
         /* zero-copy, the pool kind's CTA count */
         struct node_launch_direct l = { nc, args, d };
@@ -1366,6 +1483,7 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
 {
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
     tlmpi_node_args_t args;
+    tlmpi_node_layout_t layout;
     tlmpi_node_direct_t zd;
     int a, e, saved = -1, direct = 0, captured = -1;
 
@@ -1395,13 +1513,18 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
         }
     }
     if ((c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
-        (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev)) {
+        (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev) ||
+        (c->out_bytes && !tlmpi_mem_is_device(c->rmem))) { /* MPI_Reduce's root with a host result */
         return TLMPI_ERR_UNSUPPORTED;
     }
     if (TLMPI_UNLIKELY(nc->xp->err->set)) {
         node_earlier_timed_out(tc, c, nc->xp->err);
     }
     node_args(tc, nc, c, algo, direct, &args, &a);
+    if (tlmpi_coll_sibling(c->coll)) {
+        node_layout(c, &layout);
+        args.layout = &layout;
+    }
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
         return TLMPI_ERR_UNSUPPORTED;
     }
@@ -1448,6 +1571,7 @@ static void *node_persist_reg(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc,
     char why[192];
 
     if (!TLMPI_ENV_I(NODE_DIRECT) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
+        tlmpi_coll_sibling(c->coll) ||
         c->msg_bytes < (size_t)TLMPI_ENV_I(NODE_DIRECT_MIN) || node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL ||
         (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place)) {
         return NULL;
