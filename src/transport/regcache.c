@@ -664,21 +664,29 @@ unsigned long long tlmpi_regcache_memo(const tlmpi_regcache_t *rc, const void *i
                                        const tlmpi_reg_range_t known[2], tlmpi_node_direct_t *d)
 {
     const int r = rc->rank;
+    const view_memo_t *best = NULL;
     int i;
 
     if (!known[0].bytes || !known[1].bytes) {
         return 0; /* the classification did not say: no driver call here */
     }
+    /* of the memos holding this rank's buffers, the last used (memos differ in other ranks' buffers: a
+     * peer whose buffers changed since an older memo matches only the newer one, and the uses are the
+     * same clock on every rank) */
     for (i = 0; i < rc->nmemo; i++) {
         const view_memo_t *m = &rc->memo[i];
 
         if (m->d.in[r] == in && m->d.out[r] == out && m->r[r].base[0] == known[0].base &&
-            m->r[r].id[0] == known[0].id && m->r[r].base[1] == known[1].base && m->r[r].id[1] == known[1].id) {
-            *d = m->d;
-            return m->id;
+            m->r[r].id[0] == known[0].id && m->r[r].base[1] == known[1].base && m->r[r].id[1] == known[1].id &&
+            (!best || m->used > best->used)) {
+            best = m;
         }
     }
-    return 0;
+    if (!best) {
+        return 0;
+    }
+    *d = best->d;
+    return best->id;
 }
 
 static tlmpi_reg_state_t counted(tlmpi_regcache_t *rc, tlmpi_reg_state_t st, const char *why)

@@ -15,7 +15,7 @@
  * 4.0.2 crashes in it on host buffers alike). Large cases (-L) reach several pool steps (run with a small TLMPI_NODE_POOL).
  * At the end every collective must have been served by the node tier in every form that ran
  * (tlmpi_get_form_stats, path node): where tlmpi sends it elsewhere the test says so and fails.
- * Usage: gpu_siblings [-n CASES] [-C MAXCOUNT] [-L] [-s SEED]. Exit 77 without a GPU.
+ * Usage: gpu_siblings [-n CASES] [-C MAXCOUNT] [-L] [-s SEED] [-v: each case on rank 0 before its call]. Exit 77 without a GPU.
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -38,7 +38,7 @@ static const tlmpi_form_t form_ids[NFORMS] = { TLMPI_FORM_BLOCKING, TLMPI_FORM_N
 #define MAXP 8
 #define GUARD 64
 
-static int g_rank, g_size, g_bad, g_checks;
+static int g_rank, g_size, g_bad, g_checks, g_verbose;
 static unsigned long long g_rng, g_seed; /* the cases' generator: every rank draws the same */
 
 #define CK(x)                                                                                                      \
@@ -205,6 +205,11 @@ static void run_case(int id, MPI_Comm comm, int maxc, int large)
     cmp = c == RS && in_place ? (size_t)counts[r] * (size_t)k->size : ob;
     CK(cudaMemcpy(din, hin, ib, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dout, href, ob, cudaMemcpyHostToDevice));
+    if (g_verbose && r == 0) {
+        printf("gpu_siblings: case %d: %s %s %s%s, %d ranks, counts %d %d .., root %d\n", id, coll_names[c], form_names[f],
+               k->name, in_place ? " in place" : "", n, counts[0], n > 1 ? counts[1] : 0, root);
+        fflush(stdout);
+    }
     {
         int rc_ref = call(c, f, 1, r, comm, in_place ? MPI_IN_PLACE : hin, href, counts, displs, count, k, op, root);
         int rc = call(c, f, 0, r, comm, in_place ? MPI_IN_PLACE : din, dout, counts, displs, count, k, op, root);
@@ -253,6 +258,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-C") && i + 1 < argc) maxc = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-L")) large = 1;
+        else if (!strcmp(argv[i], "-v")) g_verbose = 1;
     }
     if (g_size > MAXP) {
         if (g_rank == 0) printf("gpu_siblings: SKIP: more than %d ranks\n", MAXP);
