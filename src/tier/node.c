@@ -128,8 +128,12 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     const size_t ll = forced_ll ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max();
     int o;
 
-    if ((node_applies(coll, algo) && !forced_ll) || tlmpi_coll_sibling(coll)) {
-        snprintf(buf, len, "%s", node_algos[A_PULL]);
+    if (tlmpi_coll_sibling(coll)) {
+        snprintf(buf, len, "%s", TLMPI_ENV_I(NODE_SIBLINGS) ? node_algos[A_PULL] : "off(TLMPI_NODE_SIBLINGS=0)");
+        return;
+    }
+    if (node_applies(coll, algo) && !forced_ll) {
+        snprintf(buf, len, "%s", node_algos[algo]);
         return;
     }
     /* forced ll: ll up to the region's limit, auto (without ll) above it */
