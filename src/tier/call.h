@@ -121,6 +121,21 @@ static inline int tlmpi_call_all_device(const tlmpi_call_t *c)
     return tlmpi_mem_is_device(c->rmem) && (c->in_place || tlmpi_mem_is_device(c->smem));
 }
 
+/* 1 if the call has an output that is not device memory (the root's of an MPI_Reduce whose inputs are
+ * device memory: the node tier takes it by its input, src/tier/node.c) */
+static inline int tlmpi_call_host_out(const tlmpi_call_t *c)
+{
+    return c->out_bytes && !tlmpi_mem_is_device(c->rmem);
+}
+
+/* 1 if a kernel on device dev cannot use the call's buffers as they are: a device buffer on another
+ * device, or an output that is not device memory (tlmpi_call_host_out) */
+static inline int tlmpi_call_off_device(const tlmpi_call_t *c, int dev)
+{
+    return (c->rmem == TLMPI_MEM_DEVICE && c->rdev != dev) ||
+           (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != dev) || tlmpi_call_host_out(c);
+}
+
 /* The call of c's form through the MPI (PMPI_*) with host stand-ins for its device buffers (NULL,
  * MPI_IN_PLACE and sendbuf == recvbuf kept): for arguments the MPI rejects before it reads a buffer
  * (MPI_COMM_NULL, MPI_DATATYPE_NULL, MPI_OP_NULL), so that the MPI picks the error class (MPICH

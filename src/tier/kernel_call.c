@@ -82,8 +82,7 @@ static int kernel_call_deferred(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, co
 
     if (!pd || pd->tc != tc || pd->marked || !k->arg_bytes || k->arg_bytes > sizeof(d.arg) || !k->ok_p ||
         !(__atomic_load_n(k->ok_p, __ATOMIC_RELAXED) & k->ok_bit) || tc->ctx->order_on || tlmpi_turn_wanted() ||
-        (c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) || (c->out_bytes && !tlmpi_mem_is_device(c->rmem)) ||
-        (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev) || !tlmpi_launcher_ready()) {
+        tlmpi_call_off_device(c, tc->dev) || !tlmpi_launcher_ready()) {
         return 0;
     }
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
@@ -133,15 +132,12 @@ static int other_device(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, const tlmp
     tlmpi_status_t st = TLMPI_OK;
     size_t in_al, need;
 
-    const int host_out = c->out_bytes && !tlmpi_mem_is_device(c->rmem);
-
-    if (!host_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev == tc->dev) &&
-        (c->in_place || c->smem != TLMPI_MEM_DEVICE || c->sdev == tc->dev)) {
+    if (!tlmpi_call_off_device(c, tc->dev)) {
         return 0;
     }
     in_al = (c->in_bytes + 255) & ~(size_t)255;
     need = in_al + c->out_bytes;
-    if (!host_out) {
+    if (!tlmpi_call_host_out(c)) {
         tlmpi_warn_once(COLL, "%s: buffers on device %d/%d, but this communicator's %s runs on device %d: copying "
                         "through device %d (slower; keep a communicator's buffers on one GPU)", tlmpi_coll_name(c->coll),
                         c->in_place ? c->rdev : c->sdev, c->rdev, k->where, tc->dev, tc->dev);

@@ -1481,8 +1481,8 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
 
 /* The stream-ordered form: one kernel launch on the caller's stream and nothing else (the epoch is
  * the kernels' own, so the launch is replay-safe in a graph). Buffers on another device than the
- * comm's are not stream-ordered (UNSUPPORTED). A device wait of an earlier call that gave up is
- * reported first. */
+ * comm's, and a host output (tlmpi_call_off_device), are not stream-ordered (UNSUPPORTED). A device
+ * wait of an earlier call that gave up is reported first. */
 static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, void *stream)
 {
     struct tlmpi_node_comm *nc = tc->state[TLMPI_TIER_NODE];
@@ -1516,9 +1516,7 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
             nc->area_captured = captured >= 0 ? captured : node_capturing(stream);
         }
     }
-    if ((c->rmem == TLMPI_MEM_DEVICE && c->rdev != tc->dev) ||
-        (!c->in_place && c->smem == TLMPI_MEM_DEVICE && c->sdev != tc->dev) ||
-        (c->out_bytes && !tlmpi_mem_is_device(c->rmem))) { /* MPI_Reduce's root with a host result */
+    if (tlmpi_call_off_device(c, tc->dev)) {
         return TLMPI_ERR_UNSUPPORTED;
     }
     if (TLMPI_UNLIKELY(nc->xp->err->set)) {
