@@ -103,7 +103,7 @@ static size_t g_maxb;
 static struct {
     size_t sizes[MAX_SIZES], eff[MAX_SIZES];
     int nsizes, neff, lat_reps, lat_iters, stg_iters, reps, eff_reps, as_test, do_lat, do_sweep, do_eff, do_form, do_graph;
-    int do_persist, do_reg;
+    int do_persist, do_reg, do_sib;
     double target_s;
     size_t validate_max, large;
     const char *csv;
@@ -1869,6 +1869,271 @@ static void bench_graph(void)
 
 /* ---------------------------------------------------------------- main */
 
+/* ---------------------------------------------------------------- 6. the siblings */
+
+/*
+ * Section "sib" (-S sib): MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce and MPI_Alltoall
+ * on the node tier (TLMPI_TIER=node, TLMPI_NODE_SIBLINGS=1) at every size of -J (B: the per-rank block
+ * in bytes, float: allgather(v)'s own block, reduce_scatter(_block)'s result block, bcast's and
+ * reduce's vector, alltoall's block per peer), round robin per repetition (order reversed on odd
+ * ones), each item the mean of `iters` back-to-back blocking calls after a barrier; reported the
+ * median over -R (at least 5) repetitions of the mean over ranks:
+ *   v-forms against the fixed ones: MPI_Allgather against MPI_Allgatherv with equal counts (every
+ *     rank B) and with one rank's count 8x the others' (node rank 0: 8c floats, the others c, with
+ *     (n+7)c = nB/4: the same total bytes), MPI_Reduce_scatter_block against MPI_Reduce_scatter the
+ *     same way (recvcounts); "equal / fixed" is the v-form's time over the fixed form's, "8x
+ *     bandwidth" the equal-count time over the 8x time (bandwidth of the uneven call as a fraction of
+ *     the equal call's at the same total bytes);
+ *   node against staging (TLMPI_TIER=staging): the five siblings with equal counts; the speed-up
+ *     is staging's time over node's;
+ *   the floor (node_bench's floor: one barrier kernel + polling wait, -S lat) in the same
+ *     repetitions: every node row minus it, which is what an 8-byte call adds to the host-synchronous floor.
+ * Every item is validated once per size up to -V (fresh small integers, poisoned output, against
+ * PMPI_* of the same call on host copies; the whole receive buffer compared). CSV: section sib, coll
+ * the MPI call (allgatherv-8x, reduce_scatter-8x for the uneven ones), mode node or staging, algo the
+ * call's counts (equal, 8x) or "floor", path the tier and algorithm that served (tlmpi's counters),
+ * ratio: time over the floor.
+ */
+enum { SB_FLOOR, SB_AG, SB_AGV, SB_AGV8, SB_RSB, SB_RS, SB_RS8, SB_BC, SB_RED, SB_A2A,
+       SB_AGV_S, SB_RS_S, SB_BC_S, SB_RED_S, SB_A2A_S, SB_N };
+static const char *const sb_coll[SB_N] = { "barrier", "allgather", "allgatherv", "allgatherv-8x", "reduce_scatter_block",
+                                           "reduce_scatter", "reduce_scatter-8x", "bcast", "reduce", "alltoall",
+                                           "allgatherv", "reduce_scatter", "bcast", "reduce", "alltoall" };
+static const tlmpi_coll_t sb_ids[SB_N] = { TLMPI_COLL_COUNT, TLMPI_COLL_ALLGATHER, TLMPI_COLL_ALLGATHERV,
+                                           TLMPI_COLL_ALLGATHERV, TLMPI_COLL_REDUCE_SCATTER_BLOCK,
+                                           TLMPI_COLL_REDUCE_SCATTER, TLMPI_COLL_REDUCE_SCATTER, TLMPI_COLL_BCAST,
+                                           TLMPI_COLL_REDUCE, TLMPI_COLL_ALLTOALL, TLMPI_COLL_ALLGATHERV,
+                                           TLMPI_COLL_REDUCE_SCATTER, TLMPI_COLL_BCAST, TLMPI_COLL_REDUCE,
+                                           TLMPI_COLL_ALLTOALL };
+static size_t g_sib_sizes[MAX_SIZES] = { 8, 65536, (size_t)1 << 20, (size_t)16 << 20, (size_t)64 << 20 };
+static int g_sib_nsizes = 5;
+static int *g_sb_counts, *g_sb_displs;
+
+/* counts (floats) of item k at B bytes: equal B/4 each, or rank 0 8c and the others c, (n+7)c = nB/4 */
+static void sib_counts(int k, size_t b)
+{
+    int q, n = g_size, c = (int)(b / 4), c8 = (int)((b / 4) * (size_t)n / (size_t)(n + 7));
+    for (q = 0; q < n; q++) {
+        g_sb_counts[q] = k == SB_AGV8 || k == SB_RS8 ? (q == 0 ? 8 * c8 : c8) : c;
+        g_sb_displs[q] = q ? g_sb_displs[q - 1] + g_sb_counts[q - 1] : 0;
+    }
+}
+
+/* one call of item k (counts set) on s -> r: the MPI's return code */
+static int sib_call(int k, size_t b, const void *s, void *r, int pmpi)
+{
+    int c = (int)(b / 4);
+    switch (k) {
+    case SB_AG: return MPI_Allgather(s, c, MPI_FLOAT, r, c, MPI_FLOAT, g_comm);
+    case SB_AGV: case SB_AGV8: case SB_AGV_S:
+        return (pmpi ? PMPI_Allgatherv : MPI_Allgatherv)(s, g_sb_counts[g_rank], MPI_FLOAT, r, g_sb_counts, g_sb_displs,
+                                                         MPI_FLOAT, g_comm);
+    case SB_RSB: return MPI_Reduce_scatter_block(s, r, c, MPI_FLOAT, MPI_SUM, g_comm);
+    case SB_RS: case SB_RS8: case SB_RS_S:
+        return (pmpi ? PMPI_Reduce_scatter : MPI_Reduce_scatter)(s, r, g_sb_counts, MPI_FLOAT, MPI_SUM, g_comm);
+    case SB_BC: case SB_BC_S: return (pmpi ? PMPI_Bcast : MPI_Bcast)(r, c, MPI_FLOAT, 0, g_comm);
+    case SB_RED: case SB_RED_S: return (pmpi ? PMPI_Reduce : MPI_Reduce)(s, r, c, MPI_FLOAT, MPI_SUM, 0, g_comm);
+    default: return (pmpi ? PMPI_Alltoall : MPI_Alltoall)(s, c, MPI_FLOAT, r, c, MPI_FLOAT, g_comm);
+    }
+}
+
+/* elements of item k's input and output at B bytes (counts set) */
+static void sib_elems(int k, size_t b, size_t *in_n, size_t *out_n)
+{
+    size_t c = b / 4, tot = 0;
+    int q;
+    for (q = 0; q < g_size; q++) tot += (size_t)g_sb_counts[q];
+    switch (k) {
+    case SB_AG: *in_n = c; *out_n = c * (size_t)g_size; break;
+    case SB_AGV: case SB_AGV8: case SB_AGV_S: *in_n = (size_t)g_sb_counts[g_rank]; *out_n = tot; break;
+    case SB_RSB: *in_n = c * (size_t)g_size; *out_n = c; break;
+    case SB_RS: case SB_RS8: case SB_RS_S: *in_n = tot; *out_n = (size_t)g_sb_counts[g_rank]; break;
+    case SB_BC: case SB_BC_S: *in_n = 0; *out_n = c; break;
+    case SB_RED: case SB_RED_S: *in_n = c; *out_n = c; break;
+    default: *in_n = *out_n = c * (size_t)g_size; break;
+    }
+}
+
+static int sib_set(int k)
+{
+    return set_cfg(k >= SB_AGV_S ? "staging" : "node", -1, NULL);
+}
+
+/* per-call seconds of iters calls of item k after a barrier */
+static double sib_time(int k, size_t b, int iters)
+{
+    double t0;
+    int i;
+    if (k == SB_FLOOR) {
+        PMPI_Barrier(g_comm);
+        t0 = now();
+        for (i = 0; i < iters; i++) barrier_once(&g_x, &g_a);
+        return (now() - t0) / iters;
+    }
+    sib_counts(k, b);
+    PMPI_Barrier(g_comm);
+    t0 = now();
+    for (i = 0; i < iters; i++) {
+        int rc = sib_call(k, b, g_s, g_r, 0);
+        if (rc != MPI_SUCCESS) {
+            fprintf(stderr, "node_bench[%d]: %s of %zu bytes: rc %d\n", g_rank, sb_coll[k], b, rc);
+            PMPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    return (now() - t0) / iters;
+}
+
+/* item k once on fresh data against PMPI_* of the same call on host copies: 1 = right on every rank */
+static int sib_validate(int k, size_t b, uint64_t seed)
+{
+    size_t in_n, out_n, i;
+    float *hi, *hr, *hg;
+    long long bad = 0, all = 0;
+    int rc;
+    sib_counts(k, b);
+    sib_elems(k, b, &in_n, &out_n);
+    hi = malloc(in_n * 4 + 4);
+    hr = malloc(out_n * 4 + 4);
+    hg = malloc(out_n * 4 + 4);
+    for (i = 0; i < in_n; i++) hi[i] = (float)gen_val(seed, g_rank, i);
+    for (i = 0; i < out_n; i++) hr[i] = k == SB_BC || k == SB_BC_S ? (g_rank == 0 ? (float)gen_val(seed, 99, i) : -7.f) : -7.f;
+    CK(cudaMemcpy(g_s, hi, in_n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g_r, hr, out_n * 4, cudaMemcpyHostToDevice));
+    rc = sib_call(k, b, g_s, g_r, 0);
+    if (rc == MPI_SUCCESS) rc = sib_call(k, b, hi, hr, 1);
+    CK(cudaMemcpy(hg, g_r, out_n * 4, cudaMemcpyDeviceToHost));
+    if (rc != MPI_SUCCESS) bad = 1;
+    else if ((k != SB_RED && k != SB_RED_S) || g_rank == 0) bad = memcmp(hg, hr, out_n * 4) != 0;
+    free(hi);
+    free(hr);
+    free(hg);
+    PMPI_Allreduce(&bad, &all, 1, MPI_LONG_LONG, MPI_SUM, g_comm);
+    return all == 0;
+}
+
+static void bench_sib(void)
+{
+    static double avg[SB_N][MAX_REPS], slow[SB_N][MAX_REPS], M[MAX_SIZES][SB_N];
+    static char P[MAX_SIZES][SB_N][64];
+    static int V[MAX_SIZES][SB_N], done[MAX_SIZES];
+    int si, k, kk, rep, reps = o.reps < 5 ? 5 : o.reps;
+
+    g_sb_counts = calloc((size_t)g_size, sizeof(int));
+    g_sb_displs = calloc((size_t)g_size, sizeof(int));
+    if (tlmpi_config_set("NODE_SIBLINGS", "1") != TLMPI_OK && g_rank == 0)
+        fprintf(stderr, "node_bench: tlmpi_config_set(NODE_SIBLINGS, 1) failed: the siblings' rows say what served\n");
+    floor_setup();
+    for (si = 0; si < g_sib_nsizes; si++) {
+        size_t b = g_sib_sizes[si];
+        double med[SB_N];
+        int iters[SB_N], valid[SB_N];
+        char path[SB_N][64];
+        if (b < 4 || b > g_maxb) continue;
+        for (k = 0; k < SB_N; k++) {
+            unsigned long long pb[32], pa[32], ab[N_NODE_ALGOS], aa[N_NODE_ALGOS];
+            double t, tmax = 0;
+            int i, a;
+            valid[k] = -1;
+            snprintf(path[k], sizeof path[k], "floor");
+            iters[k] = 1;
+            if (k != SB_FLOOR && !sib_set(k)) { iters[k] = 0; continue; }
+            if (k != SB_FLOOR) {
+                for (i = 0; i < g_npaths; i++) {
+                    tlmpi_stat_t st;
+                    pb[i] = tlmpi_get_stats(sb_ids[k], (tlmpi_path_t)i, &st) == TLMPI_OK ? st.calls : 0;
+                }
+                for (a = 0; a < N_NODE_ALGOS; a++) {
+                    tlmpi_stat_t st;
+                    ab[a] = g_algo_stats && P_NODE >= 0 && g_algo_stats(sb_ids[k], (tlmpi_path_t)P_NODE, node_algos[a], &st) == TLMPI_OK ? st.calls : 0;
+                }
+                if (b <= o.validate_max) valid[k] = sib_validate(k, b, (uint64_t)time(NULL) ^ ((uint64_t)si << 20) ^ (uint64_t)k);
+            }
+            (void)sib_time(k, b, 2); /* warm-up */
+            t = sib_time(k, b, b >= ((size_t)1 << 20) ? 3 : 10);
+            PMPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+            iters[k] = (int)(o.target_s / (tmax > 0 ? tmax : 1e-6));
+            iters[k] = iters[k] < 1 ? 1 : iters[k] > 2000 ? 2000 : iters[k];
+            if (k != SB_FLOOR) {
+                for (i = 0; i < g_npaths; i++) {
+                    tlmpi_stat_t st;
+                    pa[i] = tlmpi_get_stats(sb_ids[k], (tlmpi_path_t)i, &st) == TLMPI_OK ? st.calls : 0;
+                }
+                for (a = 0; a < N_NODE_ALGOS; a++) {
+                    tlmpi_stat_t st;
+                    aa[a] = g_algo_stats && P_NODE >= 0 && g_algo_stats(sb_ids[k], (tlmpi_path_t)P_NODE, node_algos[a], &st) == TLMPI_OK ? st.calls : 0;
+                }
+                served(pb, pa, ab, aa, path[k], sizeof path[k]);
+            }
+        }
+        for (rep = 0; rep < reps; rep++) {
+            for (kk = 0; kk < SB_N; kk++) {
+                double t, sum = 0, mx = 0;
+                k = rep & 1 ? SB_N - 1 - kk : kk;
+                if (!iters[k]) continue;
+                if (k != SB_FLOOR) sib_set(k);
+                t = sib_time(k, b, iters[k]);
+                PMPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, g_comm);
+                PMPI_Allreduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, g_comm);
+                avg[k][rep] = sum / g_size * 1e6;
+                slow[k][rep] = mx * 1e6;
+            }
+        }
+        for (k = 0; k < SB_N; k++) med[k] = iters[k] ? median(avg[k], reps) : NAN;
+        g_row_form = "blocking";
+        for (k = 0; k < SB_N; k++) {
+            const char *v = valid[k] < 0 ? "-" : valid[k] ? "pass" : "FAIL";
+            if (!iters[k]) continue;
+            csv_row("sib", sb_coll[k], k == SB_FLOOR ? "floor" : k >= SB_AGV_S ? "staging" : "node",
+                    k == SB_FLOOR ? "floor" : k == SB_AGV8 || k == SB_RS8 ? "8x" : "equal", path[k], b, iters[k], reps,
+                    med[k], median(slow[k], reps), 0, 0, 0, 0, 0, 0, med[k] / med[SB_FLOOR], v);
+        }
+        memcpy(M[si], med, sizeof med);
+        memcpy(V[si], valid, sizeof valid);
+        memcpy(P[si], path, sizeof path);
+        done[si] = 1;
+    }
+    if (g_rank == 0) {
+        static const int pair[5][2] = { { SB_AGV, SB_AGV_S }, { SB_RS, SB_RS_S }, { SB_BC, SB_BC_S }, { SB_RED, SB_RED_S },
+                                        { SB_A2A, SB_A2A_S } };
+        printf("\n## The siblings, %d ranks, TLMPI_TIER=node with TLMPI_NODE_SIBLINGS=1 (us per call: median of %d "
+               "repetitions of the mean over ranks; B = the per-rank block)\n\n", g_size, reps);
+        printf("| B | floor | allgather | allgatherv equal | equal / fixed | allgatherv 8x | 8x bandwidth | "
+               "reduce_scatter_block | reduce_scatter equal | equal / fixed | reduce_scatter 8x | 8x bandwidth |\n"
+               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        for (si = 0; si < g_sib_nsizes; si++) {
+            const double *m = M[si];
+            if (!done[si]) continue;
+            printf("| %zu | %.2f | %.2f | %.2f | %.3f | %.2f | %.3f | %.2f | %.2f | %.3f | %.2f | %.3f |\n", g_sib_sizes[si],
+                   m[SB_FLOOR], m[SB_AG], m[SB_AGV], m[SB_AGV] / m[SB_AG], m[SB_AGV8], m[SB_AGV] / m[SB_AGV8], m[SB_RSB],
+                   m[SB_RS], m[SB_RS] / m[SB_RSB], m[SB_RS8], m[SB_RS] / m[SB_RS8]);
+        }
+        printf("\n| B | call | node | staging | staging / node | node - floor | path (node; staging) | valid (node, staging) |\n"
+               "| ---: | --- | ---: | ---: | ---: | ---: | --- | --- |\n");
+        for (si = 0; si < g_sib_nsizes; si++) {
+            const double *m = M[si];
+            if (!done[si]) continue;
+            for (k = 0; k < 5; k++) {
+                int n = pair[k][0], st = pair[k][1];
+                printf("| %zu | %s | %.2f | %.2f | %.2f | %.2f | %s; %s | %s, %s |\n", g_sib_sizes[si], sb_coll[n], m[n], m[st],
+                       m[st] / m[n], m[n] - m[SB_FLOOR], P[si][n], P[si][st], vname(V[si][n]), vname(V[si][st]));
+            }
+        }
+        printf("\nvalid / path of the fixed forms and the 8x calls:");
+        for (si = 0; si < g_sib_nsizes; si++) {
+            if (!done[si]) continue;
+            printf(" %zu:", g_sib_sizes[si]);
+            for (k = SB_AG; k <= SB_RS8; k++)
+                if (k == SB_AG || k == SB_AGV8 || k == SB_RSB || k == SB_RS8)
+                    printf(" %s %s %s;", sb_coll[k], vname(V[si][k]), P[si][k]);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    floor_teardown();
+    free(g_sb_counts);
+    free(g_sb_displs);
+}
+
 static int parse_size(const char *s, size_t *out)
 {
     char *end;
@@ -1905,11 +2170,13 @@ static void usage(void)
     printf("usage: node_bench [options]\n"
            "  -s LIST   sweep sizes, per-rank message bytes (default 8,64,512,4k,32k,256k,2m,16m,64m,256m)\n"
            "  -e LIST   efficiency sizes (default 64m,256m)\n"
-           "  -S LIST   sections: lat,sweep,eff,form,persist,reg,graph (default lat,sweep,eff; form: the\n"
+           "  -S LIST   sections: lat,sweep,eff,form,persist,reg,graph,sib (default lat,sweep,eff; form: the\n"
            "            non-blocking and persistent forms against blocking and the floors; persist: only form's\n"
            "            table of blocking, non-blocking and persistent calls; reg: the first call on fresh\n"
            "            buffers of -F's sizes against the next; graph: tlmpi_*_enqueue on a stream and\n"
-           "            replayed CUDA graphs against the eager and graph floors)\n"
+           "            replayed CUDA graphs against the eager and graph floors; sib: the five siblings on the\n"
+           "            node tier against the floor, staging and the fixed-count forms, equal and 8x counts)\n"
+           "  -J LIST   sib: per-rank block sizes (default 8,64k,1m,16m,64m)\n"
            "  -K N      form, graph: back-to-back calls (default 100)\n"
            "  -F LIST   form: persistent / non-blocking / blocking sizes (default 8,1m,16m,64m)\n"
            "  -G LIST   graph (-S graph: enqueued calls and CUDA graphs against the floors): sizes\n"
@@ -1968,10 +2235,12 @@ int main(int argc, char **argv)
                 o.do_graph = strstr(v, "graph") != NULL;
                 o.do_persist = strstr(v, "persist") != NULL;
                 o.do_reg = strstr(v, "reg") != NULL;
+                o.do_sib = strstr(v, "sib") != NULL;
                 break;
             case 'K': g_form_k = atoi(v); bad = g_form_k < 1 || g_form_k > FORM_MAXK; break;
             case 'F': bad = parse_sizes(v, g_form_sizes, &g_form_nsizes); break;
             case 'G': bad = parse_sizes(v, g_graph_sizes, &g_graph_nsizes); break;
+            case 'J': bad = parse_sizes(v, g_sib_sizes, &g_sib_nsizes); break;
             case 'k': g_graph_klarge = atoi(v); bad = g_graph_klarge < 1 || g_graph_klarge > FORM_MAXK; break;
             case 'r': o.lat_reps = atoi(v); break;
             case 'i': o.lat_iters = atoi(v); break;
@@ -2043,6 +2312,7 @@ int main(int argc, char **argv)
         if (maxs * (size_t)g_size < (size_t)g_form_k * 256) maxs = (size_t)g_form_k * 256; /* (b): K slots */
     }
     if (o.do_graph) for (i = 0; i < g_graph_nsizes; i++) maxs = g_graph_sizes[i] > maxs ? g_graph_sizes[i] : maxs;
+    if (o.do_sib) for (i = 0; i < g_sib_nsizes; i++) maxs = g_sib_sizes[i] > maxs ? g_sib_sizes[i] : maxs;
     if (maxs < 64) maxs = 64;
     g_maxb = maxs;
     CK(cudaMalloc((void **)&g_s, maxs * (size_t)g_size + 256));
@@ -2095,6 +2365,7 @@ int main(int argc, char **argv)
     if (o.do_persist && !o.do_form) bench_persist();
     if (o.do_reg) bench_reg();
     if (o.do_graph) bench_graph();
+    if (o.do_sib) bench_sib();
     set_cfg("auto", -1, NULL);
     if (g_csv) fclose(g_csv);
     CK(cudaStreamDestroy(g_stream));
