@@ -281,7 +281,11 @@ tlmpi_status_t tlmpi_config_set(const char *name, const char *value);
  *
  * Return values are MPI error classes (the communicator's error handler is not called):
  * MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_OP, MPI_ERR_BUFFER (a host buffer,
- * or NULL) for bad arguments, checked before anything is enqueued; MPI_ERR_UNSUPPORTED_OPERATION
+ * or NULL) for bad arguments, checked before anything is enqueued; for arguments the MPI judges (an
+ * op invalid for the type, a built-in op on a derived type, sendbuf == recvbuf, MPI_DATATYPE_NULL in
+ * a reduction) the class the MPI gives the blocking call on host buffers, outside capture (a call that
+ * is valid yet has no stream-ordered tier still returns MPI_ERR_UNSUPPORTED_OPERATION without the
+ * fallback); MPI_ERR_UNSUPPORTED_OPERATION
  * (no stream-ordered tier, or an unprepared communicator during capture); MPI_ERR_OTHER (tlmpi not
  * initialised, a CUDA failure). tlmpi_enqueue_error() says why in words. A device-side failure of an
  * enqueued collective (a wait that gave up after TLMPI_TIMEOUT) is reported on the next call on the

@@ -10,9 +10,10 @@
  *     -> a tier with an enqueue form: order after the comm's earlier device work (gpu/order.c),
  *        the tier's enqueue on the caller's stream, the order event recorded; counted under
  *        TLMPI_FORM_ENQUEUE or TLMPI_FORM_CAPTURE
- *     -> otherwise (staging, the MPI, hier): the synchronous
- *        fallback where allowed (wait for the stream, run the blocking form), else
- *        MPI_ERR_UNSUPPORTED_OPERATION.
+ *     -> otherwise (staging, the MPI, hier; and every call whose arguments the MPI decides:
+ *        tlmpi_call_mpi_decides): the synchronous fallback where allowed (wait for the stream, run
+ *        the blocking form), else, outside capture, the MPI's class where it rejects the arguments
+ *        (tlmpi_staging_check_args), else MPI_ERR_UNSUPPORTED_OPERATION.
  *
  * Return values are MPI error classes; the comm's error handler is not called (the calls are tlmpi's,
  * not the MPI's); the reason of a failure is kept per thread for tlmpi_enqueue_error(). During
@@ -101,6 +102,16 @@ static int enq_sync_fallback(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo,
     int mpi_rc = MPI_SUCCESS;
     int allowed = TLMPI_ENV_I(ENQUEUE_FALLBACK) == 1 || (tc->tier.enq_flags & TLMPI_ENQUEUE_SYNC_FALLBACK);
 
+    if (!allowed && !capturing && tlmpi_call_mpi_decides(c) && c->opc != TLMPI_OP_USER) {
+        /* arguments the MPI decides (an op invalid for the type, sendbuf == recvbuf, ...): where it rejects
+         * them, its class, as the other forms give (a user op is valid for any type: nothing to ask) */
+        int rc = tlmpi_staging_check_args(c), cls = MPI_ERR_OTHER;
+
+        if (rc != MPI_SUCCESS) {
+            PMPI_Error_class(rc, &cls);
+            return enq_fail(c, cls, "the MPI rejects the arguments (error class %d, as on host buffers)", cls);
+        }
+    }
     if (!allowed || capturing) {
         return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "tier %s cannot run stream-ordered (%s)%s",
                         tlmpi_tiers[t]->name, why,
@@ -112,10 +123,27 @@ static int enq_sync_fallback(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo,
         return enq_fail(c, MPI_ERR_OTHER, "waiting for the caller's stream failed");
     }
     tlmpi_req_order(tc);
-    st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);
-    if (st != TLMPI_OK) {
-        return enq_fail(c, st == TLMPI_ERR_MPI && mpi_rc != MPI_SUCCESS ? mpi_rc : MPI_ERR_OTHER,
-                        "the synchronous fallback on tier %s failed: %s", tier->name, tlmpi_status_string(st));
+    {
+        /* the MPI's verdict as a return code (a stream-ordered call's failure is returned, never handed to
+         * the comm's error handler) */
+        MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+        int cls = MPI_ERR_OTHER;
+
+        if (PMPI_Comm_get_errhandler(c->comm, &eh) == MPI_SUCCESS) {
+            PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+        }
+        st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);
+        if (eh != MPI_ERRHANDLER_NULL) {
+            PMPI_Comm_set_errhandler(c->comm, eh);
+            PMPI_Errhandler_free(&eh);
+        }
+        if (st != TLMPI_OK) {
+            if (st == TLMPI_ERR_MPI && mpi_rc != MPI_SUCCESS) {
+                PMPI_Error_class(mpi_rc, &cls);
+            }
+            return enq_fail(c, cls, "the synchronous fallback on tier %s failed: %s", tier->name,
+                            tlmpi_status_string(st));
+        }
     }
     tlmpi_stat_form_add(c->coll, tier->label, TLMPI_FORM_ENQUEUE, c->msg_bytes);
     return MPI_SUCCESS;
@@ -157,6 +185,12 @@ static int enq_run(tlmpi_call_t *c, void *stream, tlmpi_gpu_capture_t *cap_p)
     tlmpi_call_layout(c, tc->tier.rank, tc->tier.size);
     c->local_size = tc->tier.local_size;
     t = tlmpi_plan_select(&tc->plan, c, &algo);
+    if (TLMPI_UNLIKELY(tlmpi_call_mpi_decides(c))) {
+        /* the MPI answers them, as in the blocking form (mpi_coll.c): a CUDA-aware MPI or staging,
+         * neither stream-ordered */
+        t = tlmpi_tier_mpi.supports(c, tc->plan.caps) ? TLMPI_TIER_MPI : TLMPI_TIER_STAGING;
+        algo = 0;
+    }
     tier = tlmpi_tiers[t];
     /* (no GPU turn under MPI_THREAD_MULTIPLE: a stream-ordered call cannot hold a host-side turn; as
      * with NCCL, threads that enqueue on different communicators order them themselves) */
@@ -206,6 +240,31 @@ out:
 #endif
 }
 
+/* The class the MPI gives a call with MPI_DATATYPE_NULL or MPI_OP_NULL (it rejects those before it
+ * communicates or reads a buffer; which of the two it names first is its own order): its blocking form
+ * on host stand-ins for both buffers, under MPI_ERRORS_RETURN. MPI_ERR_TYPE / MPI_ERR_OP should it
+ * not answer so. */
+static int enq_null_class(const tlmpi_call_t *c)
+{
+    tlmpi_call_t h = *c;
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc, cls = c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : MPI_ERR_OP;
+
+    h.smem = h.rmem = TLMPI_MEM_DEVICE; /* every buffer a stand-in (tlmpi_call_refused) */
+    h.form = TLMPI_FORM_BLOCKING;
+    if (PMPI_Comm_get_errhandler(c->comm, &eh) != MPI_SUCCESS) {
+        return cls;
+    }
+    PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    rc = tlmpi_call_refused(&h);
+    PMPI_Comm_set_errhandler(c->comm, eh);
+    PMPI_Errhandler_free(&eh);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Error_class(rc, &cls);
+    }
+    return cls;
+}
+
 /* The argument checks, in the order the MPIs check them, then enq_run. */
 static int enq_entry(tlmpi_call_t *c, void *stream)
 {
@@ -227,11 +286,11 @@ static int enq_entry(tlmpi_call_t *c, void *stream)
     if (c->count < 0 || c->rcount < 0) {
         return enq_fail(c, MPI_ERR_COUNT, "negative count");
     }
-    if (c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL) {
-        return enq_fail(c, MPI_ERR_TYPE, "MPI_DATATYPE_NULL");
-    }
-    if (tlmpi_coll_reduces(c->coll) && c->op == MPI_OP_NULL) {
-        return enq_fail(c, MPI_ERR_OP, "MPI_OP_NULL");
+    if (c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL ||
+        (tlmpi_coll_reduces(c->coll) && c->op == MPI_OP_NULL)) {
+        int cls = enq_null_class(c);
+
+        return enq_fail(c, cls, "%s", cls == MPI_ERR_OP ? "MPI_OP_NULL, or an op for MPI_DATATYPE_NULL" : "MPI_DATATYPE_NULL");
     }
     if (!tlmpi_g.enabled || !(tlmpi_g.coll_mask & (1u << c->coll))) {
         return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "tlmpi does not take this collective over (TLMPI_ENABLE, "

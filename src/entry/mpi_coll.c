@@ -118,17 +118,6 @@ static void verify_uniform(const tlmpi_call_t *c, int value, const char *what)
     }
 }
 
-/* 1 when the MPI, not tlmpi, decides whether a call's arguments are valid: overlapping buffers, or a
- * reduction of a datatype tlmpi does not reduce itself (pair, complex, bool, derived, ...) or with
- * an op other than SUM/PROD/MIN/MAX (logical, bitwise, MAXLOC, REPLACE, user ops, ...). Such calls
- * go to a CUDA-aware MPI or to staging, where the MPI gets them on host memory (a persistent one is
- * checked by the MPI at *_init: tlmpi_staging_check_init; so is every persistent sibling, whose roots
- * and counts the MPI checks). Allgather moves any datatype as it is. */
-static inline int needs_mpi_check(const tlmpi_call_t *c)
-{
-    return c->aliased || (tlmpi_coll_reduces(c->coll) && (c->dt >= TLMPI_DT_NUM_ARITH || c->opc >= TLMPI_OP_NUM_ARITH));
-}
-
 /* The slow path: device buffers, or a half type that needs tlmpi's op. */
 static int coll_slow(tlmpi_call_t *c)
 {
@@ -178,7 +167,7 @@ static int coll_slow(tlmpi_call_t *c)
     tlmpi_call_layout(c, tc->tier.rank, tc->tier.size);
     c->local_size = tc->tier.local_size;
     t = tlmpi_plan_select(&tc->plan, c, &algo);
-    if (TLMPI_UNLIKELY(needs_mpi_check(c))) {
+    if (TLMPI_UNLIKELY(tlmpi_call_mpi_decides(c))) {
         /* the MPI answers them: a CUDA-aware MPI on the device buffers, else staging on host copies
          * (overlapping buffers overlap there alike) */
         t = tlmpi_tier_mpi.supports(c, tc->plan.caps) ? TLMPI_TIER_MPI : TLMPI_TIER_STAGING;
@@ -196,7 +185,7 @@ static int coll_slow(tlmpi_call_t *c)
             }
             return rc;
         }
-        if (c->form == TLMPI_FORM_PERSISTENT && (needs_mpi_check(c) || tlmpi_coll_sibling(c->coll)) &&
+        if (c->form == TLMPI_FORM_PERSISTENT && (tlmpi_call_mpi_decides(c) || tlmpi_coll_sibling(c->coll)) &&
             (rc = tlmpi_staging_check_init(c)) != MPI_SUCCESS) {
             return rc; /* the MPI rejects the arguments at *_init, as on host buffers */
         }

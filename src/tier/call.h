@@ -115,6 +115,18 @@ static inline MPI_Aint tlmpi_call_vdispl(const tlmpi_call_t *c, int i)
     return c->large ? ((const MPI_Aint *)c->displs)[i] : (MPI_Aint)((const int *)c->displs)[i];
 }
 
+/* 1 when the MPI, not tlmpi, decides whether a call's arguments are valid: overlapping buffers, or a
+ * reduction of a datatype tlmpi does not reduce itself (pair, complex, bool, derived, ...) or with
+ * an op other than SUM/PROD/MIN/MAX (logical, bitwise, MAXLOC, REPLACE, user ops, ...). Such calls
+ * go to a CUDA-aware MPI or to staging, where the MPI gets them on host memory (a persistent one is
+ * checked by the MPI at *_init: tlmpi_staging_check_init; so is every persistent sibling, whose roots
+ * and counts the MPI checks; a stream-ordered one that cannot run: tlmpi_staging_check_args).
+ * Allgather moves any datatype as it is. Needs the classification (tlmpi_call_classify). */
+static inline int tlmpi_call_mpi_decides(const tlmpi_call_t *c)
+{
+    return c->aliased || (tlmpi_coll_reduces(c->coll) && (c->dt >= TLMPI_DT_NUM_ARITH || c->opc >= TLMPI_OP_NUM_ARITH));
+}
+
 /* 1 if both buffers of the call are device (or managed) memory (MPI_IN_PLACE: the receive buffer). */
 static inline int tlmpi_call_all_device(const tlmpi_call_t *c)
 {

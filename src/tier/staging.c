@@ -754,9 +754,51 @@ int tlmpi_staging_check_init(const tlmpi_call_t *c)
     return rc;
 }
 
+int tlmpi_staging_check_args(const tlmpi_call_t *c)
+{
+    tlmpi_call_t h = *c;
+    span_t ss, rs, os;
+    hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
+    size_t unused = 0;
+    const char *sp;
+    char *rp;
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc = MPI_ERR_NO_MEM;
+
+    if (call_spans(c, c->size, &ss, &rs, &os) == 0 &&
+        stage_in(c, &ss, &rs, 0, &unused, (cudaStream_t)0, &hs, &hr, &sp, &rp, 0) == TLMPI_OK) {
+        h.sbuf = sp;
+        h.rbuf = sibling_rbuf(c, rp);
+        h.ureq = &req;
+        h.form = TLMPI_FORM_NONBLOCKING;
+        /* the MPI's verdict as a return code: its error handler is not the caller's to see here */
+        if (PMPI_Comm_get_errhandler(c->comm, &eh) == MPI_SUCCESS) {
+            PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+        }
+        rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
+        if (rc == MPI_SUCCESS) {
+            rc = PMPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        if (eh != MPI_ERRHANDLER_NULL) {
+            PMPI_Comm_set_errhandler(c->comm, eh);
+            PMPI_Errhandler_free(&eh);
+        }
+    }
+    hbuf_put(&hs);
+    hbuf_put(&hr);
+    return rc;
+}
+
 #else /* !HAVE_CUDA: no device buffers exist */
 
 int tlmpi_staging_check_init(const tlmpi_call_t *c)
+{
+    (void)c;
+    return MPI_SUCCESS;
+}
+
+int tlmpi_staging_check_args(const tlmpi_call_t *c)
 {
     (void)c;
     return MPI_SUCCESS;

@@ -172,6 +172,11 @@ extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
  * tlmpi serves: the MPI's *_init with host stand-ins of the device spans (overlap kept, nothing
  * copied), its request freed at once. Returns the MPI's code (its error handler already ran). */
 int tlmpi_staging_check_init(const tlmpi_call_t *c);
+/* staging.c: the MPI's verdict on the arguments of a call on device buffers that tlmpi does not run
+ * (a stream-ordered call refused): the MPI's non-blocking form with host stand-ins of the device spans
+ * (nothing copied) under MPI_ERRORS_RETURN, then its wait (collective: every rank of the comm makes
+ * it where every rank refuses the call). Returns the MPI's code; the comm's error handler is not called. */
+int tlmpi_staging_check_args(const tlmpi_call_t *c);
 
 
 /* Tier id of a name ("auto" -> TLMPI_TIER_AUTO), -1 if unknown; algorithm index in a tier, -1. */

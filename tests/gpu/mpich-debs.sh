@@ -6,8 +6,9 @@
 #  1. every DEBS_DIR/*.deb unpacked with `dpkg -x` into MPICH_PREFIX (default /tmp/mp; never into /);
 #  2. MPICH_PREFIX/env.sh written: LD_LIBRARY_PATH (the prefix's library directory first), PATH (its
 #     bin), HYDRA_LAUNCHER=fork (no ssh), MPIR_CVAR_ENABLE_GPU=0 (tlmpi never hands a device pointer
-#     to the MPI; MPICH need not look for GPUs), MPIEXEC (its mpiexec.hydra) - source it before running
-#     anything of the build;
+#     to the MPI; MPICH need not look for GPUs), MPIEXEC (its mpiexec.hydra), MPICH_DEBS_CC and
+#     MPICH_DEBS_LIBS (the CC and LIBS below, for building other MPI programs) - source it before
+#     running anything of the build;
 #  3. tlmpi built from TARBALL by tests/gpu/build.sh in BUILD_DIR (default /tmp/tlmpi-mpich-build)
 #     from the packaged wrapper's `mpicc.mpich -show` with /usr replaced by the prefix (its paths are
 #     baked in): its compiler and -I / -W flags as CC, its -L / -l flags plus an rpath to the
@@ -56,7 +57,7 @@ export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export PATH=$P/usr/bin:\$PATH
 export HYDRA_LAUNCHER=fork MPIR_CVAR_ENABLE_GPU=0
 export MPIEXEC=$P/usr/bin/mpiexec.hydra
-export TLMPI_MPICH_CC="$cc" TLMPI_MPICH_LIBS="$libs"
+export MPICH_DEBS_CC="$cc" MPICH_DEBS_LIBS="$libs" # (not TLMPI_*: tlmpi warns about unknown TLMPI_ variables)
 EOF
 # shellcheck disable=SC1091
 . "$P/env.sh"
