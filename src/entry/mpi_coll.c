@@ -125,6 +125,7 @@ static int coll_slow(tlmpi_call_t *c)
     const tlmpi_tier_t *tier;
     tlmpi_status_t st;
     int rc, t, algo = 0, mpi_rc = MPI_SUCCESS;
+    void *kept = NULL;
     int is_dev = tlmpi_mem_is_device(c->smem) || tlmpi_mem_is_device(c->rmem);
     /* memory-type signature of the call, checked under TLMPI_VERIFY_UNIFORM */
     int mem_sig = (c->sbuf == MPI_IN_PLACE ? 4 : tlmpi_mem_is_device(c->smem)) | tlmpi_mem_is_device(c->rmem) << 1;
@@ -185,12 +186,17 @@ static int coll_slow(tlmpi_call_t *c)
             }
             return rc;
         }
-        if (c->form == TLMPI_FORM_PERSISTENT && (tlmpi_call_mpi_decides(c) || tlmpi_coll_sibling(c->coll)) &&
-            (rc = tlmpi_staging_check_init(c)) != MPI_SUCCESS) {
-            return rc; /* the MPI rejects the arguments at *_init, as on host buffers */
+        if (c->form == TLMPI_FORM_PERSISTENT && (tlmpi_call_mpi_decides(c) || tlmpi_coll_sibling(c->coll))) {
+            /* on an intercommunicator staging keeps the MPI's own request (on host copies): the root
+             * group's MPI_PROC_NULL ranks hold one without tlmpi, and the MPI's persistent and
+             * non-blocking collectives must not mix on one communicator */
+            if ((rc = tlmpi_staging_check_init(&tc->tier, c, c->inter && t == TLMPI_TIER_STAGING ? &kept : NULL)) !=
+                MPI_SUCCESS) {
+                return rc; /* the MPI rejects the arguments at *_init, as on host buffers */
+            }
         }
         return c->form == TLMPI_FORM_NONBLOCKING ? tlmpi_req_istart(tc, c, t, algo)
-                                                 : tlmpi_req_persistent(tc, c, t, algo);
+                                                 : tlmpi_req_persistent(tc, c, t, algo, kept);
     }
     tlmpi_req_order(tc); /* requests freed while active on the comm complete first */
     st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);

@@ -569,14 +569,14 @@ int tlmpi_req_istart(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo)
     return MPI_SUCCESS;
 }
 
-int tlmpi_req_persistent(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo)
+int tlmpi_req_persistent(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo, void *kept)
 {
     tlmpi_req_t *r = req_new(tc, c, t, algo, 1);
     const tlmpi_tier_t *tier = tlmpi_tiers[t];
-    void *preg = NULL;
+    void *preg = kept;
 
     /* the tier's preparation is collective: every rank takes part, also one whose request failed */
-    if (tier->persist) {
+    if (!preg && tier->persist) {
         preg = tier->persist(&tc->tier, c, algo);
     }
     if (!r) {
@@ -586,6 +586,7 @@ int tlmpi_req_persistent(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo)
         return tlmpi_core_error(c->comm, TLMPI_ERR_NO_MEMORY, tlmpi_coll_name(c->coll));
     }
     r->call.preg = preg;
+    r->call.preg_tier = t;
     *c->ureq = r->handle;
     return MPI_SUCCESS;
 }

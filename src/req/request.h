@@ -41,8 +41,9 @@ static inline int tlmpi_req_any(void)
 /* Start the call c (classified, laid out, tier t / algo chosen on tc) as a non-blocking collective:
  * *c->ureq gets the handle. Returns an MPI error code (the errhandler ran) or MPI_SUCCESS. */
 int tlmpi_req_istart(struct tlmpi_comm *tc, tlmpi_call_t *c, int t, int algo);
-/* Make a persistent request for call c (as above, not started): *c->ureq gets the handle. */
-int tlmpi_req_persistent(struct tlmpi_comm *tc, tlmpi_call_t *c, int t, int algo);
+/* Make a persistent request for call c (as above, not started): *c->ureq gets the handle. kept: what
+ * tier t prepared for it already (tlmpi_staging_check_init's kept request), else NULL (the tier's persist). */
+int tlmpi_req_persistent(struct tlmpi_comm *tc, tlmpi_call_t *c, int t, int algo, void *kept);
 
 /* The interposed completion and start calls, for arrays that hold tlmpi handles (the entry points
  * call them only when tlmpi_req_any()). Same arguments and return codes as the MPI calls. */

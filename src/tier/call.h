@@ -72,8 +72,10 @@ typedef struct tlmpi_call {
     /* the form: NULL for a blocking call; a non-blocking or persistent start's completion record
      * (tier.h: tlmpi_pending_t), which the tiers fill instead of waiting */
     struct tlmpi_pending *pend;
-    /* a persistent request's: what its tier prepared at *_init (tier.h: persist), NULL: nothing */
+    /* a persistent request's: what its tier prepared at *_init (tier.h: persist), NULL: nothing; and
+     * that tier (tlmpi_tier_id_t: a start that falls back to another tier must not read it) */
     void *preg;
+    int preg_tier;
     /* the entry point's form (tlmpi_form_t) and, for the non-blocking and persistent ones, the
      * application's request (and the persistent form's info) */
     int form;

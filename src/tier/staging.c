@@ -302,6 +302,9 @@ typedef struct {
 
 static int hbuf_get(hbuf_t *h, size_t bytes, int have_pool, size_t *pool_used)
 {
+    if (h->mem) {
+        return 0; /* a persistent request's own, reused at every start */
+    }
     h->malloced = 0;
     if (have_pool && *pool_used + bytes <= pool_bytes) {
         h->mem = pool + *pool_used;
@@ -660,6 +663,93 @@ static tlmpi_status_t staging_finish(tlmpi_pending_t *p, int ok)
     return status;
 }
 
+/* A persistent request that holds the MPI's own persistent request on host copies (kept by
+ * tlmpi_staging_check_init: intercommunicators, whose MPI_PROC_NULL ranks hold the MPI's own request
+ * without tlmpi, so that every rank of the communicator starts the same kind of request): the host
+ * copies and spans of a start, allocated once, and the MPI's request. */
+typedef struct {
+    staging_nb_t nb;
+    span_t ss;
+    MPI_Request mreq;
+} staging_kept_t;
+
+/* A kept request's start is done: the result to the device, nothing freed (the request's unpersist does) */
+static tlmpi_status_t staging_finish_kept(tlmpi_pending_t *p, int ok)
+{
+    staging_kept_t *k = p->state;
+    staging_nb_t *nb = k ? &k->nb : NULL;
+    tlmpi_status_t status = TLMPI_OK;
+    cudaStream_t s;
+    int saved = -1;
+
+    if (!nb) {
+        return TLMPI_OK;
+    }
+    s = nb->ctx ? (cudaStream_t)nb->ctx->stream : (cudaStream_t)0;
+    if (ok && nb->rdev && nb->os.bytes) {
+        if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
+            status = TLMPI_ERR_CUDA;
+        } else {
+            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)nb->rbuf + nb->os.off, nb->rp + nb->os.off, nb->os.bytes,
+                                                  cudaMemcpyDefault, s), status, out);
+            TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the result's copy to the device"),
+                                  status, out);
+        out:
+            tlmpi_gpu_restore_device(saved);
+        }
+    }
+    p->state = NULL;
+    return status;
+}
+
+/* A kept request's start: the input to its host copies, then the MPI's MPI_Start */
+static tlmpi_status_t staging_start_kept(const tlmpi_call_t *c, tlmpi_pending_t *p, int *mpi_rc_p)
+{
+    staging_kept_t *k = c->preg;
+    staging_nb_t *nb = &k->nb;
+    tlmpi_status_t status = TLMPI_OK;
+    cudaStream_t s = nb->ctx ? (cudaStream_t)nb->ctx->stream : (cudaStream_t)0;
+    size_t unused = 0;
+    const char *sp;
+    char *rp;
+    int saved = -1, rc;
+
+    if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
+        return TLMPI_ERR_CUDA;
+    }
+    if (nb->ctx && tlmpi_gpu_ctx_begin(nb->ctx) != cudaSuccess) {
+        (void)cudaGetLastError();
+        status = TLMPI_ERR_CUDA;
+        goto out;
+    }
+    TLMPI_CHECK_GOTO(stage_in(c, &k->ss, &nb->rs, 0, &unused, s, &nb->hs, &nb->hr, &sp, &rp, 1), status, out);
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the input's copy to the host"), status, out);
+    rc = PMPI_Start(&k->mreq);
+    if (rc != MPI_SUCCESS) {
+        *mpi_rc_p = rc;
+        status = TLMPI_ERR_MPI;
+        goto out;
+    }
+    p->mreq = k->mreq; /* the MPI's handle stays k's (a completed persistent request stays allocated) */
+    p->finish = staging_finish_kept;
+    p->state = k;
+out:
+    tlmpi_gpu_restore_device(saved);
+    return status;
+}
+
+static void staging_unpersist(void *preg)
+{
+    staging_kept_t *k = preg;
+
+    if (k->mreq != MPI_REQUEST_NULL) {
+        PMPI_Request_free(&k->mreq);
+    }
+    hbuf_put(&k->nb.hs);
+    hbuf_put(&k->nb.hr);
+    free(k);
+}
+
 static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo, tlmpi_pending_t *p,
                                     int *mpi_rc_p)
 {
@@ -674,6 +764,9 @@ static tlmpi_status_t staging_start(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c
     staging_nb_t *nb;
 
     (void)algo;
+    if (c->preg && c->preg_tier == TLMPI_TIER_STAGING) {
+        return staging_start_kept(c, p, mpi_rc_p);
+    }
     if (dev < 0) {
         dev = tlmpi_gpu_current_device();
     }
@@ -728,7 +821,7 @@ out:
     return status;
 }
 
-int tlmpi_staging_check_init(const tlmpi_call_t *c)
+int tlmpi_staging_check_init(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, void **keep)
 {
     tlmpi_call_t h = *c;
     span_t ss, rs, os;
@@ -739,12 +832,35 @@ int tlmpi_staging_check_init(const tlmpi_call_t *c)
     MPI_Request req = MPI_REQUEST_NULL;
     int rc = MPI_ERR_NO_MEM;
 
+    if (keep) {
+        *keep = NULL;
+    }
     if (call_spans(c, c->size, &ss, &rs, &os) == 0 &&
         stage_in(c, &ss, &rs, 0, &unused, (cudaStream_t)0, &hs, &hr, &sp, &rp, 0) == TLMPI_OK) {
         h.sbuf = sp;
         h.rbuf = sibling_rbuf(c, rp);
         h.ureq = &req;
         rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
+        if (rc == MPI_SUCCESS && keep && (*keep = calloc(1, sizeof(staging_kept_t))) != NULL) {
+            staging_kept_t *k = *keep;
+
+            k->nb.hs = hs;
+            k->nb.hr = hr;
+            k->nb.os = os;
+            k->nb.rs = rs;
+            k->nb.rdev = tlmpi_mem_is_device(c->rmem);
+            k->nb.rbuf = c->rbuf;
+            k->nb.rp = (char *)h.rbuf;
+            k->nb.ctx = tc->ctx;
+            k->nb.dev = tc->ctx ? tc->ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev;
+            if (k->nb.dev < 0) {
+                k->nb.dev = tlmpi_gpu_current_device();
+            }
+            k->nb.who = tlmpi_tier_who(tc, c, "staging");
+            k->ss = ss;
+            k->mreq = req;
+            return MPI_SUCCESS;
+        }
         if (rc == MPI_SUCCESS) {
             PMPI_Request_free(&req);
         }
@@ -792,10 +908,18 @@ int tlmpi_staging_check_args(const tlmpi_call_t *c)
 
 #else /* !HAVE_CUDA: no device buffers exist */
 
-int tlmpi_staging_check_init(const tlmpi_call_t *c)
+int tlmpi_staging_check_init(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, void **keep)
 {
-    (void)c;
+    (void)tc, (void)c;
+    if (keep) {
+        *keep = NULL;
+    }
     return MPI_SUCCESS;
+}
+
+static void staging_unpersist(void *preg)
+{
+    (void)preg;
 }
 
 int tlmpi_staging_check_args(const tlmpi_call_t *c)
@@ -848,5 +972,6 @@ const tlmpi_tier_t tlmpi_tier_staging = {
     .supports = staging_supports,
     .run = staging_run,
     .start = staging_start,
+    .unpersist = staging_unpersist,
     .finalize = staging_finalize,
 };

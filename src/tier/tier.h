@@ -170,8 +170,11 @@ extern const tlmpi_tier_t *const tlmpi_tiers[TLMPI_TIER_COUNT];
 
 /* staging.c: the MPI's own argument check of a persistent call on device buffers that a tier of
  * tlmpi serves: the MPI's *_init with host stand-ins of the device spans (overlap kept, nothing
- * copied), its request freed at once. Returns the MPI's code (its error handler already ran). */
-int tlmpi_staging_check_init(const tlmpi_call_t *c);
+ * copied), its request freed at once. Returns the MPI's code (its error handler already ran). With
+ * keep (the call's tier is staging): the MPI's request and its host copies are kept in *keep instead,
+ * the persistent request's c->preg for staging's starts (each copies the input in and calls
+ * MPI_Start; unpersist frees it); NULL where the check failed. */
+int tlmpi_staging_check_init(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, void **keep);
 /* staging.c: the MPI's verdict on the arguments of a call on device buffers that tlmpi does not run
  * (a stream-ordered call refused): the MPI's non-blocking form with host stand-ins of the device spans
  * (nothing copied) under MPI_ERRORS_RETURN, then its wait (collective: every rank of the comm makes

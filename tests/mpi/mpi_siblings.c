@@ -853,15 +853,6 @@ int main(int argc, char **argv)
                     if (ci == 3 && (n_comms < 4 || coll == RS)) {
                         ci = 1;
                     }
-                    if (ci == 3 && form == PERSISTENT && (coll == BC || coll == RED)) {
-                        /* known bug, left out: a persistent MPI_Bcast / MPI_Reduce on an intercommunicator
-                         * with device buffers is tlmpi's emulation (MPI_I* at each start) on the ranks that
-                         * hold buffers and the MPI's own persistent request on the root group's other
-                         * ranks (MPI_PROC_NULL: nothing of theirs to serve); the two put the MPI's
-                         * collectives on that communicator out of step, and a later one hangs (MPICH
-                         * 4.0.2; docs/TIERS.md, "The siblings") */
-                        ci = 1;
-                    }
                     make_case(&k, coll, form, large, ci);
                     run_case(&k);
                 }
