@@ -322,6 +322,33 @@ int tlmpi_reduce_scatter_block_enqueue_c(const void *sendbuf, void *recvbuf, MPI
                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, void *stream);
 
 /**
+ * \brief The siblings, with the arguments of their MPI calls (MPI_IN_PLACE as there; MPI_Reduce's
+ * recvbuf is significant at the root only, MPI_Bcast's buffer everywhere): the same tiers, rules and
+ * return values as above (the node tier's kernels on intracommunicators, TLMPI_NODE_SIBLINGS).
+ */
+int tlmpi_allgatherv_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                             void *stream);
+int tlmpi_reduce_scatter_enqueue(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                                 MPI_Op op, MPI_Comm comm, void *stream);
+int tlmpi_bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, void *stream);
+int tlmpi_reduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                         MPI_Comm comm, void *stream);
+int tlmpi_alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, void *stream);
+/** \brief The siblings with large counts. */
+int tlmpi_allgatherv_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                               MPI_Comm comm, void *stream);
+int tlmpi_reduce_scatter_enqueue_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, void *stream);
+int tlmpi_bcast_enqueue_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, void *stream);
+int tlmpi_reduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                           int root, MPI_Comm comm, void *stream);
+int tlmpi_alltoall_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, void *stream);
+
+/**
  * \brief The same with Fortran handles (MPI_Fint: mpi4py's py2f(), any MPI), for callers without
  * mpi.h such as Python's ctypes (python/tlmpi_enqueue.py). sendbuf NULL means MPI_IN_PLACE.
  */

@@ -274,6 +274,19 @@ tests_mpi_mpi_siblings_np4_SOURCES = $(tests_mpi_mpi_siblings_SOURCES)
 tests_mpi_mpi_siblings_np4_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mpi_mpi_siblings_np4_LDADD = $(tests_mpi_mpi_siblings_LDADD)
 tests_mpi_mpi_siblings_np4_LDFLAGS = -no-install
+# the siblings' stream-ordered entry points (tlmpi_*_enqueue): results with the synchronous fallback,
+# refusals without it, bad input against the MPI's classes; 2 and 4 ranks
+ENQUEUE_SIB_TESTS = tests/mpi/mpi_enqueue_sib tests/mpi/mpi_enqueue_sib_np4
+check_PROGRAMS += $(ENQUEUE_SIB_TESTS)
+TESTS += $(ENQUEUE_SIB_TESTS)
+tests_mpi_mpi_enqueue_sib_SOURCES = tests/mpi/mpi_enqueue_sib.c tests/harness.h
+tests_mpi_mpi_enqueue_sib_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_enqueue_sib_LDADD = tests/mpi/libfakecudart.la libtlmpi.la -lm
+tests_mpi_mpi_enqueue_sib_LDFLAGS = -no-install
+tests_mpi_mpi_enqueue_sib_np4_SOURCES = $(tests_mpi_mpi_enqueue_sib_SOURCES)
+tests_mpi_mpi_enqueue_sib_np4_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mpi_mpi_enqueue_sib_np4_LDADD = $(tests_mpi_mpi_enqueue_sib_LDADD)
+tests_mpi_mpi_enqueue_sib_np4_LDFLAGS = -no-install
 # the device-buffer control flow (staging end to end, self path, NCCL tier, spin wait, errors on a
 # failing stream) with the fake CUDA runtime and the fake NCCL (dlopen'ed by tlmpi; it really
 # communicates between the processes of one host, through shared memory)

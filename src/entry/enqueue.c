@@ -36,6 +36,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -265,12 +266,99 @@ static int enq_null_class(const tlmpi_call_t *c)
     return cls;
 }
 
+/* Whether this rank's receive buffer is significant (MPI_Reduce: at the root; an intercommunicator's
+ * MPI_Bcast: not on the root group's MPI_PROC_NULL ranks), and its send buffer (MPI_Reduce: not there). */
+static int enq_rsig(const tlmpi_call_t *c)
+{
+    int inter = 0, rank = -1;
+
+    if (c->coll != TLMPI_COLL_REDUCE && c->coll != TLMPI_COLL_BCAST) {
+        return 1;
+    }
+    (void)PMPI_Comm_test_inter(c->comm, &inter);
+    if (inter) {
+        return c->coll == TLMPI_COLL_REDUCE ? c->root == MPI_ROOT : c->root != MPI_PROC_NULL;
+    }
+    if (c->coll == TLMPI_COLL_BCAST) {
+        return 1;
+    }
+    (void)PMPI_Comm_rank(c->comm, &rank);
+    return rank == c->root;
+}
+static int enq_ssig(const tlmpi_call_t *c)
+{
+    int inter = 0;
+
+    if (c->coll != TLMPI_COLL_REDUCE) {
+        return 1;
+    }
+    (void)PMPI_Comm_test_inter(c->comm, &inter);
+    return !(inter && (c->root == MPI_ROOT || c->root == MPI_PROC_NULL));
+}
+
+/* Whether the call moves any data (else it returns MPI_SUCCESS at once, nothing dereferenced): a count,
+ * or for the v-forms any of recvcounts; a negative one, or a root out of range, counts too: the MPI
+ * judges those whatever the counts */
+static int enq_moves(const tlmpi_call_t *c)
+{
+    int inter = 0, n = 0, i;
+
+    if (c->coll == TLMPI_COLL_BCAST || c->coll == TLMPI_COLL_REDUCE) {
+        (void)PMPI_Comm_test_inter(c->comm, &inter);
+        if (!inter && (PMPI_Comm_size(c->comm, &n) != MPI_SUCCESS || c->root < 0 || c->root >= n)) {
+            return 1;
+        }
+    }
+    if (!tlmpi_coll_vform(c->coll)) {
+        return c->count != 0;
+    }
+    if (!c->rcounts) {
+        return 1;
+    }
+    (void)PMPI_Comm_test_inter(c->comm, &inter);
+    if ((inter && c->coll == TLMPI_COLL_ALLGATHERV ? PMPI_Comm_remote_size(c->comm, &n)
+                                                  : PMPI_Comm_size(c->comm, &n)) != MPI_SUCCESS) {
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        if (tlmpi_call_vcount(c, i) != 0) {
+            return 1;
+        }
+    }
+    return c->coll == TLMPI_COLL_ALLGATHERV && c->sbuf != MPI_IN_PLACE && c->count != 0;
+}
+
+/* A call that moves no data: nothing to enqueue, but the MPI still judges its arguments (an op invalid
+ * for the type, ...): its blocking form with host stand-ins for every buffer (nothing is read or
+ * written) under MPI_ERRORS_RETURN gives the class; during capture MPI_SUCCESS (nothing is captured). */
+static int enq_empty(const tlmpi_call_t *c, const tlmpi_gpu_capture_t *cap)
+{
+    tlmpi_call_t h = *c;
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int rc, cls = MPI_SUCCESS;
+
+    if (cap->active || PMPI_Comm_get_errhandler(c->comm, &eh) != MPI_SUCCESS) {
+        return MPI_SUCCESS;
+    }
+    h.smem = h.rmem = TLMPI_MEM_DEVICE; /* every buffer a stand-in (tlmpi_call_refused) */
+    h.form = TLMPI_FORM_BLOCKING;
+    PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    rc = tlmpi_call_refused(&h);
+    PMPI_Comm_set_errhandler(c->comm, eh);
+    PMPI_Errhandler_free(&eh);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Error_class(rc, &cls);
+        return enq_fail(c, cls, "the MPI rejects the arguments of a call that moves no data (error class %d)", cls);
+    }
+    return MPI_SUCCESS;
+}
+
 /* The argument checks, in the order the MPIs check them, then enq_run. */
 static int enq_entry(tlmpi_call_t *c, void *stream)
 {
     tlmpi_mem_seen_t seen = { 0, 0, TLMPI_MEM_HOST, -1 };
     tlmpi_gpu_capture_t cap = { 0, 0, NULL, 0 };
-    int rc;
+    int rc, rsig, ssig;
 #ifdef HAVE_CUDA
     capture_mode_t mode = { cudaStreamCaptureModeRelaxed, 0 };
     int e;
@@ -299,8 +387,10 @@ static int enq_entry(tlmpi_call_t *c, void *stream)
     if (tlmpi_g.gpu_count <= 0) {
         return enq_fail(c, MPI_ERR_UNSUPPORTED_OPERATION, "no CUDA device in this process");
     }
-    if (!c->rbuf || (c->sbuf != MPI_IN_PLACE && !c->sbuf)) {
-        if (c->count == 0) {
+    rsig = enq_rsig(c);
+    ssig = c->sbuf != MPI_IN_PLACE && enq_ssig(c);
+    if ((rsig && !c->rbuf) || (ssig && !c->sbuf)) {
+        if (!enq_moves(c)) {
             return MPI_SUCCESS; /* nothing is dereferenced */
         }
         return enq_fail(c, MPI_ERR_BUFFER, "NULL buffer");
@@ -316,14 +406,14 @@ static int enq_entry(tlmpi_call_t *c, void *stream)
         relax_enter(&mode);
     }
 #endif
-    c->rmem = tlmpi_mem_type_in_call(c->rbuf, &c->rdev, &seen);
-    c->smem = c->sbuf == MPI_IN_PLACE ? TLMPI_MEM_HOST : tlmpi_mem_type_in_call(c->sbuf, &c->sdev, &seen);
-    if (!tlmpi_mem_is_device(c->rmem) || (c->sbuf != MPI_IN_PLACE && !tlmpi_mem_is_device(c->smem))) {
+    c->rmem = rsig ? tlmpi_mem_type_in_call(c->rbuf, &c->rdev, &seen) : TLMPI_MEM_HOST;
+    c->smem = ssig ? tlmpi_mem_type_in_call(c->sbuf, &c->sdev, &seen) : TLMPI_MEM_HOST;
+    if ((rsig && !tlmpi_mem_is_device(c->rmem)) || (ssig && !tlmpi_mem_is_device(c->smem))) {
         rc = enq_fail(c, MPI_ERR_BUFFER, "%s buffer is host memory (stream-ordered calls take device or managed "
-                      "memory)", !tlmpi_mem_is_device(c->rmem) ? "the receive" : "the send");
+                      "memory)", rsig && !tlmpi_mem_is_device(c->rmem) ? "the receive" : "the send");
     } else {
         tlmpi_call_classify(c);
-        rc = c->count == 0 || c->dt_size == 0 ? MPI_SUCCESS : enq_run(c, stream, &cap);
+        rc = !enq_moves(c) || c->dt_size == 0 ? enq_empty(c, &cap) : enq_run(c, stream, &cap);
     }
 #ifdef HAVE_CUDA
     if (cap.active) {
@@ -331,6 +421,32 @@ static int enq_entry(tlmpi_call_t *c, void *stream)
     }
 #endif
     return rc;
+}
+
+static int enq_enter_sib(tlmpi_coll_t coll, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
+                         MPI_Op op, MPI_Comm comm, int large, MPI_Datatype rtype, MPI_Count rcount, int root,
+                         const void *rcounts, const void *displs, void *stream)
+{
+    tlmpi_call_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.form = TLMPI_FORM_ENQUEUE;
+    c.info = MPI_INFO_NULL;
+    c.coll = coll;
+    c.sbuf = sbuf;
+    c.rbuf = rbuf;
+    c.count = count;
+    c.dtype = dtype;
+    c.op = op;
+    c.comm = comm;
+    c.large = large;
+    c.sdev = c.rdev = -1;
+    c.rtype = rtype;
+    c.rcount = rcount;
+    c.root = root;
+    c.rcounts = rcounts;
+    c.displs = displs;
+    return enq_entry(&c, stream);
 }
 
 static int enq_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op,
@@ -422,6 +538,154 @@ TLMPI_EXPORT int tlmpi_allgather_enqueue_c(const void *sbuf, MPI_Count scount, M
 
     return enq_enter(TLMPI_COLL_ALLGATHER, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
                      MPI_OP_NULL, comm, 1, rtype, rcount, stream);
+}
+
+/* ---- the siblings (as their MPI calls; mpi_coll.c's sib_enter for the argument mapping) ---- */
+
+TLMPI_EXPORT int tlmpi_allgatherv_enqueue(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                                          const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
+                                          void *stream)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    return enq_enter_sib(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype,
+                         MPI_OP_NULL, comm, 0, rtype, 0, 0, rcounts, displs, stream);
+}
+
+#if !defined(HAVE_PMPI_ALLGATHERV_C) || !defined(HAVE_PMPI_REDUCE_SCATTER_C)
+/* An MPI without the v-forms' _c calls: the arrays as int arrays for the int forms (*ic, *id malloc'ed;
+ * NULL where the input is), or MPI_ERR_COUNT where an entry does not fit an int. */
+static int enq_v_narrow(MPI_Comm comm, int remote, const MPI_Count *rc, const MPI_Aint *dp, int **ic, int **id)
+{
+    int n = 0, i;
+
+    *ic = *id = NULL;
+    if (comm == MPI_COMM_NULL || !rc) {
+        return MPI_SUCCESS; /* the int form reports it */
+    }
+    if ((remote ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS) {
+        return MPI_ERR_COMM;
+    }
+    if (!(*ic = malloc((size_t)(n ? n : 1) * sizeof(int))) || (dp && !(*id = malloc((size_t)(n ? n : 1) * sizeof(int))))) {
+        free(*ic);
+        *ic = NULL;
+        return MPI_ERR_NO_MEM;
+    }
+    for (i = 0; i < n; i++) {
+        if (rc[i] > INT_MAX || rc[i] < INT_MIN || (dp && (dp[i] > INT_MAX || dp[i] < INT_MIN))) {
+            free(*ic);
+            free(*id);
+            *ic = *id = NULL;
+            return MPI_ERR_COUNT;
+        }
+        (*ic)[i] = (int)rc[i];
+        if (dp) {
+            (*id)[i] = (int)dp[i];
+        }
+    }
+    return MPI_SUCCESS;
+}
+#endif
+
+TLMPI_EXPORT int tlmpi_allgatherv_enqueue_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                            const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype,
+                                            MPI_Comm comm, void *stream)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+#ifdef HAVE_PMPI_ALLGATHERV_C
+    return enq_enter_sib(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype,
+                         MPI_OP_NULL, comm, 1, rtype, 0, 0, rcounts, displs, stream);
+#else
+    int *ic, *id, inter = 0, rc;
+
+    if (comm != MPI_COMM_NULL) {
+        (void)PMPI_Comm_test_inter(comm, &inter);
+    }
+    if (scount > INT_MAX || (rc = enq_v_narrow(comm, inter, rcounts, displs, &ic, &id)) == MPI_ERR_COUNT) {
+        return enq_fail(NULL, MPI_ERR_COUNT, "a count or displacement beyond int, and the MPI has no MPI_Allgatherv_c");
+    }
+    if (rc != MPI_SUCCESS) {
+        return enq_fail(NULL, rc, "the counts could not be converted");
+    }
+    rc = enq_enter_sib(TLMPI_COLL_ALLGATHERV, sbuf, rbuf, in_place ? 0 : scount, in_place ? rtype : stype, MPI_OP_NULL,
+                       comm, 0, rtype, 0, 0, rcounts ? (const void *)ic : NULL, displs ? (const void *)id : NULL,
+                       stream);
+    free(ic);
+    free(id);
+    return rc;
+#endif
+}
+
+TLMPI_EXPORT int tlmpi_reduce_scatter_enqueue(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype,
+                                              MPI_Op op, MPI_Comm comm, void *stream)
+{
+    return enq_enter_sib(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 0, dtype, 0, 0, rcounts, NULL,
+                         stream);
+}
+
+TLMPI_EXPORT int tlmpi_reduce_scatter_enqueue_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[],
+                                                MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, void *stream)
+{
+#ifdef HAVE_PMPI_REDUCE_SCATTER_C
+    return enq_enter_sib(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 1, dtype, 0, 0, rcounts, NULL,
+                         stream);
+#else
+    int *ic, *id, rc = enq_v_narrow(comm, 0, rcounts, NULL, &ic, &id);
+
+    if (rc != MPI_SUCCESS) {
+        return enq_fail(NULL, rc, rc == MPI_ERR_COUNT ? "a count beyond int, and the MPI has no MPI_Reduce_scatter_c"
+                                                      : "the counts could not be converted");
+    }
+    rc = enq_enter_sib(TLMPI_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, comm, 0, dtype, 0, 0,
+                       rcounts ? (const void *)ic : NULL, NULL, stream);
+    free(ic);
+    return rc;
+#endif
+}
+
+TLMPI_EXPORT int tlmpi_bcast_enqueue(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm, void *stream)
+{
+    return enq_enter_sib(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 0, dtype, count, root,
+                         NULL, NULL, stream);
+}
+
+TLMPI_EXPORT int tlmpi_bcast_enqueue_c(void *buf, MPI_Count count, MPI_Datatype dtype, int root, MPI_Comm comm,
+                                       void *stream)
+{
+    return enq_enter_sib(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, count, dtype, MPI_OP_NULL, comm, 1, dtype, count, root,
+                         NULL, NULL, stream);
+}
+
+TLMPI_EXPORT int tlmpi_reduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
+                                      MPI_Comm comm, void *stream)
+{
+    return enq_enter_sib(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 0, dtype, count, root, NULL, NULL,
+                         stream);
+}
+
+TLMPI_EXPORT int tlmpi_reduce_enqueue_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op,
+                                        int root, MPI_Comm comm, void *stream)
+{
+    return enq_enter_sib(TLMPI_COLL_REDUCE, sbuf, rbuf, count, dtype, op, comm, 1, dtype, count, root, NULL, NULL,
+                         stream);
+}
+
+TLMPI_EXPORT int tlmpi_alltoall_enqueue(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                        MPI_Datatype rtype, MPI_Comm comm, void *stream)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    return enq_enter_sib(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                         MPI_OP_NULL, comm, 0, rtype, rcount, 0, NULL, NULL, stream);
+}
+
+TLMPI_EXPORT int tlmpi_alltoall_enqueue_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                          MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, void *stream)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+
+    return enq_enter_sib(TLMPI_COLL_ALLTOALL, sbuf, rbuf, in_place ? rcount : scount, in_place ? rtype : stype,
+                         MPI_OP_NULL, comm, 1, rtype, rcount, 0, NULL, NULL, stream);
 }
 
 /* ---- Fortran handles (ctypes callers: python/tlmpi_enqueue.py); NULL sendbuf means MPI_IN_PLACE ---- */

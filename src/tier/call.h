@@ -122,11 +122,16 @@ static inline MPI_Aint tlmpi_call_vdispl(const tlmpi_call_t *c, int i)
  * an op other than SUM/PROD/MIN/MAX (logical, bitwise, MAXLOC, REPLACE, user ops, ...). Such calls
  * go to a CUDA-aware MPI or to staging, where the MPI gets them on host memory (a persistent one is
  * checked by the MPI at *_init: tlmpi_staging_check_init; so is every persistent sibling, whose roots
- * and counts the MPI checks; a stream-ordered one that cannot run: tlmpi_staging_check_args).
+ * and counts the MPI checks; a stream-ordered one that cannot run: tlmpi_staging_check_args); and the
+ * siblings' own argument errors (a negative count in recvcounts, a root out of range). Needs the
+ * layout (c->size: tlmpi_call_layout).
  * Allgather moves any datatype as it is. Needs the classification (tlmpi_call_classify). */
 static inline int tlmpi_call_mpi_decides(const tlmpi_call_t *c)
 {
-    return c->aliased || (tlmpi_coll_reduces(c->coll) && (c->dt >= TLMPI_DT_NUM_ARITH || c->opc >= TLMPI_OP_NUM_ARITH));
+    return c->aliased || (tlmpi_coll_reduces(c->coll) && (c->dt >= TLMPI_DT_NUM_ARITH || c->opc >= TLMPI_OP_NUM_ARITH)) ||
+           (tlmpi_coll_sibling(c->coll) &&
+            (c->vtotal < 0 || ((c->coll == TLMPI_COLL_BCAST || c->coll == TLMPI_COLL_REDUCE) && !c->inter &&
+                               (c->root < 0 || c->root >= c->size))));
 }
 
 /* 1 if both buffers of the call are device (or managed) memory (MPI_IN_PLACE: the receive buffer). */
