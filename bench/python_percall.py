@@ -12,9 +12,15 @@
 #   args            the module's Python work of one call alone (both buffers read, the stream, handles)
 #   zero            the library's entry point through ctypes with count 0 (its checks, no launch)
 # so that enqueue's host cost = args + ctypes and the entry's checks (zero) + the launch itself.
+# Where the module loaded its C extension (_tlmpi_fast: beside tlmpi_enqueue.py once installed, else
+# on PYTHONPATH, e.g. a build tree's python/), enqueue, enqueue-defaults and host come twice, in the
+# same run, interleaved: "-ext" through the extension and "-py" through the Python path alone (what
+# TLMPI_PY_FAST=0 gives: te._fast_use(False) around the row); a line before the rows says whether the
+# extension is loaded and how many of the -ext rows' calls it made itself (all of them, normally).
+# Without it (or with TLMPI_PY_FAST=0) the rows are the Python path's, named as before.
 # and the path and form tlmpi counted for them (te.form_stats(): node/enqueue where the node tier ran).
 # One validated call first (exact sums of small integers). Rank 0 prints one line per row:
-#   python_percall: np=2 bytes=8 K=200 reps=21 thread=single enqueue: 7.41 us per call (slowest rank 7.90), path node/enqueue
+#   python_percall: np=2 bytes=8 K=200 reps=21 thread=single enqueue-ext: T us per call (slowest rank T), path node/enqueue
 #
 # The C row to compare with, in the same device call, on the same GPU, under the same MPS daemon:
 # node_bench's "allreduce | 8 | 200 | enqueue" row of
@@ -34,7 +40,7 @@
 # --stub: no GPU, no libtlmpi, one process: the Python side alone. A stand-in library whose entry
 # points return 0 at once (compiled with cc into a temporary directory), a fake CuPy (ndarray, Stream)
 # put in sys.modules, the real mpi4py (handles) where it imports; prints the same rows with "stub".
-#   python3 bench/python_percall.py --stub [-K 200 -r 21]
+#   PYTHONPATH=BUILD/python python3 bench/python_percall.py --stub [-K 200 -r 21]
 # Exit 77 (skip) without mpi4py, CuPy or a CUDA device (--stub: without mpi4py or cc).
 import argparse
 import os
@@ -247,20 +253,24 @@ def served(before, after):
     return ",".join("%s/%s" % (k[1], k[2]) for _, k in reversed(d)) or "none counted"
 
 
-# one validated call: exact sums of small integers
-if not args.stub:
+# one validated call: exact sums of small integers (through the extension and the Python path)
+for on in ((True, False) if te._fast is not None else (True,)):
+    if args.stub:
+        break
+    te._fast_use(on)
     xs[...] = cp.arange(2, dtype=cp.float32) + rank
     xr.fill(-1)
     cp.cuda.Device().synchronize()
     te.allreduce(xs, xr, MPI.SUM, comm, stream=st)
     st.synchronize()
+    te._fast_use(True)
     got = [float(v) for v in cp.asnumpy(xr)]
     want = [float(sum(i + q for q in range(size))) for i in range(2)]
     bad = comm.allreduce(0 if got == want else 1)
     if bad:
         if rank == 0:
-            sys.stdout.write("python_percall: FAIL: allreduce result %s, expected %s (%d ranks wrong)\n"
-                             % (got, want, bad))
+            sys.stdout.write("python_percall: FAIL: allreduce result %s, expected %s (%d ranks wrong%s)\n"
+                             % (got, want, bad, "" if te._fast is None else ", extension " + ("on" if on else "off")))
         sys.exit(1)
 
 def item_host(K):
@@ -298,8 +308,26 @@ def item_zero(K):
     return time.perf_counter() - t0
 
 
-rows = (("enqueue", item_explicit), ("enqueue-defaults", item_defaults), ("host", item_host), ("args", item_args),
-        ("zero", item_zero))
+def python_path(fn):
+    """fn with the module's Python path alone (te._fast_use(False): what TLMPI_PY_FAST=0 gives)"""
+    def item(K):
+        te._fast_use(False)
+        try:
+            return fn(K)
+        finally:
+            te._fast_use(True)
+    return item
+
+
+ext = te._fast is not None
+if ext:
+    rows = (("enqueue-ext", item_explicit), ("enqueue-py", python_path(item_explicit)),
+            ("enqueue-defaults-ext", item_defaults), ("enqueue-defaults-py", python_path(item_defaults)),
+            ("host-ext", item_host), ("host-py", python_path(item_host)), ("args", item_args), ("zero", item_zero))
+    ext_calls = dict((name, 0) for name, _ in rows if name.endswith("-ext"))
+else:
+    rows = (("enqueue", item_explicit), ("enqueue-defaults", item_defaults), ("host", item_host), ("args", item_args),
+            ("zero", item_zero))
 avg = dict((name, []) for name, _ in rows)
 slow = dict((name, []) for name, _ in rows)
 path = {}
@@ -313,14 +341,26 @@ for rep in range(args.r):
     order = rows if rep % 2 == 0 else tuple(reversed(rows))
     for name, fn in order:
         comm.Barrier()
+        c0 = te._fast.calls if ext else 0
         t0 = time.perf_counter()
         t = fn(args.K)
         us = ((time.perf_counter() - t0) if t is None else t) / args.K * 1e6
+        if ext and name in ext_calls:
+            ext_calls[name] += te._fast.calls - c0
         tot = comm.allreduce(us, op=MPI.SUM)
         mx = comm.allreduce(us, op=MPI.MAX)
         avg[name].append(tot / size)
         slow[name].append(mx)
+if ext:
+    made = comm.allreduce(sum(ext_calls.values()), op=MPI.MIN)
+    want = len(ext_calls) * args.K * args.r
 if rank == 0:
+    if ext:
+        sys.stdout.write("python_percall: extension _tlmpi_fast loaded (%s): it made %d of the -ext rows' %d calls "
+                         "on the slowest rank%s\n" % (te._fast_file, made, want,
+                                                      "" if made == want else " (the rest went through Python)"))
+    else:
+        sys.stdout.write("python_percall: no C extension (%s): the Python path's rows\n" % te._fast_why)
     for name, _ in rows:
         sys.stdout.write("python_percall: np=%d bytes=8 K=%d reps=%d thread=%s %s%s: %.2f us per call (slowest rank "
                          "%.2f), path %s\n" % (size, args.K, args.r, args.thread_level, name, " stub" if args.stub else "",

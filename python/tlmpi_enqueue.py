@@ -20,6 +20,11 @@
 # then also intercepts mpi4py's own MPI calls), else $TLMPI_LIBRARY, else ctypes.util.find_library.
 # A nonzero return of the C call raises TlmpiError (its .code is the MPI error class, its text is
 # tlmpi_enqueue_error()). Installed by `make install` into $(datadir)/tlmpi/python (README.md).
+#
+# Optional: the C extension _tlmpi_fast (python/_tlmpi_fast.c; built where configure finds Python.h,
+# installed beside this file, else found on sys.path) does a collective's per-call work in C (the
+# arguments read and checked as below, the entry point called directly) and leaves to the Python code
+# any call it does not take as it is, which then raises its own errors. TLMPI_PY_FAST=0 turns it off.
 import ctypes
 import ctypes.util
 import os
@@ -469,6 +474,69 @@ def _entries():
     return _fns
 
 
+# --- the optional C extension ----------------------------------------------------------------------
+#
+# _fast is _tlmpi_fast.Calls(globals()): it reads this module's caches (_readers, _ts_kinds, _cp_kinds,
+# _TORCH_KINDS, _dt_cache, _op_fs, _world_f, _cupy_current, _torch_mod) and _fns, never fills them;
+# a call that finds one of them not yet filled returns False and the Python code does that call, and
+# fills it. Its .calls / .passed count the calls made in C / left to Python.
+
+_FAST_API = 1
+_fast = None      # the extension's Calls over this module, None when absent or off
+_fast_why = ""    # why _fast is None
+_fast_file = ""   # the extension's file
+_fast_ar = _fast_ag = _fast_rsb = None  # its methods while in use (_fast_use)
+
+
+def _fast_entries(fns):
+    """The addresses of the C functions in fns (ctypes), for _tlmpi_fast; None where one is not a C
+    function (a stub of Python callables)."""
+    try:
+        return tuple(ctypes.cast(f, ctypes.c_void_p).value for f in fns)
+    except Exception:
+        return None
+
+
+def _fast_use(on):
+    """Route the collectives through the extension (on, where it is loaded) or the Python code alone
+    (what TLMPI_PY_FAST=0 gives; the bench and the tests compare both in one process)."""
+    global _fast_ar, _fast_ag, _fast_rsb
+    f = _fast if on else None
+    _fast_ar, _fast_ag, _fast_rsb = (f.allreduce, f.allgather, f.reduce_scatter_block) if f else (None, None, None)
+
+
+def _load_fast():
+    """_tlmpi_fast beside this file (its name with one of this Python's extension suffixes), else on
+    sys.path; None and _fast_why when absent, off (TLMPI_PY_FAST=0) or not of this module's API."""
+    global _fast, _fast_why, _fast_file
+    _fast, _fast_why, _fast_file = None, "", ""
+    if os.environ.get("TLMPI_PY_FAST", "").strip() == "0":
+        _fast_why = "TLMPI_PY_FAST=0"
+    else:
+        try:
+            import importlib.machinery
+            import importlib.util
+            mod = None
+            here = os.path.dirname(os.path.abspath(__file__))
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                path = os.path.join(here, "_tlmpi_fast" + suffix)
+                if os.path.isfile(path):
+                    spec = importlib.util.spec_from_file_location("_tlmpi_fast", path)
+                    mod = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(mod)
+                    break
+            if mod is None:
+                import _tlmpi_fast as mod
+            if getattr(mod, "API", None) != _FAST_API:
+                raise ImportError("%s has API %r, this module wants %d" % (getattr(mod, "__file__", "_tlmpi_fast"),
+                                                                           getattr(mod, "API", None), _FAST_API))
+            _fast, _fast_file = mod.Calls(globals()), getattr(mod, "__file__", "_tlmpi_fast")
+        except Exception as e:  # ImportError (not built) or anything else: the Python code does every call
+            _fast_why = "%s: %s" % (type(e).__name__, e)
+    _fast_use(True)
+    return _fast
+
+
 # --- the collectives -------------------------------------------------------------------------------
 
 _FLAGS = SYNC_FALLBACK | NO_MIXING
@@ -504,6 +572,8 @@ _AR, _AG, _RSB = "tlmpi_allreduce_enqueue_f", "tlmpi_allgather_enqueue_f", "tlmp
 
 def allreduce(sendbuf, recvbuf, op=None, comm=None, stream=None):
     """MPI_Allreduce of recvbuf's element count on `stream` (sendbuf None or recvbuf itself: in place)."""
+    if _fast_ar is not None and _fast_ar(sendbuf, recvbuf, op, comm, stream):
+        return
     rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
     if sendbuf is None or sendbuf is recvbuf:
         sp = None
@@ -523,6 +593,8 @@ def allreduce(sendbuf, recvbuf, op=None, comm=None, stream=None):
 def allgather(sendbuf, recvbuf, comm=None, stream=None):
     """MPI_Allgather: every rank's sendbuf (n elements) into recvbuf (n * comm size); sendbuf None: in
     place (this rank's block already in recvbuf)."""
+    if _fast_ag is not None and _fast_ag(sendbuf, recvbuf, comm, stream):
+        return
     rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
     if sendbuf is not None:
         sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
@@ -548,6 +620,8 @@ def allgather(sendbuf, recvbuf, comm=None, stream=None):
 def reduce_scatter_block(sendbuf, recvbuf, op=None, comm=None, stream=None):
     """MPI_Reduce_scatter_block: sendbuf (n * comm size elements) reduced, block `rank` into recvbuf
     (n); sendbuf None: in place (recvbuf holds the n * size input, the result lands in its first n)."""
+    if _fast_rsb is not None and _fast_rsb(sendbuf, recvbuf, op, comm, stream):
+        return
     rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
     if sendbuf is not None:
         sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
@@ -602,5 +676,8 @@ def form_stats():
     return out
 
 
+_load_fast()
+
 if __name__ == "__main__":
-    sys.stdout.write("tlmpi_enqueue: %s\n" % (library_origin() + ", libtlmpi " + version()))
+    sys.stdout.write("tlmpi_enqueue: %s, extension _tlmpi_fast: %s\n" % (library_origin() + ", libtlmpi " + version(),
+                     "loaded" if _fast is not None else "not used (%s)" % _fast_why))

@@ -1,7 +1,7 @@
 # Tests: Check unit tests (no MPI run, no GPU), MPI tests under mpiexec, GPU tests (exit 77 = skip).
 LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/launch.sh
 AM_TESTS_ENVIRONMENT = MPIEXEC='$(MPIEXEC)'; export MPIEXEC; top_srcdir='$(top_srcdir)'; export top_srcdir; \
-    top_builddir='$(top_builddir)'; export top_builddir;
+    top_builddir='$(top_builddir)'; export top_builddir; TLMPI_PYTHON='$(PYTHON)'; export TLMPI_PYTHON;
 
 # the MPI test programs share one harness, tests/harness.h
 TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
@@ -16,6 +16,10 @@ TESTS += tests/unit/python_flags.sh
 # that none is reused from an earlier call
 EXTRA_DIST += tests/unit/python_args.sh tests/unit/python_args.py
 TESTS += tests/unit/python_args.sh
+# the optional C extension (python/_tlmpi_fast.c) against the Python path on the same argument cases
+# (the library's entry points ctypes callbacks); skips where configure did not build the extension
+EXTRA_DIST += tests/unit/python_fast.sh tests/unit/python_fast.py
+TESTS += tests/unit/python_fast.sh
 # the Spack recipe (packaging/spack) against a stub of Spack's directives and configure.ac's options
 EXTRA_DIST += tests/unit/spack_recipe.sh tests/unit/spack_recipe.py packaging/spack/repo.yaml \
     packaging/spack/packages/tlmpi/package.py

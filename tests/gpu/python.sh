@@ -61,6 +61,8 @@ if ! "$py" -c 'import cupy, numpy, mpi4py' >"$out/imports.log" 2>&1; then
     exit 1
 fi
 echo "python: $("$py" -c 'import sys, cupy, mpi4py; print("python", sys.version.split()[0], "cupy", cupy.__version__, "mpi4py", mpi4py.__version__)' 2>&1)"
+# the module's optional C extension (installed beside it where the build found Python.h): which one runs
+echo "python: tlmpi_enqueue's C extension: $(cd "$(dirname "$mod")" && "$py" -c 'import tlmpi_enqueue as te; print(te._fast_file or "none, the Python path (%s)" % te._fast_why)' 2>&1 | tail -1)"
 has_torch=no
 "$py" -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1 && has_torch=yes
 runs=${PY_RUNS:-cupy cupy-nomix torch}

@@ -11,6 +11,10 @@
 #   np2-multiple the nccl run at MPI_THREAD_MULTIPLE (mpi4py's default; tlmpi's GPU turn on, which
 #                enqueued calls do not take); every other run initialises at MPI_THREAD_FUNNELED
 #   np3-staging  the staging run with 3 ranks
+#   np2-nccl-py  the nccl run with TLMPI_PY_FAST=0 (the module's Python path alone)
+# Where this build has the module's C extension for that python (python/_tlmpi_fast$EXT_SUFFIX, put
+# on PYTHONPATH after the source tree's python/), every other run requires it loaded and counts the
+# calls it made; without it every run is the Python path.
 # Needs a python with mpi4py built against the MPI of this build (Debian: python3-mpi4py, built
 # against Open MPI, so under MPICH builds this skips); PYTHON names one, else python3, then
 # /usr/bin/python3. Exit 77 (skip) without such a python, without the fakes (a build without CUDA or
@@ -54,7 +58,10 @@ fi
 work=$builddir/tests/mpi/work-python
 mkdir -p "$work"
 limit=${PYTHON_TIMEOUT:-120}
-runs=${PYTHON_RUNS:-np2-pure np2-staging np2-nccl np2-multiple np3-staging}
+runs=${PYTHON_RUNS:-np2-pure np2-staging np2-nccl np2-multiple np3-staging np2-nccl-py}
+fast=0
+suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or "")')
+[ -n "$suffix" ] && [ -f "$builddir/python/_tlmpi_fast$suffix" ] && fast=1
 preload=$lib
 [ -f "$fakert" ] && preload=$fakert:$lib
 
@@ -67,6 +74,8 @@ for run in $runs; do
         np3-staging) np=3; mode=staging; set -- --env TLMPI_TIER=staging ;;
         np2-nccl) np=2; mode=nccl; set -- --env TLMPI_TIER=nccl --env "TLMPI_NCCL_LIBRARY=$fakenccl" ;;
         np2-multiple) np=2; mode=multiple; set -- --env TLMPI_TIER=nccl --env "TLMPI_NCCL_LIBRARY=$fakenccl" ;;
+        np2-nccl-py) np=2; mode=nccl; set -- --env TLMPI_TIER=nccl --env "TLMPI_NCCL_LIBRARY=$fakenccl" \
+            --env TLMPI_PY_FAST=0 ;;
         *) echo "python.sh: unknown run $run"; exit 2 ;;
     esac
     if [ $mode != pure ] && [ ! -f "$fakert" ]; then
@@ -82,7 +91,8 @@ for run in $runs; do
     log=$work/$run.log
     s=$(date +%s)
     timeout -k 10 "$limit" sh "$srcdir/tests/launch.sh" --np "$np" "$@" --env "LD_PRELOAD=$preload" \
-        --env "PYTHONPATH=$srcdir/python" --env FAKE_CUDA_DEVICES=8 --env TLMPI_TIMEOUT=60 \
+        --env "PYTHONPATH=$srcdir/python:$builddir/python" --env "TLMPI_TEST_FAST=$fast" \
+        --env FAKE_CUDA_DEVICES=8 --env TLMPI_TIMEOUT=60 \
         --env PYTHONDONTWRITEBYTECODE=1 -- "$py" "$srcdir/tests/mpi/python_enqueue.py" "$mode" >"$log" 2>&1
     rc=$?
     t=$(( $(date +%s) - s ))

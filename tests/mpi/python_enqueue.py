@@ -7,6 +7,8 @@
 # collectives, in place and not, several types), "multiple" (the nccl mode at MPI_THREAD_MULTIPLE,
 # mpi4py's default; the other modes run at MPI_THREAD_FUNNELED). Every mode also runs the pure part. "Device" memory
 # is the fake runtime's cudaMalloc (host memory underneath, so results are read back with memmove).
+# TLMPI_TEST_FAST=1 (python.sh, where the build has the module's C extension): the extension must be
+# loaded (unless TLMPI_PY_FAST=0, which must keep it out) and, with the library, make calls itself.
 # Rank 0 prints "python_enqueue: PASS|FAIL|SKIP ..."; exit 0, 1, or 77 (the libtlmpi preloaded has no
 # stream-ordered entry points yet).
 import ctypes
@@ -266,6 +268,17 @@ pure()
 skip = None
 if mode != "pure":
     skip = library_part()
+off = os.environ.get("TLMPI_PY_FAST") == "0"
+if off:
+    check(te._fast is None, "TLMPI_PY_FAST=0, yet the extension is loaded")
+    how = "Python path (TLMPI_PY_FAST=0)"
+elif te._fast is None:
+    check(os.environ.get("TLMPI_TEST_FAST") != "1", "the extension was built but not loaded: %s" % te._fast_why)
+    how = "Python path (%s)" % te._fast_why
+else:
+    check(mode == "pure" or skip or te._fast.calls > 0, "the extension made no call (%d passed to Python)"
+          % te._fast.passed)
+    how = "extension: %d calls made, %d passed to Python" % (te._fast.calls, te._fast.passed)
 nfail = comm.allreduce(len(failures))
 if rank == 0:
     if nfail:
@@ -273,7 +286,7 @@ if rank == 0:
     elif skip:
         print("python_enqueue: %s (mode %s; the pure part passed)" % (skip, mode))
     else:
-        print("python_enqueue: PASS (mode %s, %d ranks, mpi4py %s, %s)" % (mode, size, __import__("mpi4py").__version__,
-                                                                      MPI.get_vendor()[0]))
+        print("python_enqueue: PASS (mode %s, %d ranks, mpi4py %s, %s; %s)"
+              % (mode, size, __import__("mpi4py").__version__, MPI.get_vendor()[0], how))
 sys.stdout.flush()
 sys.exit(1 if nfail else 77 if skip else 0)
