@@ -452,23 +452,7 @@ static int enq_enter_sib(tlmpi_coll_t coll, const void *sbuf, void *rbuf, MPI_Co
 static int enq_enter(tlmpi_coll_t coll, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op,
                      MPI_Comm comm, int large, MPI_Datatype rtype, MPI_Count rcount, void *stream)
 {
-    tlmpi_call_t c;
-
-    memset(&c, 0, sizeof(c));
-    c.form = TLMPI_FORM_ENQUEUE;
-    c.info = MPI_INFO_NULL;
-    c.coll = coll;
-    c.sbuf = sbuf;
-    c.rbuf = rbuf;
-    c.count = count;
-    c.dtype = dtype;
-    c.op = op;
-    c.comm = comm;
-    c.large = large;
-    c.sdev = c.rdev = -1;
-    c.rtype = rtype;
-    c.rcount = rcount;
-    return enq_entry(&c, stream);
+    return enq_enter_sib(coll, sbuf, rbuf, count, dtype, op, comm, large, rtype, rcount, 0, NULL, NULL, stream);
 }
 
 TLMPI_EXPORT int tlmpi_enqueue_prepare(MPI_Comm comm, int flags)

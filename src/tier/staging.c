@@ -633,29 +633,36 @@ typedef struct {
     tlmpi_wait_who_t who;
 } staging_nb_t;
 
+/* The result of a started call to the device (its receive buffer's output span), waited for */
+static tlmpi_status_t staging_copy_out(const staging_nb_t *nb)
+{
+    tlmpi_status_t status = TLMPI_OK;
+    cudaStream_t s = nb->ctx ? (cudaStream_t)nb->ctx->stream : (cudaStream_t)0;
+    int saved = -1;
+
+    if (!nb->rdev || !nb->os.bytes) {
+        return TLMPI_OK;
+    }
+    if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
+        return TLMPI_ERR_CUDA;
+    }
+    TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)nb->rbuf + nb->os.off, nb->rp + nb->os.off, nb->os.bytes,
+                                          cudaMemcpyDefault, s), status, out);
+    TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the result's copy to the device"), status, out);
+out:
+    tlmpi_gpu_restore_device(saved);
+    return status;
+}
+
 static tlmpi_status_t staging_finish(tlmpi_pending_t *p, int ok)
 {
     staging_nb_t *nb = p->state;
-    tlmpi_status_t status = TLMPI_OK;
-    cudaStream_t s;
-    int saved = -1;
+    tlmpi_status_t status;
 
     if (!nb) {
         return TLMPI_OK;
     }
-    s = nb->ctx ? (cudaStream_t)nb->ctx->stream : (cudaStream_t)0;
-    if (ok && nb->rdev && nb->os.bytes) {
-        if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
-            status = TLMPI_ERR_CUDA;
-        } else {
-            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)nb->rbuf + nb->os.off, nb->rp + nb->os.off, nb->os.bytes,
-                                                  cudaMemcpyDefault, s), status, out);
-            TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the result's copy to the device"),
-                                  status, out);
-        out:
-            tlmpi_gpu_restore_device(saved);
-        }
-    }
+    status = ok ? staging_copy_out(nb) : TLMPI_OK;
     hbuf_put(&nb->hs);
     hbuf_put(&nb->hr);
     free(nb);
@@ -677,29 +684,9 @@ typedef struct {
 static tlmpi_status_t staging_finish_kept(tlmpi_pending_t *p, int ok)
 {
     staging_kept_t *k = p->state;
-    staging_nb_t *nb = k ? &k->nb : NULL;
-    tlmpi_status_t status = TLMPI_OK;
-    cudaStream_t s;
-    int saved = -1;
 
-    if (!nb) {
-        return TLMPI_OK;
-    }
-    s = nb->ctx ? (cudaStream_t)nb->ctx->stream : (cudaStream_t)0;
-    if (ok && nb->rdev && nb->os.bytes) {
-        if (tlmpi_gpu_enter_device(nb->dev, &saved) != 0) {
-            status = TLMPI_ERR_CUDA;
-        } else {
-            TLMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)nb->rbuf + nb->os.off, nb->rp + nb->os.off, nb->os.bytes,
-                                                  cudaMemcpyDefault, s), status, out);
-            TLMPI_CUDA_CHECK_GOTO((cudaError_t)tlmpi_gpu_sync(s, &nb->who, "the result's copy to the device"),
-                                  status, out);
-        out:
-            tlmpi_gpu_restore_device(saved);
-        }
-    }
     p->state = NULL;
-    return status;
+    return k && ok ? staging_copy_out(&k->nb) : TLMPI_OK;
 }
 
 /* A kept request's start: the input to its host copies, then the MPI's MPI_Start */
