@@ -342,6 +342,7 @@ static int enq_empty(const tlmpi_call_t *c, const tlmpi_gpu_capture_t *cap)
     }
     h.smem = h.rmem = TLMPI_MEM_DEVICE; /* every buffer a stand-in (tlmpi_call_refused) */
     h.form = TLMPI_FORM_BLOCKING;
+    h.op = c->pmpi_op; /* tlmpi's own op where the MPI has none for the type (half types) */
     PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     rc = tlmpi_call_refused(&h);
     PMPI_Comm_set_errhandler(c->comm, eh);
