@@ -241,27 +241,40 @@ out:
 #endif
 }
 
-/* The class the MPI gives a call with MPI_DATATYPE_NULL or MPI_OP_NULL (it rejects those before it
- * communicates or reads a buffer; which of the two it names first is its own order): its blocking form
- * on host stand-ins for both buffers, under MPI_ERRORS_RETURN. MPI_ERR_TYPE / MPI_ERR_OP should it
- * not answer so. */
-static int enq_null_class(const tlmpi_call_t *c)
+/* The class the MPI gives the blocking form of c with op and host stand-ins for every buffer (nothing
+ * is read or written; tlmpi_call_refused), under MPI_ERRORS_RETURN: MPI_SUCCESS where it accepts the
+ * arguments, -1 where the comm's error handler could not be read (nothing asked). */
+static int enq_mpi_class(const tlmpi_call_t *c, MPI_Op op)
 {
     tlmpi_call_t h = *c;
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    int rc, cls = c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : MPI_ERR_OP;
+    int rc, cls = MPI_SUCCESS;
 
-    h.smem = h.rmem = TLMPI_MEM_DEVICE; /* every buffer a stand-in (tlmpi_call_refused) */
-    h.form = TLMPI_FORM_BLOCKING;
     if (PMPI_Comm_get_errhandler(c->comm, &eh) != MPI_SUCCESS) {
-        return cls;
+        return -1;
     }
+    h.smem = h.rmem = TLMPI_MEM_DEVICE;
+    h.form = TLMPI_FORM_BLOCKING;
+    h.op = op;
     PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     rc = tlmpi_call_refused(&h);
     PMPI_Comm_set_errhandler(c->comm, eh);
     PMPI_Errhandler_free(&eh);
     if (rc != MPI_SUCCESS) {
         PMPI_Error_class(rc, &cls);
+    }
+    return cls;
+}
+
+/* The class the MPI gives a call with MPI_DATATYPE_NULL or MPI_OP_NULL (it rejects those before it
+ * communicates or reads a buffer; which of the two it names first is its own order). MPI_ERR_TYPE /
+ * MPI_ERR_OP should it not answer so. */
+static int enq_null_class(const tlmpi_call_t *c)
+{
+    int cls = enq_mpi_class(c, c->op);
+
+    if (cls <= MPI_SUCCESS) {
+        cls = c->dtype == MPI_DATATYPE_NULL || c->rtype == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : MPI_ERR_OP;
     }
     return cls;
 }
@@ -329,26 +342,13 @@ static int enq_moves(const tlmpi_call_t *c)
 }
 
 /* A call that moves no data: nothing to enqueue, but the MPI still judges its arguments (an op invalid
- * for the type, ...): its blocking form with host stand-ins for every buffer (nothing is read or
- * written) under MPI_ERRORS_RETURN gives the class; during capture MPI_SUCCESS (nothing is captured). */
+ * for the type, ...) with tlmpi's own op where the type needs one (half types): its class; during
+ * capture MPI_SUCCESS (nothing is captured). */
 static int enq_empty(const tlmpi_call_t *c, const tlmpi_gpu_capture_t *cap)
 {
-    tlmpi_call_t h = *c;
-    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    int rc, cls = MPI_SUCCESS;
+    int cls = cap->active ? MPI_SUCCESS : enq_mpi_class(c, c->pmpi_op);
 
-    if (cap->active || PMPI_Comm_get_errhandler(c->comm, &eh) != MPI_SUCCESS) {
-        return MPI_SUCCESS;
-    }
-    h.smem = h.rmem = TLMPI_MEM_DEVICE; /* every buffer a stand-in (tlmpi_call_refused) */
-    h.form = TLMPI_FORM_BLOCKING;
-    h.op = c->pmpi_op; /* tlmpi's own op where the MPI has none for the type (half types) */
-    PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-    rc = tlmpi_call_refused(&h);
-    PMPI_Comm_set_errhandler(c->comm, eh);
-    PMPI_Errhandler_free(&eh);
-    if (rc != MPI_SUCCESS) {
-        PMPI_Error_class(rc, &cls);
+    if (cls > MPI_SUCCESS) {
         return enq_fail(c, cls, "the MPI rejects the arguments of a call that moves no data (error class %d)", cls);
     }
     return MPI_SUCCESS;
