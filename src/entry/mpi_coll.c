@@ -190,8 +190,12 @@ static int coll_slow(tlmpi_call_t *c)
             /* on an intercommunicator staging keeps the MPI's own request (on host copies): the root
              * group's MPI_PROC_NULL ranks hold one without tlmpi, and the MPI's persistent and
              * non-blocking collectives must not mix on one communicator */
-            if ((rc = tlmpi_staging_check_init(&tc->tier, c, c->inter && t == TLMPI_TIER_STAGING ? &kept : NULL)) !=
-                MPI_SUCCESS) {
+            int inter = 0;
+
+            if (t == TLMPI_TIER_STAGING && PMPI_Comm_test_inter(c->comm, &inter) != MPI_SUCCESS) {
+                inter = 0;
+            }
+            if ((rc = tlmpi_staging_check_init(&tc->tier, c, inter ? &kept : NULL)) != MPI_SUCCESS) {
                 return rc; /* the MPI rejects the arguments at *_init, as on host buffers */
             }
         }
@@ -371,6 +375,8 @@ static __attribute__((noinline)) int coll_enter_form(tlmpi_coll_t coll, const vo
     c.info = info;
     c.pend = NULL;
     c.preg = NULL;
+    c.preg_tier = 0;
+    c.inter = 0; /* asked where it matters: the siblings' classification, a persistent call's staging */
 
     c.coll = coll;
     c.sbuf = sbuf;
