@@ -15,7 +15,8 @@
 # osu_iallreduce, osu_iallgather and osu_ireduce_scatter_block instead, whose tables add OSU's pure
 # communication time and overlap (%) per mode; -b all: both; -b siblings: osu_allgatherv,
 # osu_reduce_scatter, osu_bcast, osu_reduce and osu_alltoall; -b nonblocking-siblings: their osu_i*
-# forms; -b all-siblings: both) with `-d cuda -c` (OSU validates
+# forms; -b all-siblings: both; -b persistent: osu_allreduce_persistent and osu_allgather_persistent
+# (OSU has no persistent reduce_scatter_block); -b persistent-siblings: the siblings' osu_*_persistent) with `-d cuda -c` (OSU validates
 # every size; `-T mpi_float` for the reductions), OSU's sizes -s MIN:MAX (default 4 B .. 256 MiB;
 # OSU's -M raised to fit), on every rank count of -n "2 4", in these modes (-m LIST picks; default
 # auto,staging,nccl,node,mpi):
@@ -96,7 +97,9 @@ case $bset in
     siblings) benches="osu_allgatherv osu_reduce_scatter osu_bcast osu_reduce osu_alltoall" ;;
     nonblocking-siblings) benches="osu_iallgatherv osu_ireduce_scatter osu_ibcast osu_ireduce osu_ialltoall" ;;
     all-siblings) benches="osu_allgatherv osu_reduce_scatter osu_bcast osu_reduce osu_alltoall osu_iallgatherv osu_ireduce_scatter osu_ibcast osu_ireduce osu_ialltoall" ;;
-    *) echo "tlmpi-osu-compare: -b takes blocking, nonblocking, all, siblings, nonblocking-siblings or all-siblings, not '$bset'" >&2; exit 2 ;;
+    persistent) benches="osu_allreduce_persistent osu_allgather_persistent" ;;
+    persistent-siblings) benches="osu_allgatherv_persistent osu_reduce_scatter_persistent osu_bcast_persistent osu_reduce_persistent osu_alltoall_persistent" ;;
+    *) echo "tlmpi-osu-compare: -b takes blocking, nonblocking, all, siblings, nonblocking-siblings, all-siblings, persistent or persistent-siblings, not '$bset'" >&2; exit 2 ;;
 esac
 for v in "$minsz" "$maxsz" "$large_from" "$timeout_s"; do
     case $v in
@@ -136,7 +139,7 @@ done
 # .../non_blocking in a build tree; both in libexec/osu-micro-benchmarks/mpi/collective installed
 bindir_of() { # BENCHMARK
     local d sub=blocking
-    case $1 in osu_i*) sub=non_blocking ;; esac
+    case $1 in osu_i*) sub=non_blocking ;; *_persistent) sub=persistent ;; esac
     for d in "$osu" "$osu/c/mpi/collective/$sub" "$osu/mpi/collective/$sub" "$osu/../$sub" \
              "$osu/libexec/osu-micro-benchmarks/mpi/collective/$sub" "$osu/libexec/osu-micro-benchmarks/mpi/collective"; do
         [ -x "$d/$1" ] && { (cd "$d" && pwd); return 0; }
@@ -255,15 +258,15 @@ for np in $nps; do
     memlimit=$((maxsz * (np + 2)))
     for b in $benches; do
         case $b in
-            osu_allreduce|osu_iallreduce) algos="ll oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
-            osu_allgather|osu_iallgather) algos="ll push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
+            osu_allreduce|osu_iallreduce|osu_allreduce_persistent) algos="ll oneshot twoshot"; tvar=TLMPI_ALLREDUCE_TIERS; T="-T mpi_float" ;;
+            osu_allgather|osu_iallgather|osu_allgather_persistent) algos="ll push pull"; tvar=TLMPI_ALLGATHER_TIERS; T= ;;
             osu_reduce_scatter_block|osu_ireduce_scatter_block) algos="ll pull"; tvar=TLMPI_REDUCE_SCATTER_BLOCK_TIERS; T="-T mpi_float" ;;
             # the siblings: no node-tier algorithms of their own (node: TLMPI_TIER=node, served where it can)
-            osu_allgatherv|osu_iallgatherv) algos=; tvar=TLMPI_ALLGATHERV_TIERS; T= ;;
-            osu_reduce_scatter|osu_ireduce_scatter) algos=; tvar=TLMPI_REDUCE_SCATTER_TIERS; T="-T mpi_float" ;;
-            osu_bcast|osu_ibcast) algos=; tvar=TLMPI_BCAST_TIERS; T= ;;
-            osu_reduce|osu_ireduce) algos=; tvar=TLMPI_REDUCE_TIERS; T="-T mpi_float" ;;
-            osu_alltoall|osu_ialltoall) algos=; tvar=TLMPI_ALLTOALL_TIERS; T= ;;
+            osu_allgatherv|osu_iallgatherv|osu_allgatherv_persistent) algos=; tvar=TLMPI_ALLGATHERV_TIERS; T= ;;
+            osu_reduce_scatter|osu_ireduce_scatter|osu_reduce_scatter_persistent) algos=; tvar=TLMPI_REDUCE_SCATTER_TIERS; T="-T mpi_float" ;;
+            osu_bcast|osu_ibcast|osu_bcast_persistent) algos=; tvar=TLMPI_BCAST_TIERS; T= ;;
+            osu_reduce|osu_ireduce|osu_reduce_persistent) algos=; tvar=TLMPI_REDUCE_TIERS; T="-T mpi_float" ;;
+            osu_alltoall|osu_ialltoall|osu_alltoall_persistent) algos=; tvar=TLMPI_ALLTOALL_TIERS; T= ;;
         esac
         bdir=$(bindir_of "$b")
         list=

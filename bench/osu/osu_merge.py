@@ -5,7 +5,8 @@ bench/osu/osu-compare.sh (tlmpi-osu-compare) left in DIR into one CSV and one Ma
 Inputs: DIR/osu_<collective>-np<N>-<mode>[-inplace].txt, the raw output of one OSU run (7.x,
 "# Size  Avg Latency(us)  [Validation]" rows; for the non-blocking benchmarks osu_iallreduce,
 osu_iallgather and osu_ireduce_scatter_block "# Size  Overall(us)  Compute(us)  Pure Comm.(us)
-Overlap(%)  [Validation]" rows, whose Overall is taken as the latency), with <mode> auto, staging, nccl, node-<algorithm>
+Overlap(%)  [Validation]" rows, whose Overall is taken as the latency; the persistent benchmarks
+osu_<coll>_persistent (*_init once, MPI_Start + MPI_Wait per iteration) as the blocking ones), with <mode> auto, staging, nccl, node-<algorithm>
 (node/<algorithm> forced through TLMPI_<COLL>_TIERS), mpi-plain (the MPI alone), or any other
 name; beside it optionally <same name>.rc (the run's exit status). Metadata: DIR/meta.txt
 (KEY=VALUE lines, written by osu-compare.sh) or, for outputs of the older bench/osu-compare.sh, the
@@ -46,11 +47,16 @@ COLLS = {"osu_allreduce": "allreduce", "osu_allgather": "allgather",
          "osu_allgatherv": "allgatherv", "osu_reduce_scatter": "reduce_scatter", "osu_bcast": "bcast",
          "osu_reduce": "reduce", "osu_alltoall": "alltoall", "osu_iallgatherv": "iallgatherv",
          "osu_ireduce_scatter": "ireduce_scatter", "osu_ibcast": "ibcast", "osu_ireduce": "ireduce",
-         "osu_ialltoall": "ialltoall"}
-# the blocking collective a non-blocking benchmark's sizes and busbw follow
+         "osu_ialltoall": "ialltoall", "osu_allreduce_persistent": "allreduce_persistent",
+         "osu_allgather_persistent": "allgather_persistent", "osu_allgatherv_persistent": "allgatherv_persistent",
+         "osu_reduce_scatter_persistent": "reduce_scatter_persistent", "osu_bcast_persistent": "bcast_persistent",
+         "osu_reduce_persistent": "reduce_persistent", "osu_alltoall_persistent": "alltoall_persistent"}
+# the blocking collective a non-blocking or persistent benchmark's sizes and busbw follow
 BASE = {"iallreduce": "allreduce", "iallgather": "allgather", "ireduce_scatter_block": "reduce_scatter_block",
         "iallgatherv": "allgatherv", "ireduce_scatter": "reduce_scatter", "ibcast": "bcast", "ireduce": "reduce",
-        "ialltoall": "alltoall"}
+        "ialltoall": "alltoall", "allreduce_persistent": "allreduce", "allgather_persistent": "allgather",
+        "allgatherv_persistent": "allgatherv", "reduce_scatter_persistent": "reduce_scatter",
+        "bcast_persistent": "bcast", "reduce_persistent": "reduce", "alltoall_persistent": "alltoall"}
 # busbw: S = n x size for the collectives whose OSU size is one rank's block, and the factor on algbw
 PER_RANK_SIZE = ("allgather", "allgatherv", "alltoall")
 NO_FACTOR = ("bcast", "reduce")
@@ -184,7 +190,7 @@ def merge(d, meta_over, csv_path, md_path):
                                                                    "**%d**" % nfail if nfail else "0", status))
         base = [m for m in modes if m != "auto"]
         bcoll = BASE.get(coll, coll)
-        isnbc = coll in BASE
+        isnbc = coll in BASE and not coll.endswith("_persistent")
         hdr = "| bytes | " + " | ".join(("%s overall us" if isnbc else "%s us") % m for m in modes)
         hdr += "".join(" | auto vs %s" % m for m in base if "auto" in modes)
         if isnbc:

@@ -1,8 +1,10 @@
 /*
  * gpu_siblings: MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce and MPI_Alltoall on CUDA
  * device buffers through tlmpi on a GPU host (ranks sharing the GPU under MPS: tests/gpu/siblings.sh),
- * in every form this MPI has (blocking, MPI_I* + MPI_Wait, MPI-4 *_init + MPI_Start/MPI_Wait twice),
- * against PMPI_* of the same call on host copies.
+ * in every form this MPI has (blocking, MPI_I* + MPI_Wait, MPI-4 *_init + MPI_Start/MPI_Wait twice) and
+ * in tlmpi's stream-ordered forms (tlmpi_<sibling>_enqueue on a non-blocking stream, eager, and captured
+ * into a CUDA graph in global capture mode, the graph launched twice), against PMPI_* of the same call
+ * on host copies. Both communicators are prepared for capture (tlmpi_enqueue_prepare).
  *
  * Cases (random, the seed printed; every rank draws the same): counts per rank 0 .. C with zeros, one
  * rank holding 8x the others' (the uneven case of FSDP shards and MoE), every count zero, equal counts;
@@ -32,9 +34,12 @@ enum { AGV, RS, BC, RED, A2A, NCOLL };
 static const char *const coll_names[NCOLL] = { "Allgatherv", "Reduce_scatter", "Bcast", "Reduce", "Alltoall" };
 static const tlmpi_coll_t coll_ids[NCOLL] = { TLMPI_COLL_ALLGATHERV, TLMPI_COLL_REDUCE_SCATTER, TLMPI_COLL_BCAST,
                                               TLMPI_COLL_REDUCE, TLMPI_COLL_ALLTOALL };
-enum { BLOCKING, NONBLOCKING, PERSISTENT, NFORMS };
-static const char *const form_names[NFORMS] = { "blocking", "non-blocking", "persistent" };
-static const tlmpi_form_t form_ids[NFORMS] = { TLMPI_FORM_BLOCKING, TLMPI_FORM_NONBLOCKING, TLMPI_FORM_PERSISTENT };
+enum { BLOCKING, NONBLOCKING, PERSISTENT, ENQUEUE, CAPTURE, NFORMS };
+static const char *const form_names[NFORMS] = { "blocking", "non-blocking", "persistent", "stream-ordered",
+                                                 "captured" };
+static const tlmpi_form_t form_ids[NFORMS] = { TLMPI_FORM_BLOCKING, TLMPI_FORM_NONBLOCKING, TLMPI_FORM_PERSISTENT,
+                                               TLMPI_FORM_ENQUEUE, TLMPI_FORM_CAPTURE };
+static cudaStream_t g_st; /* the stream-ordered forms' (non-blocking) */
 #define MAXP 8
 #define GUARD 64
 
@@ -101,6 +106,35 @@ static int call(int c, int f, int pmpi, int me, MPI_Comm comm, const void *sb, v
         case RED: return MPI_Reduce(sb, rb, count, k->t, op, root, comm);
         default: return MPI_Alltoall(sb, count, k->t, rb, count, k->t, comm);
         }
+    }
+    if (f == ENQUEUE || f == CAPTURE) {
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        cudaError_t e;
+
+        if (f == CAPTURE) CK(cudaStreamBeginCapture(g_st, cudaStreamCaptureModeGlobal));
+        switch (c) {
+        case AGV: rc = tlmpi_allgatherv_enqueue(sb, sb == MPI_IN_PLACE ? 0 : counts[me], k->t, rb, counts, displs, k->t, comm, g_st); break;
+        case RS: rc = tlmpi_reduce_scatter_enqueue(sb, rb, counts, k->t, op, comm, g_st); break;
+        case BC: rc = tlmpi_bcast_enqueue(rb, count, k->t, root, comm, g_st); break;
+        case RED: rc = tlmpi_reduce_enqueue(sb, rb, count, k->t, op, root, comm, g_st); break;
+        default: rc = tlmpi_alltoall_enqueue(sb, count, k->t, rb, count, k->t, comm, g_st); break;
+        }
+        if (f == ENQUEUE) {
+            CK(cudaStreamSynchronize(g_st));
+            return rc;
+        }
+        e = cudaStreamEndCapture(g_st, &graph);
+        if (e != cudaSuccess || (e = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess) {
+            fprintf(stderr, "gpu_siblings: rank %d: %s captured: %s\n", g_rank, coll_names[c], cudaGetErrorString(e));
+            return MPI_ERR_OTHER;
+        }
+        /* the graph launched starts times: the same inputs, the same result */
+        for (rep = 0; rc == MPI_SUCCESS && rep < starts; rep++) CK(cudaGraphLaunch(exec, g_st));
+        CK(cudaStreamSynchronize(g_st));
+        CK(cudaGraphExecDestroy(exec));
+        CK(cudaGraphDestroy(graph));
+        return rc;
     }
     if (f == NONBLOCKING) {
         switch (c) {
@@ -285,8 +319,14 @@ int main(int argc, char **argv)
                large ? " (every case the largest)" : "", seed);
     }
     MPI_Comm_split(MPI_COMM_WORLD, 0, g_size - g_rank, &rev);
+    CK(cudaStreamCreateWithFlags(&g_st, cudaStreamNonBlocking));
+    if (tlmpi_enqueue_prepare(MPI_COMM_WORLD, 0) != MPI_SUCCESS || tlmpi_enqueue_prepare(rev, 0) != MPI_SUCCESS) {
+        fprintf(stderr, "gpu_siblings: rank %d: tlmpi_enqueue_prepare failed\n", g_rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     for (i = 0; i < cases; i++) run_case(i, i % 3 == 2 ? rev : MPI_COMM_WORLD, maxc, large);
     MPI_Comm_free(&rev);
+    CK(cudaStreamDestroy(g_st));
     /* every collective on the node tier in the forms that ran */
     for (c = 0; c < NCOLL; c++) {
         char line[256];
