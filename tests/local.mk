@@ -1,7 +1,7 @@
 # Tests: Check unit tests (no MPI run, no GPU), MPI tests under mpiexec, GPU tests (exit 77 = skip).
 LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/launch.sh
 AM_TESTS_ENVIRONMENT = MPIEXEC='$(MPIEXEC)'; export MPIEXEC; top_srcdir='$(top_srcdir)'; export top_srcdir; \
-    top_builddir='$(top_builddir)'; export top_builddir; TLMPI_PYTHON='$(PYTHON)'; export TLMPI_PYTHON;
+    top_builddir='$(top_builddir)'; export top_builddir; TEST_PYTHON='$(PYTHON)'; export TEST_PYTHON;
 
 # the MPI test programs share one harness, tests/harness.h
 TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
