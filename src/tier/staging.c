@@ -808,49 +808,66 @@ out:
     return status;
 }
 
-int tlmpi_staging_check_init(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, void **keep)
+/* Host stand-ins of c's buffers for the MPI's own argument checks: *h is c on host copies of its
+ * spans (overlap kept; the input copied in, synchronously), the request handle *req. 0, or -1 (the
+ * spans or host memory failed: nothing held). */
+static int standins(const tlmpi_call_t *c, tlmpi_call_t *h, MPI_Request *req, hbuf_t *hs, hbuf_t *hr, span_t *ss,
+                    span_t *rs, span_t *os)
 {
-    tlmpi_call_t h = *c;
-    span_t ss, rs, os;
-    hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
     size_t unused = 0;
     const char *sp;
     char *rp;
+
+    *h = *c;
+    if (call_spans(c, c->size, ss, rs, os) != 0 ||
+        stage_in(c, ss, rs, 0, &unused, (cudaStream_t)0, hs, hr, &sp, &rp, 0) != TLMPI_OK) {
+        hbuf_put(hs);
+        hbuf_put(hr);
+        return -1;
+    }
+    h->sbuf = sp;
+    h->rbuf = sibling_rbuf(c, rp);
+    h->ureq = req;
+    return 0;
+}
+
+int tlmpi_staging_check_init(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, void **keep)
+{
+    tlmpi_call_t h;
+    span_t ss, rs, os;
+    hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
     MPI_Request req = MPI_REQUEST_NULL;
-    int rc = MPI_ERR_NO_MEM;
+    int rc;
 
     if (keep) {
         *keep = NULL;
     }
-    if (call_spans(c, c->size, &ss, &rs, &os) == 0 &&
-        stage_in(c, &ss, &rs, 0, &unused, (cudaStream_t)0, &hs, &hr, &sp, &rp, 0) == TLMPI_OK) {
-        h.sbuf = sp;
-        h.rbuf = sibling_rbuf(c, rp);
-        h.ureq = &req;
-        rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
-        if (rc == MPI_SUCCESS && keep && (*keep = calloc(1, sizeof(staging_kept_t))) != NULL) {
-            staging_kept_t *k = *keep;
+    if (standins(c, &h, &req, &hs, &hr, &ss, &rs, &os) != 0) {
+        return MPI_ERR_NO_MEM;
+    }
+    rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
+    if (rc == MPI_SUCCESS && keep && (*keep = calloc(1, sizeof(staging_kept_t))) != NULL) {
+        staging_kept_t *k = *keep;
 
-            k->nb.hs = hs;
-            k->nb.hr = hr;
-            k->nb.os = os;
-            k->nb.rs = rs;
-            k->nb.rdev = tlmpi_mem_is_device(c->rmem);
-            k->nb.rbuf = c->rbuf;
-            k->nb.rp = (char *)h.rbuf;
-            k->nb.ctx = tc->ctx;
-            k->nb.dev = tc->ctx ? tc->ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev;
-            if (k->nb.dev < 0) {
-                k->nb.dev = tlmpi_gpu_current_device();
-            }
-            k->nb.who = tlmpi_tier_who(tc, c, "staging");
-            k->ss = ss;
-            k->mreq = req;
-            return MPI_SUCCESS;
+        k->nb.hs = hs;
+        k->nb.hr = hr;
+        k->nb.os = os;
+        k->nb.rs = rs;
+        k->nb.rdev = tlmpi_mem_is_device(c->rmem);
+        k->nb.rbuf = c->rbuf;
+        k->nb.rp = (char *)h.rbuf;
+        k->nb.ctx = tc->ctx;
+        k->nb.dev = tc->ctx ? tc->ctx->dev : c->rdev >= 0 ? c->rdev : c->sdev;
+        if (k->nb.dev < 0) {
+            k->nb.dev = tlmpi_gpu_current_device();
         }
-        if (rc == MPI_SUCCESS) {
-            PMPI_Request_free(&req);
-        }
+        k->nb.who = tlmpi_tier_who(tc, c, "staging");
+        k->ss = ss;
+        k->mreq = req;
+        return MPI_SUCCESS;
+    }
+    if (rc == MPI_SUCCESS) {
+        PMPI_Request_free(&req);
     }
     hbuf_put(&hs);
     hbuf_put(&hr);
@@ -859,34 +876,28 @@ int tlmpi_staging_check_init(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, void 
 
 int tlmpi_staging_check_args(const tlmpi_call_t *c)
 {
-    tlmpi_call_t h = *c;
+    tlmpi_call_t h;
     span_t ss, rs, os;
     hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
-    size_t unused = 0;
-    const char *sp;
-    char *rp;
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    int rc = MPI_ERR_NO_MEM;
+    int rc;
 
-    if (call_spans(c, c->size, &ss, &rs, &os) == 0 &&
-        stage_in(c, &ss, &rs, 0, &unused, (cudaStream_t)0, &hs, &hr, &sp, &rp, 0) == TLMPI_OK) {
-        h.sbuf = sp;
-        h.rbuf = sibling_rbuf(c, rp);
-        h.ureq = &req;
-        h.form = TLMPI_FORM_NONBLOCKING;
-        /* the MPI's verdict as a return code: its error handler is not the caller's to see here */
-        if (PMPI_Comm_get_errhandler(c->comm, &eh) == MPI_SUCCESS) {
-            PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-        }
-        rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
-        if (rc == MPI_SUCCESS) {
-            rc = PMPI_Wait(&req, MPI_STATUS_IGNORE);
-        }
-        if (eh != MPI_ERRHANDLER_NULL) {
-            PMPI_Comm_set_errhandler(c->comm, eh);
-            PMPI_Errhandler_free(&eh);
-        }
+    if (standins(c, &h, &req, &hs, &hr, &ss, &rs, &os) != 0) {
+        return MPI_ERR_NO_MEM;
+    }
+    h.form = TLMPI_FORM_NONBLOCKING;
+    /* the MPI's verdict as a return code: its error handler is not the caller's to see here */
+    if (PMPI_Comm_get_errhandler(c->comm, &eh) == MPI_SUCCESS) {
+        PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    }
+    rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    if (eh != MPI_ERRHANDLER_NULL) {
+        PMPI_Comm_set_errhandler(c->comm, eh);
+        PMPI_Errhandler_free(&eh);
     }
     hbuf_put(&hs);
     hbuf_put(&hr);
