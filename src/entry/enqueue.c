@@ -127,17 +127,11 @@ static int enq_sync_fallback(tlmpi_comm_t *tc, tlmpi_call_t *c, int t, int algo,
     {
         /* the MPI's verdict as a return code (a stream-ordered call's failure is returned, never handed to
          * the comm's error handler) */
-        MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+        MPI_Errhandler eh = tlmpi_errh_quiet(c->comm);
         int cls = MPI_ERR_OTHER;
 
-        if (PMPI_Comm_get_errhandler(c->comm, &eh) == MPI_SUCCESS) {
-            PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-        }
         st = tlmpi_comm_run(tc, c, t, algo, 1, &tier, &mpi_rc);
-        if (eh != MPI_ERRHANDLER_NULL) {
-            PMPI_Comm_set_errhandler(c->comm, eh);
-            PMPI_Errhandler_free(&eh);
-        }
+        tlmpi_errh_restore(c->comm, eh);
         if (st != TLMPI_OK) {
             if (st == TLMPI_ERR_MPI && mpi_rc != MPI_SUCCESS) {
                 PMPI_Error_class(mpi_rc, &cls);
@@ -247,19 +241,17 @@ out:
 static int enq_mpi_class(const tlmpi_call_t *c, MPI_Op op)
 {
     tlmpi_call_t h = *c;
-    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    MPI_Errhandler eh;
     int rc, cls = MPI_SUCCESS;
 
-    if (PMPI_Comm_get_errhandler(c->comm, &eh) != MPI_SUCCESS) {
+    if ((eh = tlmpi_errh_quiet(c->comm)) == MPI_ERRHANDLER_NULL) {
         return -1;
     }
     h.smem = h.rmem = TLMPI_MEM_DEVICE;
     h.form = TLMPI_FORM_BLOCKING;
     h.op = op;
-    PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     rc = tlmpi_call_refused(&h);
-    PMPI_Comm_set_errhandler(c->comm, eh);
-    PMPI_Errhandler_free(&eh);
+    tlmpi_errh_restore(c->comm, eh);
     if (rc != MPI_SUCCESS) {
         PMPI_Error_class(rc, &cls);
     }

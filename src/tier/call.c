@@ -425,6 +425,25 @@ int tlmpi_call_form(const tlmpi_mpi_fns_t *m, const tlmpi_call_t *c, MPI_Op op)
     }
 }
 
+MPI_Errhandler tlmpi_errh_quiet(MPI_Comm comm)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+
+    if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS) {
+        return MPI_ERRHANDLER_NULL;
+    }
+    PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return eh;
+}
+
+void tlmpi_errh_restore(MPI_Comm comm, MPI_Errhandler eh)
+{
+    if (eh != MPI_ERRHANDLER_NULL) {
+        PMPI_Comm_set_errhandler(comm, eh);
+        PMPI_Errhandler_free(&eh);
+    }
+}
+
 int tlmpi_call_refused(const tlmpi_call_t *c)
 {
     static char stand_in[2][64] __attribute__((aligned(64)));

@@ -160,6 +160,12 @@ static inline int tlmpi_call_off_device(const tlmpi_call_t *c, int dev)
  * (MPI_COMM_NULL, MPI_DATATYPE_NULL, MPI_OP_NULL), so that the MPI picks the error class (MPICH
  * reports MPI_DATATYPE_NULL in a reduction as MPI_ERR_OP) and runs its error handler. */
 int tlmpi_call_refused(const tlmpi_call_t *c);
+
+/* The MPI's verdict as a return code, not the caller's error handler's to see: comm's handler is
+ * MPI_ERRORS_RETURN until tlmpi_errh_restore(comm, the value returned) (MPI_ERRHANDLER_NULL: the
+ * handler could not be read, and is left alone). */
+MPI_Errhandler tlmpi_errh_quiet(MPI_Comm comm);
+void tlmpi_errh_restore(MPI_Comm comm, MPI_Errhandler eh);
 /* PMPI_* with the call's arguments and the given op (int or _c entry point as called). */
 int tlmpi_call_pmpi(const tlmpi_call_t *c, MPI_Op op);
 /* The non-blocking PMPI_I* call with the original arguments (op as above). */

@@ -880,25 +880,19 @@ int tlmpi_staging_check_args(const tlmpi_call_t *c)
     span_t ss, rs, os;
     hbuf_t hs = { NULL, 0 }, hr = { NULL, 0 };
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    MPI_Errhandler eh;
     int rc;
 
     if (standins(c, &h, &req, &hs, &hr, &ss, &rs, &os) != 0) {
         return MPI_ERR_NO_MEM;
     }
     h.form = TLMPI_FORM_NONBLOCKING;
-    /* the MPI's verdict as a return code: its error handler is not the caller's to see here */
-    if (PMPI_Comm_get_errhandler(c->comm, &eh) == MPI_SUCCESS) {
-        PMPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-    }
+    eh = tlmpi_errh_quiet(c->comm); /* the MPI's verdict as a return code */
     rc = tlmpi_call_form(&tlmpi_pmpi, &h, c->pmpi_op);
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Wait(&req, MPI_STATUS_IGNORE);
     }
-    if (eh != MPI_ERRHANDLER_NULL) {
-        PMPI_Comm_set_errhandler(c->comm, eh);
-        PMPI_Errhandler_free(&eh);
-    }
+    tlmpi_errh_restore(c->comm, eh);
     hbuf_put(&hs);
     hbuf_put(&hr);
     return rc;
