@@ -173,7 +173,9 @@ typedef enum {
     TLMPI_NODE_AR_TWOSHOT,    /* allreduce: load-reduce own slice, store it into every pool, copy out */
     TLMPI_NODE_AG_LL,         /* allgather: own block as flagged lines into every rank's LL region, no barrier */
     TLMPI_NODE_RSB_LL,        /* reduce_scatter_block: block q as flagged lines into rank q's LL region, reduce */
-    TLMPI_NODE_AR_LL,         /* allreduce: the input as flagged lines into every rank's LL region, reduce */
+    TLMPI_NODE_AR_LL,         /* allreduce: the input as flagged lines into every rank's LL region, reduce;
+                                 also MPI_Bcast (bytes summed, every rank but the root contributing zeros:
+                                 in NULL) and MPI_Reduce (out NULL off the root) */
     TLMPI_NODE_BARRIER,       /* one barrier, no data (the floor of any one-shot collective; bench) */
     /* zero-copy kinds (tlmpi_cuda_node_run_direct only): straight between registered user buffers */
     TLMPI_NODE_AG_DIRECT,     /* allgather: every rank copies each peer's block from the peer's send buffer */
@@ -241,6 +243,9 @@ typedef struct {
     /* The siblings' blocks (the XCHG kinds require one, RSB_PULL takes one; NULL: none), read by the
      * launcher before it returns */
     const tlmpi_node_layout_t *layout;
+    /* TLMPI_NODE_AR_LL for a sibling (node.c): this rank contributes zeros (a broadcast's non-root: in
+     * is set NULL at launch), this rank keeps no result (a reduce's non-root: out set NULL) */
+    int ll_zero_in, ll_no_out;
 } tlmpi_node_args_t;
 
 /* 1 if the node kernels reduce (dtype, op) (same set as tlmpi_cuda_reduce). */

@@ -138,8 +138,11 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
             a->done_word = nullptr; /* nothing launched: nothing writes it */
             return 0;
         }
-        // a layout may leave out NULL where it writes nothing there (MPI_Reduce off the root)
-        if (!a->in || (!a->out && !a->layout) || a->count > ((size_t)-1) / elem / (size_t)x->nranks)
+        // a layout may leave out NULL where it writes nothing there (MPI_Reduce off the root); the LL
+        // allreduce takes in NULL as zeros and out NULL as no result (MPI_Bcast, MPI_Reduce: node_ll.cu)
+        const bool ar_ll = a->kind == TLMPI_NODE_AR_LL;
+        if ((!a->in && !ar_ll) || (!a->out && !a->layout && !ar_ll) ||
+            a->count > ((size_t)-1) / elem / (size_t)x->nranks)
             return (int)cudaErrorInvalidValue;
         p.bytes = a->count * elem;
         if (is_ll(a->kind)) {

@@ -17,6 +17,9 @@
 // payload, so it is for small messages only (TLMPI_NODE_LL_MAX in src/tier/node.c). HBM bytes per
 // rank: (n-1) lines of 2P written, (n-1) read, P read, P (allgather nP) written. In place: each
 // word's inputs are read by the thread that writes its output, before it writes.
+// The allreduce also serves the small MPI_Bcast and MPI_Reduce (src/tier/node.c): a NULL input is a
+// term of zeros (a broadcast's non-roots, whose bytes are summed as u8 with the root's: exact), a
+// NULL output is no result (a reduce's non-roots); the lines travel as for the allreduce.
 //
 // Launch shape. `ctas` CTAs of 512 threads (the same on every rank, all resident: a thread polls
 // lines of peers' threads); grid-stride over the payload's words: each thread first stores all its
@@ -141,8 +144,7 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
                     st_line(line(q, r, w), ld_word(src, avail), f);
                 }
             } else {
-                const char *src = p.in + w * 8;
-                const uint2 v = ld_word(src, avail);
+                const uint2 v = p.in ? ld_word(p.in + w * 8, avail) : make_uint2(0u, 0u);
                 for (int s = 1; s < n; s++) {
                     const int q = r + s < n ? r + s : r + s - n;
                     st_line(line(q, r, w), v, f);
@@ -181,8 +183,7 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
             for (int q = 0; q < kMaxRanks; q++)
                 if (miss & (1u << q)) l[q] = ld_line(line(r, q, w));
         }
-        const char *own = in_for(r) + w * 8;
-        const uint2 mine = ld_word(own, avail);
+        const uint2 mine = COLL == kRsb || p.in ? ld_word(in_for(r) + w * 8, avail) : make_uint2(0u, 0u);
         if constexpr (COLL == kAg) {
             char *const dst = p.out + w * 8;
             const bool whole = whole_word(dst, avail, P);  // every block's word alike
@@ -201,7 +202,7 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
                 else a.add(v);
             }
             char *dst = p.out + w * 8;
-            st_word(dst, a.get(), avail, whole_word(dst, avail));
+            if (COLL == kRsb || p.out) st_word(dst, a.get(), avail, whole_word(dst, avail));
         }
     }
 }

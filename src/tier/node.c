@@ -83,12 +83,19 @@ static size_t node_ll_max(void)
     return m < TLMPI_NODE_LL_MAX_BYTES ? m : TLMPI_NODE_LL_MAX_BYTES;
 }
 
+/* The siblings with an ll form: MPI_Bcast and MPI_Reduce run the LL allreduce (node_ll.cu) up to the
+ * ll limit, as the three do. */
+static int node_sibling_ll(tlmpi_coll_t coll)
+{
+    return coll == TLMPI_COLL_BCAST || coll == TLMPI_COLL_REDUCE;
+}
+
 /* Does a forced algorithm apply to coll (ll: at any size; the caller checks its limit)? The siblings
- * have one algorithm each, pull (node_exchange.cu, and the reduce-scatter kernel with a layout). */
+ * have pull (node_exchange.cu, and the reduce-scatter kernel with a layout), bcast and reduce ll too. */
 static int node_applies(tlmpi_coll_t coll, int algo)
 {
     if (tlmpi_coll_sibling(coll)) {
-        return algo == A_PULL;
+        return algo == A_PULL || (algo == A_LL && node_sibling_ll(coll));
     }
     switch (coll) {
     case TLMPI_COLL_ALLGATHER:
@@ -103,11 +110,14 @@ static int node_applies(tlmpi_coll_t coll, int algo)
 /* The algorithm a call runs (never A_AUTO), from rank-uniform inputs only. */
 static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
 {
-    if (tlmpi_coll_sibling(coll)) {
+    if (tlmpi_coll_sibling(coll) && !node_sibling_ll(coll)) {
         return A_PULL;
     }
     if (node_applies(coll, algo) && (algo != A_LL || bytes <= TLMPI_NODE_LL_MAX_BYTES)) {
         return algo;
+    }
+    if (tlmpi_coll_sibling(coll)) {
+        return bytes <= node_ll_max() ? A_LL : A_PULL;
     }
     if (bytes <= node_ll_max()) {
         return A_LL;
@@ -128,7 +138,7 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     const size_t ll = forced_ll ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max();
     int o;
 
-    if (tlmpi_coll_sibling(coll)) {
+    if (tlmpi_coll_sibling(coll) && (!TLMPI_ENV_I(NODE_SIBLINGS) || !node_sibling_ll(coll) || algo == A_PULL)) {
         snprintf(buf, len, "%s", TLMPI_ENV_I(NODE_SIBLINGS) ? node_algos[A_PULL] : "off(TLMPI_NODE_SIBLINGS=0)");
         return;
     }
@@ -141,7 +151,7 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     if (o < 0 || (size_t)o >= len) {
         return;
     }
-    if (coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
+    if (coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK || tlmpi_coll_sibling(coll)) {
         snprintf(buf + o, len - o, "pull)");
     } else if (coll == TLMPI_COLL_ALLGATHER) {
         snprintf(buf + o, len - o, "push<=%lld,pull)", (long long)TLMPI_ENV_I(NODE_AG_PUSH_MAX));
@@ -738,13 +748,15 @@ static void node_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
 static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
 {
     switch (coll) {
-    case TLMPI_COLL_ALLGATHERV:
     case TLMPI_COLL_BCAST:
+        return a == A_LL ? TLMPI_NODE_AR_LL : TLMPI_NODE_XCHG;
+    case TLMPI_COLL_ALLGATHERV:
         return TLMPI_NODE_XCHG;
     case TLMPI_COLL_ALLTOALL:
         return TLMPI_NODE_XCHG_ALL;
-    case TLMPI_COLL_REDUCE_SCATTER:
     case TLMPI_COLL_REDUCE:
+        return a == A_LL ? TLMPI_NODE_AR_LL : TLMPI_NODE_RSB_PULL;
+    case TLMPI_COLL_REDUCE_SCATTER:
         return TLMPI_NODE_RSB_PULL; /* with a layout (node_layout) */
     case TLMPI_COLL_ALLGATHER:
         return a == A_LL ? TLMPI_NODE_AG_LL : a == A_PUSH ? TLMPI_NODE_AG_PUSH : TLMPI_NODE_AG_PULL;
@@ -844,8 +856,8 @@ static int node_launch_args(struct tlmpi_node_comm *nc, tlmpi_node_args_t *a, co
 {
     int e;
 
-    a->in = in;
-    a->out = out;
+    a->in = a->ll_zero_in ? NULL : in;
+    a->out = a->ll_no_out ? NULL : out;
     node_done_offer(nc, a, done);
     e = tlmpi_cuda_node_run(&nc->xp->x, a, stream);
     if (e == 0) {
@@ -1055,8 +1067,18 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     args->gate = 0; /* not gated (node_run sets a gated launch's token and offer) */
     args->memo = 0;
     args->layout = NULL; /* the siblings' launches point it at their layout */
-    args->in = c->in;
-    args->out = c->rbuf;
+    args->ll_zero_in = args->ll_no_out = 0;
+    if (args->kind == TLMPI_NODE_AR_LL && c->coll == TLMPI_COLL_BCAST) {
+        /* the root's bytes summed with the others' zeros (node_ll.cu): exact */
+        args->dtype = TLMPI_DT_U8;
+        args->op = TLMPI_OP_SUM;
+        args->count = c->msg_bytes;
+        args->ll_zero_in = c->rank != c->root;
+    } else if (args->kind == TLMPI_NODE_AR_LL && c->coll == TLMPI_COLL_REDUCE) {
+        args->ll_no_out = !c->root_here;
+    }
+    args->in = args->ll_zero_in ? NULL : c->in;
+    args->out = args->ll_no_out ? NULL : c->rbuf;
     *a_p = a;
 }
 
@@ -1441,7 +1463,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
             nc->gated_offered += l.dargs.memo != 0;
             st = tlmpi_tier_kernel_call(tc, c, &k);
         }
-    } else if (tlmpi_coll_sibling(c->coll)) {
+    } else if (tlmpi_coll_sibling(c->coll) && a != A_LL) {
         struct node_launch_sib l;
         const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
                                         &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch_sib, &l,
@@ -1523,7 +1545,7 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
         node_earlier_timed_out(tc, c, nc->xp->err);
     }
     node_args(tc, nc, c, algo, direct, &args, &a);
-    if (tlmpi_coll_sibling(c->coll)) {
+    if (tlmpi_coll_sibling(c->coll) && a != A_LL) {
         node_layout(c, &layout);
         args.layout = &layout;
     }
