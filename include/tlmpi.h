@@ -359,6 +359,21 @@ int tlmpi_allgather_enqueue_f(const void *sendbuf, void *recvbuf, int64_t count,
                               void *stream);
 int tlmpi_reduce_scatter_block_enqueue_f(const void *sendbuf, void *recvbuf, int64_t recvcount, MPI_Fint datatype,
                                          MPI_Fint op, MPI_Fint comm, void *stream);
+/**
+ * \brief The siblings with Fortran handles: one datatype for both sides (tlmpi_alltoall_enqueue_f's
+ * count is per rank, as its recvcount), int64_t counts and displacements (in elements, one per rank of
+ * the group they describe, as the _c forms' arrays; any communicator size), sendbuf NULL means
+ * MPI_IN_PLACE (MPI_Allgatherv's sendcount is then ignored; MPI_Reduce: at the root only).
+ */
+int tlmpi_allgatherv_enqueue_f(const void *sendbuf, int64_t sendcount, void *recvbuf, const int64_t recvcounts[],
+                               const int64_t displs[], MPI_Fint datatype, MPI_Fint comm, void *stream);
+int tlmpi_reduce_scatter_enqueue_f(const void *sendbuf, void *recvbuf, const int64_t recvcounts[], MPI_Fint datatype,
+                                   MPI_Fint op, MPI_Fint comm, void *stream);
+int tlmpi_bcast_enqueue_f(void *buffer, int64_t count, MPI_Fint datatype, int root, MPI_Fint comm, void *stream);
+int tlmpi_reduce_enqueue_f(const void *sendbuf, void *recvbuf, int64_t count, MPI_Fint datatype, MPI_Fint op, int root,
+                           MPI_Fint comm, void *stream);
+int tlmpi_alltoall_enqueue_f(const void *sendbuf, void *recvbuf, int64_t count, MPI_Fint datatype, MPI_Fint comm,
+                             void *stream);
 
 /** \brief Why the calling thread's last failed enqueue call failed, in words ("" if none failed). */
 const char *tlmpi_enqueue_error(void);

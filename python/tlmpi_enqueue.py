@@ -8,6 +8,9 @@
 #   te.allreduce(None, grad)                 # in place, MPI.SUM, COMM_WORLD, the array's current stream
 #   te.allgather(shard, full, comm=comm, stream=s)
 #   te.reduce_scatter_block(full, shard, op=MPI.SUM, comm=comm, stream=s)
+#   te.allgatherv(mine, full, counts, displs=None, comm=comm)   # the siblings: counts in elements, per rank
+#   te.reduce_scatter(full, mine, counts, op=MPI.SUM, comm=comm)
+#   te.bcast(buf, root=0, comm=comm); te.reduce(x, out, op=MPI.SUM, root=0); te.alltoall(x, y, comm=comm)
 #
 # Each call is ordered after the work already on `stream` and returns without waiting for the GPU;
 # inside a CUDA graph capture (cupy Stream.begin_capture, torch.cuda.graph) it is recorded and every
@@ -25,13 +28,17 @@
 # installed beside this file, else found on sys.path) does a collective's per-call work in C (the
 # arguments read and checked as below, the entry point called directly) and leaves to the Python code
 # any call it does not take as it is, which then raises its own errors. TLMPI_PY_FAST=0 turns it off.
+# It serves allreduce, allgather and reduce_scatter_block; the siblings (allgatherv, reduce_scatter,
+# bcast, reduce, alltoall) always run the Python code below. Their rank and size checks, as the
+# three's, read comm's own group (an intracommunicator).
 import ctypes
 import ctypes.util
 import os
 import sys
 
 __all__ = ["TlmpiError", "SYNC_FALLBACK", "NO_MIXING", "library", "library_origin", "version", "prepare",
-           "allreduce", "allgather", "reduce_scatter_block", "mpi_datatype", "form_stats"]
+           "allreduce", "allgather", "reduce_scatter_block", "allgatherv", "reduce_scatter", "bcast", "reduce",
+           "alltoall", "mpi_datatype", "form_stats"]
 
 SYNC_FALLBACK = 0x1  # TLMPI_ENQUEUE_SYNC_FALLBACK: tiers that cannot run stream-ordered run synchronously
 NO_MIXING = 0x2      # TLMPI_ENQUEUE_NO_MIXING: captured work never overlaps uncaptured work
@@ -58,6 +65,7 @@ _ENTRY = "tlmpi_allreduce_enqueue_f"
 _lib = None
 _origin = None
 _fns = None  # the collectives' entry points of _lib (_entries)
+_sfns = None  # (the library, its siblings' entry points) (_sib_entry)
 c_fint = ctypes.c_int  # MPI_Fint: a C int on every supported MPI (not with Fortran -i8 builds)
 
 
@@ -72,6 +80,18 @@ def _declare(lib):
     for name, argtypes in sigs.items():
         f = getattr(lib, name)
         f.argtypes, f.restype = argtypes, ctypes.c_int
+    p64 = ctypes.POINTER(i64)
+    sib = {  # the siblings' (a libtlmpi without them still serves the three: _sib_entries says so)
+        "tlmpi_allgatherv_enqueue_f": [vp, i64, vp, p64, p64, c_fint, c_fint, vp],
+        "tlmpi_reduce_scatter_enqueue_f": [vp, vp, p64, c_fint, c_fint, c_fint, vp],
+        "tlmpi_bcast_enqueue_f": [vp, i64, c_fint, ctypes.c_int, c_fint, vp],
+        "tlmpi_reduce_enqueue_f": [vp, vp, i64, c_fint, c_fint, ctypes.c_int, c_fint, vp],
+        "tlmpi_alltoall_enqueue_f": [vp, vp, i64, c_fint, c_fint, vp],
+    }
+    for name, argtypes in sib.items():
+        f = getattr(lib, name, None)
+        if f is not None:
+            f.argtypes, f.restype = argtypes, ctypes.c_int
     lib.tlmpi_enqueue_error.argtypes, lib.tlmpi_enqueue_error.restype = [], ctypes.c_char_p
     lib.tlmpi_version.argtypes, lib.tlmpi_version.restype = [], ctypes.c_char_p
 
@@ -474,6 +494,26 @@ def _entries():
     return _fns
 
 
+_AGV, _RS, _BC, _RED, _A2A = ("tlmpi_allgatherv_enqueue_f", "tlmpi_reduce_scatter_enqueue_f", "tlmpi_bcast_enqueue_f",
+                              "tlmpi_reduce_enqueue_f", "tlmpi_alltoall_enqueue_f")
+_SIB = (_AGV, _RS, _BC, _RED, _A2A)
+
+
+def _sib_entry(i):
+    """The siblings' entry point i (_SIB) of the library, bound once per library; TlmpiError where the
+    libtlmpi found predates them."""
+    global _sfns
+    lib = library()
+    if _sfns is None or _sfns[0] is not lib:
+        missing = [n for n in _SIB if not hasattr(lib, n)]
+        if missing:
+            ver = getattr(lib, "tlmpi_version", None)
+            raise TlmpiError(missing[0], -1, "the libtlmpi found (%s, version %s) has no %s" % (
+                _origin, ver().decode() if ver is not None else "?", ", ".join(missing)))
+        _sfns = (lib,) + tuple(getattr(lib, n) for n in _SIB)
+    return _sfns[1 + i]
+
+
 # --- the optional C extension ----------------------------------------------------------------------
 #
 # _fast is _tlmpi_fast.Calls(globals()): it reads this module's caches (_readers, _ts_kinds, _cp_kinds,
@@ -642,6 +682,164 @@ def reduce_scatter_block(sendbuf, recvbuf, op=None, comm=None, stream=None):
     rc = fn(sp, rp, n, _dtype_fh(rk), _op_fh(op), _comm_fh(comm), st)
     if rc:
         _check(rc, _RSB)
+
+
+# --- the siblings (the Python code alone: the C extension does not serve them) -----------------------
+
+def _int(v, what, call):
+    """v as an int (its __index__: ints, numpy integers; a float or a bool raises TypeError)."""
+    if type(v) is bool:
+        raise TypeError("%s: %s must be an int, not bool" % (call, what))
+    try:
+        return v.__index__()
+    except AttributeError:
+        raise TypeError("%s: %s must be an int, not %s" % (call, what, type(v).__name__))
+
+
+def _counts(v, size, what, call):
+    """A sequence of `size` non-negative ints (elements per rank)."""
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+        raise TypeError("%s: %s must be a sequence of ints, one per rank, not %s" % (call, what, type(v).__name__))
+    if len(v) != size:
+        raise ValueError("%s: %s has %d entries, the communicator %d ranks" % (call, what, len(v), size))
+    out = [_int(x, what, call) for x in v]
+    for i, x in enumerate(out):
+        if x < 0:
+            raise ValueError("%s: %s[%d] is negative (%d)" % (call, what, i, x))
+    return out
+
+
+def _i64s(v):
+    return (ctypes.c_int64 * len(v))(*v)
+
+
+def _root(root, size, call):
+    r = _int(root, "root", call)
+    if not 0 <= r < size:
+        raise ValueError("%s: root %d is not a rank of the communicator (%d ranks)" % (call, r, size))
+    return r
+
+
+def _rank(comm):
+    return (comm if comm is not None else _mpi().COMM_WORLD).Get_rank()
+
+
+def allgatherv(sendbuf, recvbuf, counts, displs=None, comm=None, stream=None):
+    """MPI_Allgatherv: rank i's block of counts[i] elements into recvbuf at displs[i] (elements; None:
+    packed, the running sum of counts); sendbuf (counts[rank] elements) None: in place (this rank's
+    block already at displs[rank] in recvbuf)."""
+    rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
+    size, rank = _comm_size(comm), _rank(comm)
+    cnt = _counts(counts, size, "counts", _AGV)
+    if displs is None:
+        dsp, at = [], 0
+        for c in cnt:
+            dsp.append(at)
+            at += c
+    else:
+        dsp = _counts(displs, size, "displs", _AGV)
+    need = max([d + c for c, d in zip(cnt, dsp) if c] or [0])
+    if rn < need:
+        raise ValueError("%s: recvbuf has %d elements, the blocks reach %d" % (_AGV, rn, need))
+    if sendbuf is None:
+        sp, sn = None, 0
+    else:
+        sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
+        if sk != rk:
+            raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (_AGV, sk, rk))
+        if sn != cnt[rank]:
+            raise ValueError("%s: sendbuf has %d elements, counts[%d] is %d" % (_AGV, sn, rank, cnt[rank]))
+    st = stream if type(stream) is int else _stream_of(stream, ro, recvbuf)
+    rc = _sib_entry(0)(sp, sn, rp, _i64s(cnt), _i64s(dsp), _dtype_fh(rk), _comm_fh(comm), st)
+    if rc:
+        _check(rc, _AGV)
+
+
+def reduce_scatter(sendbuf, recvbuf, counts, op=None, comm=None, stream=None):
+    """MPI_Reduce_scatter: sendbuf (sum(counts) elements) reduced, block `rank` (counts[rank] elements,
+    after the blocks of the lower ranks) into recvbuf (at least counts[rank]); sendbuf None: in place
+    (recvbuf holds the sum(counts) input, the result lands in its first counts[rank])."""
+    rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
+    size, rank = _comm_size(comm), _rank(comm)
+    cnt = _counts(counts, size, "counts", _RS)
+    total = sum(cnt)
+    if sendbuf is None:
+        sp = None
+        if rn < total:
+            raise ValueError("%s: in place, recvbuf has %d elements, the counts sum to %d" % (_RS, rn, total))
+    else:
+        sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
+        if sk != rk:
+            raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (_RS, sk, rk))
+        if sn != total:
+            raise ValueError("%s: sendbuf has %d elements, the counts sum to %d" % (_RS, sn, total))
+        if rn < cnt[rank]:
+            raise ValueError("%s: recvbuf has %d elements, counts[%d] is %d" % (_RS, rn, rank, cnt[rank]))
+    st = stream if type(stream) is int else _stream_of(stream, ro, recvbuf)
+    rc = _sib_entry(1)(sp, rp, _i64s(cnt), _dtype_fh(rk), _op_fh(op), _comm_fh(comm), st)
+    if rc:
+        _check(rc, _RS)
+
+
+def bcast(buf, root=0, comm=None, stream=None):
+    """MPI_Bcast of buf's element count from rank `root` to every rank's buf."""
+    p, n, k, o = _buf(buf, "buf", True)
+    r = _root(root, _comm_size(comm), _BC)
+    st = stream if type(stream) is int else _stream_of(stream, o, buf)
+    rc = _sib_entry(2)(p, n, _dtype_fh(k), r, _comm_fh(comm), st)
+    if rc:
+        _check(rc, _BC)
+
+
+def reduce(sendbuf, recvbuf, op=None, root=0, comm=None, stream=None):
+    """MPI_Reduce of sendbuf's element count into recvbuf at rank `root` (recvbuf is read at the root
+    only and may be None elsewhere); sendbuf None: in place at the root (recvbuf holds its input)."""
+    r = _root(root, _comm_size(comm), _RED)
+    at_root = _rank(comm) == r
+    if at_root:
+        if recvbuf is None:
+            raise ValueError("%s: recvbuf is None at the root" % _RED)
+        rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
+    else:
+        rp = None
+    if sendbuf is None:
+        if not at_root:
+            raise ValueError("%s: sendbuf None (in place) off the root" % _RED)
+        sp, n, kind, o, obj = None, rn, rk, ro, recvbuf
+    else:
+        sp, n, kind, o = _buf(sendbuf, "sendbuf")
+        obj = sendbuf
+        if at_root:
+            if kind != rk:
+                raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (_RED, kind, rk))
+            if n != rn:
+                raise ValueError("%s: sendbuf has %d elements, recvbuf %d" % (_RED, n, rn))
+            o, obj = ro, recvbuf
+    st = stream if type(stream) is int else _stream_of(stream, o, obj)
+    rc = _sib_entry(3)(sp, rp, n, _dtype_fh(kind), _op_fh(op), r, _comm_fh(comm), st)
+    if rc:
+        _check(rc, _RED)
+
+
+def alltoall(sendbuf, recvbuf, comm=None, stream=None):
+    """MPI_Alltoall: recvbuf's element count split evenly over the ranks, block q of sendbuf (as large
+    as recvbuf) to rank q; sendbuf None: in place (recvbuf's blocks sent, then replaced)."""
+    rp, rn, rk, ro = _buf(recvbuf, "recvbuf", True)
+    size = _comm_size(comm)
+    if rn % size:
+        raise ValueError("%s: recvbuf's %d elements do not split into %d ranks" % (_A2A, rn, size))
+    if sendbuf is None:
+        sp = None
+    else:
+        sp, sn, sk, _ = _buf(sendbuf, "sendbuf")
+        if sk != rk:
+            raise TypeError("%s: sendbuf (%s) and recvbuf (%s) differ in element type" % (_A2A, sk, rk))
+        if sn != rn:
+            raise ValueError("%s: sendbuf has %d elements, recvbuf %d" % (_A2A, sn, rn))
+    st = stream if type(stream) is int else _stream_of(stream, ro, recvbuf)
+    rc = _sib_entry(4)(sp, rp, rn // size, _dtype_fh(rk), _comm_fh(comm), st)
+    if rc:
+        _check(rc, _A2A)
 
 
 # --- statistics ------------------------------------------------------------------------------------

@@ -698,3 +698,131 @@ TLMPI_EXPORT int tlmpi_reduce_scatter_block_enqueue_f(const void *sbuf, void *rb
     return enq_enter(TLMPI_COLL_REDUCE_SCATTER_BLOCK, sbuf ? sbuf : MPI_IN_PLACE, rbuf, (MPI_Count)rcount, t,
                      PMPI_Op_f2c(op), PMPI_Comm_f2c(comm), rcount > INT_MAX, t, (MPI_Count)rcount, stream);
 }
+
+/* The siblings' v-form arrays of an _f call (int64_t, as ctypes hands them) as the MPI_Count / MPI_Aint
+ * arrays of the _c forms, one entry per rank of the group they describe (remote: an intercommunicator's
+ * MPI_Allgatherv), in the small arrays of a for small groups, malloc'ed otherwise (enq_f_free). NULL
+ * where the input is NULL, comm is MPI_COMM_NULL or tlmpi is not initialised (the _c form reports
+ * those); MPI_ERR_COUNT where an entry does not fit the type. */
+#define ENQ_F_SMALL 64
+typedef struct {
+    MPI_Count *cc;
+    MPI_Aint *cd;
+    MPI_Count cs[ENQ_F_SMALL];
+    MPI_Aint ds[ENQ_F_SMALL];
+} enq_f_arrays_t;
+
+static void enq_f_free(enq_f_arrays_t *a)
+{
+    if (a->cc != a->cs) {
+        free(a->cc);
+    }
+    if (a->cd != a->ds) {
+        free(a->cd);
+    }
+    a->cc = NULL;
+    a->cd = NULL;
+}
+
+static int enq_f_arrays(enq_f_arrays_t *a, MPI_Comm comm, int remote, const int64_t *rc, const int64_t *dp)
+{
+    int n = 0, i;
+
+    a->cc = NULL;
+    a->cd = NULL;
+    if (comm == MPI_COMM_NULL || !rc || !tlmpi_core_ready()) {
+        return MPI_SUCCESS;
+    }
+    if ((remote ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS || n < 0) {
+        return MPI_ERR_COMM;
+    }
+    if (n <= ENQ_F_SMALL) {
+        a->cc = a->cs;
+        a->cd = dp ? a->ds : NULL;
+    } else if (!(a->cc = malloc((size_t)n * sizeof(MPI_Count))) ||
+               (dp && !(a->cd = malloc((size_t)n * sizeof(MPI_Aint))))) {
+        enq_f_free(a);
+        return MPI_ERR_NO_MEM;
+    }
+    for (i = 0; i < n; i++) {
+        a->cc[i] = (MPI_Count)rc[i];
+        if ((int64_t)a->cc[i] != rc[i]) {
+            enq_f_free(a);
+            return MPI_ERR_COUNT;
+        }
+        if (dp) {
+            a->cd[i] = (MPI_Aint)dp[i];
+            if ((int64_t)a->cd[i] != dp[i]) {
+                enq_f_free(a);
+                return MPI_ERR_COUNT;
+            }
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* One datatype for both sides, as tlmpi_allgather_enqueue_f; sendcount is ignored in place. */
+TLMPI_EXPORT int tlmpi_allgatherv_enqueue_f(const void *sbuf, int64_t scount, void *rbuf, const int64_t rcounts[],
+                                            const int64_t displs[], MPI_Fint dtype, MPI_Fint comm, void *stream)
+{
+    MPI_Datatype t = PMPI_Type_f2c(dtype);
+    MPI_Comm cm = PMPI_Comm_f2c(comm);
+    enq_f_arrays_t a;
+    int inter = 0, rc;
+
+    if (cm != MPI_COMM_NULL && tlmpi_core_ready()) {
+        (void)PMPI_Comm_test_inter(cm, &inter);
+    }
+    if ((rc = enq_f_arrays(&a, cm, inter, rcounts, displs)) != MPI_SUCCESS) {
+        return enq_fail(NULL, rc, "allgatherv_enqueue: %s", rc == MPI_ERR_COUNT ? "a count or displacement beyond "
+                        "MPI_Count / MPI_Aint" : "the counts could not be converted");
+    }
+    rc = tlmpi_allgatherv_enqueue_c(sbuf ? sbuf : MPI_IN_PLACE, (MPI_Count)scount, t, rbuf, a.cc, a.cd, t, cm,
+                                    stream);
+    enq_f_free(&a);
+    return rc;
+}
+
+TLMPI_EXPORT int tlmpi_reduce_scatter_enqueue_f(const void *sbuf, void *rbuf, const int64_t rcounts[], MPI_Fint dtype,
+                                                MPI_Fint op, MPI_Fint comm, void *stream)
+{
+    MPI_Comm cm = PMPI_Comm_f2c(comm);
+    enq_f_arrays_t a;
+    int rc;
+
+    if ((rc = enq_f_arrays(&a, cm, 0, rcounts, NULL)) != MPI_SUCCESS) {
+        return enq_fail(NULL, rc, "reduce_scatter_enqueue: %s", rc == MPI_ERR_COUNT ? "a count beyond MPI_Count"
+                                                                                     : "the counts could not be converted");
+    }
+    rc = tlmpi_reduce_scatter_enqueue_c(sbuf ? sbuf : MPI_IN_PLACE, rbuf, a.cc, PMPI_Type_f2c(dtype), PMPI_Op_f2c(op),
+                                        cm, stream);
+    enq_f_free(&a);
+    return rc;
+}
+
+TLMPI_EXPORT int tlmpi_bcast_enqueue_f(void *buf, int64_t count, MPI_Fint dtype, int root, MPI_Fint comm, void *stream)
+{
+    MPI_Datatype t = PMPI_Type_f2c(dtype);
+
+    return enq_enter_sib(TLMPI_COLL_BCAST, MPI_IN_PLACE, buf, (MPI_Count)count, t, MPI_OP_NULL, PMPI_Comm_f2c(comm),
+                         count > INT_MAX, t, (MPI_Count)count, root, NULL, NULL, stream);
+}
+
+TLMPI_EXPORT int tlmpi_reduce_enqueue_f(const void *sbuf, void *rbuf, int64_t count, MPI_Fint dtype, MPI_Fint op,
+                                        int root, MPI_Fint comm, void *stream)
+{
+    MPI_Datatype t = PMPI_Type_f2c(dtype);
+
+    return enq_enter_sib(TLMPI_COLL_REDUCE, sbuf ? sbuf : MPI_IN_PLACE, rbuf, (MPI_Count)count, t, PMPI_Op_f2c(op),
+                         PMPI_Comm_f2c(comm), count > INT_MAX, t, (MPI_Count)count, root, NULL, NULL, stream);
+}
+
+/* One datatype and one count (per rank) for both sides, as tlmpi_allgather_enqueue_f. */
+TLMPI_EXPORT int tlmpi_alltoall_enqueue_f(const void *sbuf, void *rbuf, int64_t count, MPI_Fint dtype, MPI_Fint comm,
+                                          void *stream)
+{
+    MPI_Datatype t = PMPI_Type_f2c(dtype);
+
+    return enq_enter_sib(TLMPI_COLL_ALLTOALL, sbuf ? sbuf : MPI_IN_PLACE, rbuf, (MPI_Count)count, t, MPI_OP_NULL,
+                         PMPI_Comm_f2c(comm), count > INT_MAX, t, (MPI_Count)count, 0, NULL, NULL, stream);
+}

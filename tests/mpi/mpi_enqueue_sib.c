@@ -1,12 +1,13 @@
 /*
  * mpi_enqueue_sib: the siblings' stream-ordered entry points (tlmpi_allgatherv_enqueue,
- * tlmpi_reduce_scatter_enqueue, tlmpi_bcast_enqueue, tlmpi_reduce_enqueue, tlmpi_alltoall_enqueue and
- * their _c forms; include/tlmpi.h) against the CPU stand-ins of tests/fakes (cudaMalloc'd "device"
+ * tlmpi_reduce_scatter_enqueue, tlmpi_bcast_enqueue, tlmpi_reduce_enqueue, tlmpi_alltoall_enqueue,
+ * their _c forms and their _f forms with Fortran handles and int64_t counts; include/tlmpi.h) against the CPU stand-ins of tests/fakes (cudaMalloc'd "device"
  * memory is host memory tlmpi classifies as device memory; the node tier's kernels do not run there,
  * so the calls run on TLMPI_TIER=staging). 2 and 4 ranks (tests/local.mk).
  *
  * Cases, in random order with random counts (zeros, one rank at 8x), types, ops, roots and in place,
- * each through the plain and the _c entry point, the same on every rank:
+ * each through the plain, the _c or the _f entry point (_f: NULL sendbuf for MPI_IN_PLACE; every
+ * collective also through _f in place and not), the same on every rank:
  *  a  a communicator prepared with TLMPI_ENQUEUE_SYNC_FALLBACK: MPI_SUCCESS and the whole receive buffer
  *     byte for byte what PMPI_* gives on host copies (poisoned beforehand; MPI_Reduce's at the root);
  *     MPI_Reduce with recvbuf NULL off the root;
@@ -15,7 +16,7 @@
  *  c  bad arguments get the class the MPI gives the blocking call on host buffers, with and without the
  *     fallback: a root out of range, a negative count in recvcounts, MPI_DATATYPE_NULL, an op invalid
  *     for the type (MPI_BAND on float); a host receive buffer: MPI_ERR_BUFFER; all counts zero with NULL
- *     buffers: MPI_SUCCESS.
+ *     buffers: MPI_SUCCESS; the _f forms on MPI_COMM_NULL's handle: MPI_ERR_COMM.
  * Every failing call leaves tlmpi_enqueue_error() non-empty.
  */
 #include "config.h"
@@ -26,6 +27,8 @@
 #include "harness.h"
 
 enum { AGV, RS, BC, RED, A2A, NCOLL };
+enum { F_INT, F_LARGE, F_FORT, NFORM }; /* the entry point: plain, _c, _f */
+static const char *const form_names[NFORM] = { "", " (_c)", " (_f)" };
 static const char *const coll_names[NCOLL] = { "allgatherv", "reduce_scatter", "bcast", "reduce", "alltoall" };
 #define MAXP 16
 #ifdef MPICH_VERSION
@@ -36,7 +39,7 @@ static const char *const coll_names[NCOLL] = { "allgatherv", "reduce_scatter", "
 #define POISON 0x5a
 
 typedef struct {
-    int coll, large, root, in_place, count, null_rbuf;
+    int coll, form, root, in_place, count, null_rbuf;
     int counts[MAXP], displs[MAXP];
     MPI_Datatype dt;
     int esize;
@@ -53,12 +56,15 @@ static int call(const case_t *k, int pmpi, const void *s, void *r)
 {
     MPI_Count cc[MAXP];
     MPI_Aint cd[MAXP];
+    int64_t fc[MAXP], fd[MAXP];
     int i, rc, cls = MPI_SUCCESS;
     const void *sb = k->in_place ? MPI_IN_PLACE : s;
 
     for (i = 0; i < g_size; i++) {
         cc[i] = k->counts[i];
         cd[i] = k->displs[i];
+        fc[i] = k->counts[i];
+        fd[i] = k->displs[i];
     }
     if (pmpi) {
         switch (k->coll) {
@@ -72,7 +78,18 @@ static int call(const case_t *k, int pmpi, const void *s, void *r)
         return cls;
     }
     if (k->null_rbuf) r = NULL;
-    if (k->large) {
+    if (k->form == F_FORT) {
+        MPI_Fint tf = PMPI_Type_c2f(k->dt), of = PMPI_Op_c2f(k->op), cf = PMPI_Comm_c2f(k->comm);
+        const void *sf = k->in_place ? NULL : s;
+
+        switch (k->coll) {
+        case AGV: rc = tlmpi_allgatherv_enqueue_f(sf, k->in_place ? 0 : fc[tst_rank], r, fc, fd, tf, cf, NULL); break;
+        case RS: rc = tlmpi_reduce_scatter_enqueue_f(sf, r, fc, tf, of, cf, NULL); break;
+        case BC: rc = tlmpi_bcast_enqueue_f(r, k->count, tf, k->root, cf, NULL); break;
+        case RED: rc = tlmpi_reduce_enqueue_f(sf, r, k->count, tf, of, k->root, cf, NULL); break;
+        default: rc = tlmpi_alltoall_enqueue_f(sf, r, k->count, tf, cf, NULL); break;
+        }
+    } else if (k->form == F_LARGE) {
         switch (k->coll) {
         case AGV: rc = tlmpi_allgatherv_enqueue_c(sb, k->in_place ? 0 : cc[tst_rank], k->dt, r, cc, cd, k->dt, k->comm, NULL); break;
         case RS: rc = tlmpi_reduce_scatter_enqueue_c(sb, r, cc, k->dt, k->op, k->comm, NULL); break;
@@ -158,7 +175,7 @@ static void run(const case_t *k0, const char *what)
     }
     if (getenv("TLMPI_TEST_VERBOSE")) {
         printf("[r%d] %s %s%s root %d in place %d count %d counts %d %d\n", tst_rank, coll_names[k.coll], what,
-               k.large ? " (_c)" : "", k.root, k.in_place, k.count, k.counts[0], k.counts[1]);
+               form_names[k.form], k.root, k.in_place, k.count, k.counts[0], k.counts[1]);
         fflush(stdout);
     }
     PMPI_Comm_dup(k.comm, &prepared);
@@ -188,15 +205,15 @@ static void run(const case_t *k0, const char *what)
             continue;
         }
         TST_CHECK(have == want, "%s %s%s%s: class %d, the MPI on host buffers %d", coll_names[k.coll], what,
-                  k.large ? " (_c)" : "", prep ? ", fallback" : "", have, want);
+                  form_names[k.form], prep ? ", fallback" : "", have, want);
         if (want == MPI_SUCCESS && have == MPI_SUCCESS && (k.coll != RED || tst_rank == k.root) &&
             !(k.coll == RS && k.in_place)) {
             TST_CHECK(memcmp(hgot, href, ob) == 0, "%s %s%s: the receive buffer differs from the MPI's",
-                      coll_names[k.coll], what, k.large ? " (_c)" : "");
+                      coll_names[k.coll], what, form_names[k.form]);
         }
         if (want == MPI_SUCCESS && have == MPI_SUCCESS && k.coll == RS && k.in_place) {
             TST_CHECK(memcmp(hgot, href, (size_t)k.counts[tst_rank] * (size_t)k.esize) == 0,
-                      "%s %s%s: the result differs from the MPI's", coll_names[k.coll], what, k.large ? " (_c)" : "");
+                      "%s %s%s: the result differs from the MPI's", coll_names[k.coll], what, form_names[k.form]);
         }
     }
     PMPI_Comm_free(&prepared);
@@ -207,14 +224,15 @@ static void run(const case_t *k0, const char *what)
     free(hgot);
 }
 
-static void random_case(case_t *k, int coll)
+/* a random case of coll; in place drawn where in_place < 0 (never for MPI_Bcast; MPI_Reduce's at the root) */
+static void random_case(case_t *k, int coll, int in_place)
 {
     int i, shape = (int)tst_rand_range(0, 3), mx = (int)tst_rand_range(1, 700), total = 0;
 
     memset(k, 0, sizeof(*k));
     k->coll = coll;
     k->comm = MPI_COMM_WORLD;
-    k->large = (int)tst_rand_range(0, 1);
+    k->form = (int)tst_rand_range(0, NFORM - 1);
     k->root = (int)tst_rand_range(0, g_size - 1);
     k->dt = coll == RS || coll == RED ? (tst_rand_range(0, 1) ? MPI_FLOAT : MPI_INT) : MPI_INT;
     k->esize = 4;
@@ -225,7 +243,7 @@ static void random_case(case_t *k, int coll)
         total = k->displs[i] + k->counts[i];
     }
     k->count = k->counts[k->root];
-    k->in_place = coll != BC && tst_rand_range(0, 3) == 0;
+    k->in_place = coll != BC && (in_place < 0 ? tst_rand_range(0, 3) == 0 : in_place);
     if (coll == RED && k->in_place && tst_rank != k->root) k->in_place = 0; /* the root alone */
 #ifdef MPICH_VERSION
     if (coll == RED && k->count > 100) k->in_place = 0; /* MPICH 4.0.2's own in-place MPI_Reduce crashes */
@@ -248,12 +266,20 @@ int main(int argc, char **argv)
     tst_rng_sync(); /* rank-uniform choices below; the per-rank parts (in place off the root) use rank */
     for (i = 0; i < ncases; i++) {
         coll = (int)tst_rand_range(0, NCOLL - 1);
-        random_case(&k, coll);
+        random_case(&k, coll, -1);
         run(&k, "random");
+    }
+    /* every collective through its _f entry point, in place (but MPI_Bcast) and not */
+    for (coll = 0; coll < NCOLL; coll++) {
+        for (i = 0; i < 1 + (coll != BC); i++) {
+            random_case(&k, coll, i);
+            k.form = F_FORT;
+            run(&k, i ? "in place" : "not in place");
+        }
     }
     /* c: bad arguments */
     for (coll = 0; coll < NCOLL; coll++) {
-        random_case(&k, coll);
+        random_case(&k, coll, -1);
         k.in_place = 0;
         k.null_rbuf = 0;
         k.dt = MPI_DATATYPE_NULL;
@@ -261,7 +287,7 @@ int main(int argc, char **argv)
         for (i = 0; i < g_size; i++) k.counts[i] = 5, k.displs[i] = 5 * i;
         run(&k, "MPI_DATATYPE_NULL");
         if (coll == BC || coll == RED) {
-            random_case(&k, coll);
+            random_case(&k, coll, -1);
             k.in_place = k.null_rbuf = 0;
             k.root = g_size + 1;
             run(&k, "root out of range");
@@ -269,13 +295,13 @@ int main(int argc, char **argv)
         if (coll == RS || (coll == AGV && IS_MPICH)) {
             /* (Open MPI 4.1 checks allgatherv's own sendcount alone: the other ranks wait in the call,
              * host buffers alike) */
-            random_case(&k, coll);
+            random_case(&k, coll, -1);
             k.in_place = 0;
             k.counts[g_size - 1] = -2;
             run(&k, "negative count");
         }
         if (coll == RS || coll == RED) {
-            random_case(&k, coll);
+            random_case(&k, coll, -1);
             k.in_place = k.null_rbuf = 0;
             k.dt = MPI_FLOAT;
             k.op = MPI_BAND;
@@ -297,6 +323,23 @@ int main(int argc, char **argv)
         TST_CHECK(rc == MPI_SUCCESS, "reduce_scatter of zero counts, NULL buffers: class %d", rc);
         rc = tlmpi_allgatherv_enqueue(NULL, 0, MPI_INT, NULL, zeros, zeros, MPI_INT, MPI_COMM_WORLD, NULL);
         TST_CHECK(rc == MPI_SUCCESS, "allgatherv of zero counts, NULL buffers: class %d", rc);
+        {
+            int64_t z[MAXP] = { 0 };
+            MPI_Fint tf = PMPI_Type_c2f(MPI_INT), cf = PMPI_Comm_c2f(MPI_COMM_WORLD), nf = PMPI_Comm_c2f(MPI_COMM_NULL);
+
+            rc = tlmpi_bcast_enqueue_f(host, 4, tf, 0, cf, NULL);
+            TST_CHECK(rc == MPI_ERR_BUFFER, "bcast_f on a host buffer: class %d", rc);
+            rc = tlmpi_alltoall_enqueue_f(d, host, 1, tf, cf, NULL);
+            TST_CHECK(rc == MPI_ERR_BUFFER, "alltoall_f into a host buffer: class %d", rc);
+            rc = tlmpi_reduce_scatter_enqueue_f(NULL, NULL, z, tf, PMPI_Op_c2f(MPI_SUM), cf, NULL);
+            TST_CHECK(rc == MPI_SUCCESS, "reduce_scatter_f of zero counts, NULL buffers: class %d", rc);
+            rc = tlmpi_allgatherv_enqueue_f(NULL, 0, NULL, z, z, tf, cf, NULL);
+            TST_CHECK(rc == MPI_SUCCESS, "allgatherv_f of zero counts, NULL buffers: class %d", rc);
+            rc = tlmpi_allgatherv_enqueue_f(d, 1, d, z, z, tf, nf, NULL);
+            TST_CHECK(rc == MPI_ERR_COMM, "allgatherv_f on MPI_COMM_NULL: class %d", rc);
+            rc = tlmpi_reduce_scatter_enqueue_f(d, d, z, tf, PMPI_Op_c2f(MPI_SUM), nf, NULL);
+            TST_CHECK(rc == MPI_ERR_COMM, "reduce_scatter_f on MPI_COMM_NULL: class %d", rc);
+        }
         TST_CUDA(cudaFree(d));
     }
     tst_totals(&failures, &checks);

@@ -12,6 +12,8 @@
 #                enqueued calls do not take); every other run initialises at MPI_THREAD_FUNNELED
 #   np3-staging  the staging run with 3 ranks
 #   np2-nccl-py  the nccl run with TLMPI_PY_FAST=0 (the module's Python path alone)
+# Every run but np2-pure also runs the siblings (allgatherv, reduce_scatter, bcast, reduce, alltoall) with
+# the synchronous fallback, each result against mpi4py's own call on host copies.
 # Where this build has the module's C extension for that python (python/_tlmpi_fast$EXT_SUFFIX, put
 # on PYTHONPATH after the source tree's python/), every other run requires it loaded and counts the
 # calls it made; without it every run is the Python path.

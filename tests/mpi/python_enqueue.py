@@ -5,7 +5,11 @@
 # calls fail with MPI_ERR_UNSUPPORTED_OPERATION unless prepare(sync_fallback=True), then give exact
 # results), "nccl" (TLMPI_TIER=nccl with the fake NCCL: stream-ordered, exact results of the three
 # collectives, in place and not, several types), "multiple" (the nccl mode at MPI_THREAD_MULTIPLE,
-# mpi4py's default; the other modes run at MPI_THREAD_FUNNELED). Every mode also runs the pure part. "Device" memory
+# mpi4py's default; the other modes run at MPI_THREAD_FUNNELED). In every mode but "pure" the siblings
+# (allgatherv, reduce_scatter, bcast, reduce, alltoall; no stream-ordered tier here) run on a
+# communicator prepared with the synchronous fallback, in place and not, uneven counts with zeros,
+# several types, roots and ops, each result exactly what mpi4py's own call on host copies gives
+# (staging: refused without the fallback first). Every mode also runs the pure part. "Device" memory
 # is the fake runtime's cudaMalloc (host memory underneath, so results are read back with memmove).
 # TLMPI_TEST_FAST=1 (python.sh, where the build has the module's C extension): the extension must be
 # loaded (unless TLMPI_PY_FAST=0, which must keep it out) and, with the library, make calls itself.
@@ -152,6 +156,13 @@ def pure():
            Cai(4096, (8 * size + 1,), "<f4"), a8)
     if size > 1:
         raises(ValueError, te.allgather, "allgather in place, indivisible", None, Cai(4096, (size * 3 + 1,), "<f4"))
+        raises(ValueError, te.alltoall, "alltoall indivisible", None, Cai(4096, (size * 3 + 1,), "<f4"))
+    raises(ValueError, te.allgatherv, "allgatherv counts per rank", a8, a9, [8] * (size + 1))
+    raises(ValueError, te.allgatherv, "allgatherv recvbuf too small", None, a8, [8] * size)
+    raises(ValueError, te.reduce_scatter, "reduce_scatter sendbuf size", a9, a8, [8] + [0] * (size - 1))
+    raises(ValueError, te.bcast, "bcast root out of range", a8, size)
+    if size > 1:
+        raises(ValueError, te.reduce, "reduce in place off the root", None, a8, root=(rank + 1) % size)
     e = te.TlmpiError("tlmpi_x", MPI.ERR_BUFFER, "why")
     check(e.code == MPI.ERR_BUFFER and "why" in str(e) and "tlmpi_x" in str(e), "TlmpiError text: %s" % e)
 
@@ -225,6 +236,127 @@ def coll_round(salt, typestr, n, in_place):
         check(r.get() == blk, "reduce_scatter_block %s" % what)
 
 
+CTYPES = {"<f4": ctypes.c_float, "<f8": ctypes.c_double, "<i4": ctypes.c_int32, "<i8": ctypes.c_int64}
+MPI_T = {"<f4": MPI.FLOAT, "<f8": MPI.DOUBLE, "<i4": MPI.INT32_T, "<i8": MPI.INT64_T}
+POISON = -99
+
+
+def host(values, ts):
+    return (CTYPES[ts] * len(values))(*values)
+
+
+def sib_round(sc, salt, ts, in_place):
+    """The siblings on sc (prepared with the synchronous fallback) against mpi4py's calls on host copies,
+    the same on every rank; uneven counts with zeros (a rank's count 0 in most rounds)."""
+    what = "%s salt %d %s" % (ts, salt, "in place" if in_place else "out of place")
+    mt = MPI_T[ts]
+    counts = [((q + salt) % 3) * (salt % 4 + 2) for q in range(size)]
+    op, opname = (MPI.SUM, "sum") if salt % 2 == 0 else (MPI.MAX, "max")
+    # allgatherv: displs packed (None) or with a gap before every block
+    if salt % 2:
+        displs = [sum(counts[:q]) + q for q in range(size)]
+    else:
+        displs = [sum(counts[:q]) for q in range(size)]
+    total = max([d + c for c, d in zip(counts, displs)] + [0]) + 1
+    mine = [val(rank, i, salt) for i in range(counts[rank])]
+    init = [POISON] * total
+    if in_place:
+        init[displs[rank]:displs[rank] + counts[rank]] = mine
+    r, hr = Dev(total, ts), host(init, ts)
+    r.set(init)
+    if in_place:
+        te.allgatherv(None, r, counts, None if salt % 2 == 0 else displs, comm=sc)
+        sc.Allgatherv(MPI.IN_PLACE, [hr, (counts, displs), mt])
+    else:
+        sd = Dev(counts[rank], ts)
+        sd.set(mine)
+        te.allgatherv(sd, r, counts, None if salt % 2 == 0 else displs, sc)
+        sc.Allgatherv([host(mine, ts), mt], [hr, (counts, displs), mt])
+    check(r.get() == list(hr), "allgatherv %s counts %s displs %s: %s, mpi4py %s" % (what, counts, displs, r.get(),
+                                                                                    list(hr)))
+    # reduce_scatter: recvbuf one element longer than the block (left as it was)
+    tot = sum(counts)
+    inp = [val(rank, i, salt + 1) for i in range(tot)]
+    c = counts[rank]
+    if in_place:
+        r, hr = Dev(tot, ts), host(inp, ts)
+        r.set(inp)
+        te.reduce_scatter(None, r, counts, opname, sc)
+        sc.Reduce_scatter(MPI.IN_PLACE, [hr, tot, mt], counts, op)
+        got, want = r.get()[:c], list(hr)[:c]
+    else:
+        sd, r, hr = Dev(tot, ts), Dev(c + 1, ts), host([POISON] * (c + 1), ts)
+        sd.set(inp)
+        r.set([POISON] * (c + 1))
+        te.reduce_scatter(sd, r, counts, op, sc)
+        sc.Reduce_scatter([host(inp, ts), mt], [hr, c, mt], counts, op)
+        got, want = r.get(), list(hr)
+    exact = [(sum if op == MPI.SUM else max)(val(q, i, salt + 1) for q in range(size))
+             for i in range(sum(counts[:rank]), sum(counts[:rank]) + c)]
+    check(got == want and got[:c] == exact, "reduce_scatter %s counts %s op %s: %s, mpi4py %s, exact %s"
+          % (what, counts, opname, got, want, exact))
+    # bcast (in_place: the root's buffer is the one sent anyway; the round picks another root)
+    root = (salt + (1 if in_place else 0)) % size
+    n = counts[root] + salt % 3
+    init = [val(root, i, salt + 2) if rank == root else POISON for i in range(n)]
+    r, hr = Dev(n, ts), host(init, ts)
+    r.set(init)
+    te.bcast(r, root, sc)
+    sc.Bcast([hr, mt], root)
+    check(r.get() == list(hr) == [val(root, i, salt + 2) for i in range(n)], "bcast %s root %d n %d: %s, mpi4py %s"
+          % (what, root, n, r.get(), list(hr)))
+    # reduce: in place at the root; off the root recvbuf None, or (odd salts) a buffer left untouched
+    root = (salt + 1) % size
+    inp = [val(rank, i, salt + 3) for i in range(n)]
+    at_root = rank == root
+    r = Dev(n, ts)
+    if in_place and at_root:
+        r.set(inp)
+        te.reduce(None, r, opname, root, sc)
+        hr = host(inp, ts)
+        sc.Reduce(MPI.IN_PLACE, [hr, mt], op, root)
+    else:
+        sd = Dev(n, ts)
+        sd.set(inp)
+        r.set([POISON] * n)
+        te.reduce(sd, r if at_root or salt % 2 else None, op, root, sc)
+        hr = host([POISON] * n, ts)
+        sc.Reduce([host(inp, ts), mt], [hr, mt] if at_root else None, op, root)
+    if at_root:
+        exact = [(sum if op == MPI.SUM else max)(val(q, i, salt + 3) for q in range(size)) for i in range(n)]
+        check(r.get() == list(hr) == exact, "reduce %s root %d n %d op %s: %s, mpi4py %s"
+              % (what, root, n, opname, r.get(), list(hr)))
+    else:
+        check(r.get() == [POISON] * n, "reduce %s: recvbuf off the root written" % what)
+    # alltoall: a block of n per rank
+    n = counts[(salt + 2) % size]
+    inp = [val(rank, i, salt + 4) for i in range(n * size)]
+    r = Dev(n * size, ts)
+    hr = host(inp if in_place else [POISON] * (n * size), ts)
+    if in_place:
+        r.set(inp)
+        te.alltoall(None, r, sc)
+        sc.Alltoall(MPI.IN_PLACE, [hr, mt])
+    else:
+        sd = Dev(n * size, ts)
+        sd.set(inp)
+        r.set([POISON] * (n * size))
+        te.alltoall(sd, r, comm=sc)
+        sc.Alltoall([host(inp, ts), mt], [hr, mt])
+    exact = [val(q, rank * n + i, salt + 4) for q in range(size) for i in range(n)]
+    check(r.get() == list(hr) == exact, "alltoall %s n %d: %s, mpi4py %s" % (what, n, r.get(), list(hr)))
+
+
+def siblings(sc):
+    for salt, ts in enumerate(("<f4", "<i4", "<f8", "<i8", "<f4", "<i4")):
+        for in_place in (False, True):
+            sib_round(sc, salt, ts, in_place)
+    st = te.form_stats()
+    for coll in ("allgatherv", "reduce_scatter", "bcast", "reduce", "alltoall"):
+        calls = sum(v[0] for k, v in st.items() if k[0] == coll and k[2] == "enqueue")
+        check(calls >= 6, "%s: %d calls counted as enqueue calls: %s" % (coll, calls, st))
+
+
 def library_part():
     try:
         te.library()
@@ -251,6 +383,15 @@ def library_part():
         te.prepare(comm)
         e = raises(te.TlmpiError, te.allreduce, "staging without fallback", None, d, MPI.SUM, comm)
         check(e is None or (e.code == MPI.ERR_UNSUPPORTED_OPERATION and e.reason), "staging: %s" % e)
+        for name, fn, args in (("allgatherv", te.allgatherv, (None, d, [16 // size] * size, None, comm)),
+                               ("reduce_scatter", te.reduce_scatter, (None, d, [16 // size] * size, None, comm)),
+                               ("bcast", te.bcast, (d, 0, comm)), ("reduce", te.reduce, (d, Dev(16, "<f4"), None, 0, comm)),
+                               ("alltoall", te.alltoall, (None, Dev(2 * size, "<f4"), comm))):
+            e = raises(te.TlmpiError, fn, "%s on staging without fallback" % name, *args)
+            check(e is None or (e.code == MPI.ERR_UNSUPPORTED_OPERATION and e.call == "tlmpi_%s_enqueue_f" % name),
+                  "%s on staging: %s" % (name, e))
+        e = raises(te.TlmpiError, te.bcast, "bcast on host memory", hb, 0, comm)
+        check(e is None or (e.code == MPI.ERR_BUFFER and e.reason), "bcast, host buffer: %s" % e)
         te.prepare(comm, sync_fallback=True)
     elif mode in ("nccl", "multiple"):
         te.prepare(comm)
@@ -261,6 +402,11 @@ def library_part():
         st = te.form_stats()
         for coll in ("allreduce", "allgather", "reduce_scatter_block"):
             check(st.get((coll, "nccl", "enqueue"), (0, 0))[0] >= 10, "%s counted as nccl enqueue: %s" % (coll, st))
+    # the siblings on a communicator of their own, prepared with the synchronous fallback
+    sc = comm.Dup()
+    te.prepare(sc, sync_fallback=True)
+    siblings(sc)
+    sc.Free()
     return None
 
 
