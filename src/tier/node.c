@@ -83,8 +83,9 @@ static size_t node_ll_max(void)
     return m < TLMPI_NODE_LL_MAX_BYTES ? m : TLMPI_NODE_LL_MAX_BYTES;
 }
 
-/* The siblings with an ll form: MPI_Bcast and MPI_Reduce run the LL allreduce (node_ll.cu) up to the
- * ll limit, as the three do. */
+/* The siblings with an ll form: MPI_Bcast and MPI_Reduce run the LL allreduce (node_ll.cu) where a
+ * table forces it (TLMPI_BCAST_TIERS / TLMPI_REDUCE_TIERS, e.g. node/ll:8k,node/pull), up to the LL
+ * region's limit; auto keeps them on pull (this form has not run on a GPU yet: docs/GPU-TESTS.md). */
 static int node_sibling_ll(tlmpi_coll_t coll)
 {
     return coll == TLMPI_COLL_BCAST || coll == TLMPI_COLL_REDUCE;
@@ -117,7 +118,7 @@ static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
         return algo;
     }
     if (tlmpi_coll_sibling(coll)) {
-        return bytes <= node_ll_max() ? A_LL : A_PULL;
+        return A_PULL;
     }
     if (bytes <= node_ll_max()) {
         return A_LL;
@@ -138,7 +139,7 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     const size_t ll = forced_ll ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max();
     int o;
 
-    if (tlmpi_coll_sibling(coll) && (!TLMPI_ENV_I(NODE_SIBLINGS) || !node_sibling_ll(coll) || algo == A_PULL)) {
+    if (tlmpi_coll_sibling(coll) && (!TLMPI_ENV_I(NODE_SIBLINGS) || !node_sibling_ll(coll) || algo != A_LL)) {
         snprintf(buf, len, "%s", TLMPI_ENV_I(NODE_SIBLINGS) ? node_algos[A_PULL] : "off(TLMPI_NODE_SIBLINGS=0)");
         return;
     }
