@@ -754,13 +754,30 @@ out:
     return result(c, k);
 }
 
+/* The per-rank count n of an allgather (one: sendbuf, all: recvbuf) or a reduce_scatter_block (one:
+ * recvbuf, all: sendbuf), where `all` holds n for every one of size ranks; in place recvbuf rb splits
+ * into the size blocks. 1, or 0 when the counts do not fit (the Python code raises). */
+static int block_n(const buf_t *one, const buf_t *all, const buf_t *rb, int inplace, int64_t size, int64_t *n)
+{
+    int64_t want = 0;
+
+    if (inplace) {
+        if (rb->n % size)
+            return 0;
+        *n = rb->n / size;
+        return 1;
+    }
+    *n = one->n;
+    return mul_ok(*n, size, &want) && all->n == want;
+}
+
 /* allgather(sendbuf, recvbuf, comm, stream) -> True / False */
 static PyObject *calls_allgather(Calls *c, PyObject *const *args, Py_ssize_t nargs)
 {
     buf_t rb = BUF_INIT, sb = BUF_INIT;
     void *fn = NULL;
     uintptr_t st = 0;
-    int64_t size = 1, n = 0, want = 0;
+    int64_t size = 1, n = 0;
     int k, rc, dt = 0, cm = 0, inplace;
 
     if (!nargs_ok(nargs, 4, "allgather"))
@@ -772,19 +789,8 @@ static PyObject *calls_allgather(Calls *c, PyObject *const *args, Py_ssize_t nar
         goto out;
     if ((k = size_of(args[2], &size)) <= 0)
         goto out;
-    if (!inplace) { /* recvbuf holds sendbuf's n from every rank */
-        n = sb.n;
-        if (!mul_ok(n, size, &want) || rb.n != want) {
-            k = 0;
-            goto out;
-        }
-    } else { /* in place: recvbuf splits into the ranks' blocks */
-        if (rb.n % size) {
-            k = 0;
-            goto out;
-        }
-        n = rb.n / size;
-    }
+    if ((k = block_n(&sb, &rb, &rb, inplace, size, &n)) <= 0) /* recvbuf holds sendbuf's n from every rank */
+        goto out;
     if ((k = stream_of(c, args[3], &rb, args[1], &st)) <= 0 || (k = dtype_of(c, &rb, &dt)) <= 0 ||
         (k = comm_of(c, args[2], &cm)) <= 0)
         goto out;
@@ -805,7 +811,7 @@ static PyObject *calls_reduce_scatter_block(Calls *c, PyObject *const *args, Py_
     buf_t rb = BUF_INIT, sb = BUF_INIT;
     void *fn = NULL;
     uintptr_t st = 0;
-    int64_t size = 1, n = 0, want = 0;
+    int64_t size = 1, n = 0;
     int k, rc, dt = 0, op = 0, cm = 0, inplace;
 
     if (!nargs_ok(nargs, 5, "reduce_scatter_block"))
@@ -817,19 +823,8 @@ static PyObject *calls_reduce_scatter_block(Calls *c, PyObject *const *args, Py_
         goto out;
     if ((k = size_of(args[3], &size)) <= 0)
         goto out;
-    if (!inplace) { /* sendbuf holds recvbuf's n for every rank */
-        n = rb.n;
-        if (!mul_ok(n, size, &want) || sb.n != want) {
-            k = 0;
-            goto out;
-        }
-    } else { /* in place: recvbuf holds the n x size input */
-        if (rb.n % size) {
-            k = 0;
-            goto out;
-        }
-        n = rb.n / size;
-    }
+    if ((k = block_n(&rb, &sb, &rb, inplace, size, &n)) <= 0) /* sendbuf holds recvbuf's n for every rank */
+        goto out;
     if ((k = stream_of(c, args[4], &rb, args[1], &st)) <= 0 || (k = dtype_of(c, &rb, &dt)) <= 0 ||
         (k = op_of(c, args[2], &op)) <= 0 || (k = comm_of(c, args[3], &cm)) <= 0)
         goto out;
