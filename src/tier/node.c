@@ -111,14 +111,11 @@ static int node_applies(tlmpi_coll_t coll, int algo)
 /* The algorithm a call runs (never A_AUTO), from rank-uniform inputs only. */
 static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
 {
-    if (tlmpi_coll_sibling(coll) && !node_sibling_ll(coll)) {
-        return A_PULL;
+    if (tlmpi_coll_sibling(coll)) {
+        return algo == A_LL && node_sibling_ll(coll) && bytes <= TLMPI_NODE_LL_MAX_BYTES ? A_LL : A_PULL;
     }
     if (node_applies(coll, algo) && (algo != A_LL || bytes <= TLMPI_NODE_LL_MAX_BYTES)) {
         return algo;
-    }
-    if (tlmpi_coll_sibling(coll)) {
-        return A_PULL;
     }
     if (bytes <= node_ll_max()) {
         return A_LL;
