@@ -187,12 +187,19 @@ typedef enum {
                                  the blocks it needs out of the peers' pools (cuda/node_exchange.cu) */
     TLMPI_NODE_XCHG_ALL,      /* alltoall: block q into slot q of the own pool, every rank copies slot `rank`
                                  out of every pool */
+    /* the siblings' zero-copy kinds (tlmpi_cuda_node_run_direct, with a layout: tlmpi_node_layout_t) */
+    TLMPI_NODE_XCHG_DIRECT,   /* allgatherv, bcast, alltoall: every rank copies out_len[q] bytes of rank q's
+                                 input at in_off[q] into out + out_off[q] */
+    TLMPI_NODE_RED_DIRECT,    /* reduce_scatter, reduce: block q (in_len[q] bytes at in_off[q] of every
+                                 input, the blocks end to end) reduced into rank q's output; every rank
+                                 reduces an equal share of all blocks, whoever keeps them */
     TLMPI_NODE_KIND_COUNT
 } tlmpi_node_kind_t;
 
 /* The block layout of a sibling's call (MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce,
  * MPI_Alltoall), in bytes, for node rank q (every rank computes it from the same rank-uniform
- * arguments: each rank's lengths agree with its peers'):
+ * arguments: each rank's lengths agree with its peers'; the zero-copy kinds read it as their entries
+ * in tlmpi_node_kind_t say):
  *   in_len[q], in_off[q]    block q of this rank's input (at in + in_off[q]): staged into slot q of the own
  *                           pool (TLMPI_NODE_XCHG: slot 0 only; TLMPI_NODE_RSB_PULL: the block rank q
  *                           keeps, load-reduced by rank q over every pool's slot q)
@@ -267,8 +274,11 @@ typedef struct {
 /* Launch the zero-copy collective a->kind (TLMPI_NODE_*_DIRECT) on d's buffers (a->in / a->out are not
  * used) with a->ctas CTAs: two node barriers (every rank arrived; every rank done with every buffer),
  * allgather one more per step (a data half of the pool, at most 16 MiB) beyond its first; no pool data.
- * A reduce_scatter_block's input must not be its output (in place is not zero-copy). x->dev_epoch is
- * required. 0 or a cudaError_t. */
+ * A reduce_scatter_block's input must not be its output (in place is not zero-copy). The siblings'
+ * kinds (TLMPI_NODE_XCHG_DIRECT, TLMPI_NODE_RED_DIRECT) take a->layout, two barriers and no gate; a
+ * reduction's output must not overlap any rank's input bytes that another rank reads (in place only
+ * where each byte is read and written by the one rank that reduces it: MPI_Reduce's root), an
+ * exchange's output no peer's input. x->dev_epoch is required. 0 or a cudaError_t. */
 int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d,
                                void *stream);
 /* Gated (a->gate != 0): the zero-copy launch of a pair whose other launch, right after it on the same

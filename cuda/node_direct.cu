@@ -12,11 +12,27 @@
 //   allreduce (M bytes, n slices of equal 16-byte multiples): slice r reduced over every in[q] (order
 //     0..n-1) and stored into every out[q]. Per rank: read M, write M; two-shot through the pools
 //     moves about 6M (node_allreduce_twoshot.cu), one-shot (n+3)M.
+//   the siblings (a layout: kernels.h tlmpi_node_layout_t):
+//   exchange (TLMPI_NODE_XCHG_DIRECT: MPI_Allgatherv, MPI_Bcast, MPI_Alltoall): out_len[q] bytes of
+//     in[q] at in_off[q] into the own out at out_off[q], for every q (the own block too unless in place;
+//     a broadcast's non-root copies the root's, the root nothing). Per rank: read and write what it
+//     receives; the pool kernels stage every block first (read and write it once more).
+//   balanced reduction (TLMPI_NODE_RED_DIRECT: MPI_Reduce_scatter, MPI_Reduce): the blocks lie end to
+//     end in every input (block q: in_len[q] bytes at in_off[q], kept by rank q: MPI_Reduce has one,
+//     the root's), T bytes in all; rank r reduces slice r of [0, T) (n slices of equal 16-byte
+//     multiples, whatever blocks they cross) over every in[q] (order 0..n-1) and stores each block's
+//     part into its keeper's out. Per rank: read T, write T/n, however uneven the blocks: one rank
+//     holding 8x the others' block, or the root of a reduce, no longer does 8x or n times the others'
+//     work (the pool kernel has the keeper of a block reduce all of it).
 // Every result element is reduced once, by one rank, and stored everywhere: bitwise the same on every
 // rank, and the same bits as the pool kernels (the same accumulators, the same order).
 // In place: allreduce (slice r of every buffer is read and then written by rank r alone) and allgather
 // (block q of out[q] is read by everyone and written by nobody); reduce_scatter_block in place is not
 // zero-copy (rank r's result lands in its block 0, which rank 0 reads): the host never registers it.
+// The siblings: an exchange in place only where no rank writes what another reads (allgatherv: block
+// q of out[q]; a broadcast's buffer, written by the non-roots, read only at the root); a reduction in
+// place only at MPI_Reduce's root (each byte of its buffer read and then written by the one rank whose
+// slice holds it); reduce_scatter and alltoall in place are not zero-copy (src/tier/node.c).
 //
 // Launch shape. One kernel per call, `ctas` CTAs of 512 threads (the same on every rank, all resident:
 // the node tier's CTA limit; one column per CTA: the persistent forms only); CTA b owns the same
@@ -261,6 +277,101 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const
     node_exit(q.p);
 }
 
+// ---- the siblings (TLMPI_NODE_XCHG_DIRECT, TLMPI_NODE_RED_DIRECT) ----
+struct SParams {
+    Params p;                   // p.bytes: the exchange's longest block, the reduction's T (every block)
+    tlmpi_node_direct_t d;
+    tlmpi_node_layout_t L;
+};
+
+// Every block this rank receives, each split among the columns (column b: the same piece of every
+// block), from the next rank on (the ranks' reads do not all hit rank 0's memory first)
+__device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport &t)
+{
+    const int n = t.nranks(), r = t.rank();
+    char *out = static_cast<char *>(q.d.out[r]);
+    if (!t.barrier(1)) return false;
+    for (int s = 0; s < n; s++) {
+        int k = r + s;
+        if (k >= n) k -= n;
+        const size_t len = q.L.out_len[k];
+        if (!len) continue;
+        size_t lo, hi;
+        t.piece(len, len, &lo, &hi);
+        if (lo >= hi) continue;
+        char *dst = out + q.L.out_off[k];
+        const char *src = static_cast<const char *>(q.d.in[k]) + q.L.in_off[k];
+        copy_peer(dst, ua_of(dst), src, ua_of(src), lo, hi);
+    }
+    return t.barrier(2);
+}
+
+// [a, e) of every input (whole elements; a starts a vector of the slice) reduced into dst (block-local)
+template <int DT, typename Op>
+__device__ __forceinline__ void reduce_span(const SParams &q, const IpcTransport &t, size_t a, size_t e, char *dst)
+{
+    using T = typename Dt<DT>::T;
+    constexpr int E = (int)sizeof(T);
+    using Acc = AccumFor<DT, Op, 16>;
+    using AccE = AccumFor<DT, Op, E>;
+    const int r = t.rank();
+    const int ua_s = ua_of(static_cast<const char *>(q.d.in[r]) + a); // the same for every rank's buffer
+    const int ua_d = ua_of(dst);
+    const size_t nvec = (e - a) / 16;
+    for (size_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+        const size_t b = a + i * 16;
+        const uint4 self = ld_peer(static_cast<const char *>(q.d.in[r]) + b, ua_s);
+        const uint4 v = t.template load_reduce_groups<uint4, Acc>(
+            self, [&](int k) { return ld_peer(static_cast<const char *>(q.d.in[k]) + b, ua_s); });
+        st_user(dst + (b - a), v, ua_d);
+    }
+    const size_t t0 = a + nvec * 16;
+    if (threadIdx.x * E < e - t0) {
+        const size_t b = t0 + threadIdx.x * E;
+        const Vec<E> self = load_pool<E>(static_cast<const char *>(q.d.in[r]) + b);
+        const Vec<E> v = t.template load_reduce_groups<Vec<E>, AccE>(
+            self, [&](int k) { return load_pool<E>(static_cast<const char *>(q.d.in[k]) + b); });
+        st_user_e<E>(dst + (b - a), v, ua_d);
+    }
+}
+
+template <int DT, typename Op> __device__ __forceinline__ bool red_direct(const SParams &q, const IpcTransport &t)
+{
+    const int n = t.nranks(), r = t.rank();
+    const size_t T = q.p.bytes;
+    size_t ls = (T + n - 1) / n;
+    ls = (ls + 15) & ~(size_t)15;
+    if (!t.barrier(1)) return false;
+    const size_t s0 = (size_t)r * ls;
+    if (s0 < T) {
+        size_t lo, hi;
+        t.piece(ls, T - s0 < ls ? T - s0 : ls, &lo, &hi);
+        lo += s0;
+        hi += s0;
+        for (int k = 0; k < n && lo < hi; k++) {
+            const size_t bo = q.L.in_off[k], be = bo + q.L.in_len[k];
+            const size_t a = lo > bo ? lo : bo, e = hi < be ? hi : be;
+            if (a < e) reduce_span<DT, Op>(q, t, a, e, static_cast<char *>(q.d.out[k]) + (a - bo));
+        }
+    }
+    return t.barrier(2);
+}
+
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) xchg_direct_ipc(const __grid_constant__ SParams q)
+{
+    TLMPI_NODE_ENTER(q.p, ep);
+    node_columns<false>(q.p, [&](Column c) { return xchg_direct(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
+    node_exit(q.p);
+}
+
+template <int DT, typename Op>
+__global__ void __launch_bounds__(kNodeThreads, kMinBlocks) red_direct_ipc(const __grid_constant__ SParams q)
+{
+    TLMPI_NODE_ENTER(q.p, ep);
+    node_columns<false>(q.p, [&](Column c) { return red_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
+    node_exit(q.p);
+}
+
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_direct_ipc(const __grid_constant__ DParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
@@ -274,10 +385,58 @@ template <int DT, typename Op> struct ArDirectK {
 template <int DT, typename Op> struct RsbDirectK {
     static const void *fn(int) { return (const void *)rsb_direct_ipc<DT, Op>; }
 };
+template <int DT, typename Op> struct RedDirectK {
+    static const void *fn(int) { return (const void *)red_direct_ipc<DT, Op>; }
+};
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 constexpr size_t kDirectStepMax = 16u << 20;
+
+// tlmpi_cuda_node_run_direct for the siblings' kinds: the layout's blocks checked (a reduction's end to
+// end, whole elements), one step, two barriers, no gate
+int run_sib_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d, void *stream)
+{
+    const bool red = a->kind == TLMPI_NODE_RED_DIRECT;
+    if (!d || !a->layout || a->gate || (red && !tlmpi_cuda_node_supported(a->dtype, a->op)))
+        return (int)cudaErrorInvalidValue;
+    if (a->count == 0) {
+        a->done_word = nullptr;
+        return 0;
+    }
+    const size_t elem = red ? TLMPI_DT_ELEM_SIZE(a->dtype) : 1;
+    size_t T = 0, big = 0;
+    for (int k = 0; k < x->nranks; k++) {
+        const size_t il = a->layout->in_len[k], ol = a->layout->out_len[k];
+        if (!d->in[k] || !d->out[k] || (red && (!aligned16(d->in[k]) || (il && (a->layout->in_off[k] != T || il % elem)))))
+            return (int)cudaErrorInvalidValue;
+        T += red ? il : 0;
+        big = ol > big ? ol : big;
+    }
+    SParams q;
+    memset(&q, 0, sizeof(q));
+    q.d = *d;
+    q.L = *a->layout;
+    q.p.x = *x;
+    q.p.in = static_cast<const char *>(q.d.in[x->rank]);
+    q.p.out = static_cast<char *>(q.d.out[x->rank]);
+    q.p.bytes = red ? T : big;
+    q.p.chunk = q.p.bytes;
+    q.p.nsteps = 1;
+    q.p.epoch = a->epoch;
+    q.p.barriers = 2;
+    q.p.kind = a->kind;
+    if (!cols_in(a, &q.p, true)) return (int)cudaErrorInvalidValue;
+    const void *fn = direct_fn(a->kind, a->dtype, a->op);
+    if (!fn) return (int)cudaErrorInvalidValue;
+    done_in(a, &q.p, true);
+    void *args[1] = { &q };
+    const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
+                                           static_cast<cudaStream_t>(stream));
+    if (e != cudaSuccess) return (int)e;
+    done_commit(a, q.p);
+    return 0;
+}
 
 }  // namespace
 
@@ -289,6 +448,8 @@ const void *direct_fn(int kind, int dtype, int op)
     case TLMPI_NODE_AG_DIRECT: return (const void *)ag_direct_ipc;
     case TLMPI_NODE_RSB_DIRECT: return lookup_dt_op<RsbDirectK>(dtype, op, false);
     case TLMPI_NODE_AR_DIRECT: return lookup_dt_op<ArDirectK>(dtype, op, false);
+    case TLMPI_NODE_XCHG_DIRECT: return (const void *)xchg_direct_ipc;
+    case TLMPI_NODE_RED_DIRECT: return lookup_dt_op<RedDirectK>(dtype, op, false);
     }
     return nullptr;
 }
@@ -298,6 +459,9 @@ const void *direct_fn(int kind, int dtype, int op)
 extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a,
                                           const tlmpi_node_direct_t *d, void *stream)
 {
+    if (x && a && x->dev_epoch && a->ctas >= 1 && a->ctas <= kMaxCtas && x->nranks >= 1 && x->nranks <= kMaxRanks &&
+        x->rank >= 0 && x->rank < x->nranks && (a->kind == TLMPI_NODE_XCHG_DIRECT || a->kind == TLMPI_NODE_RED_DIRECT))
+        return run_sib_direct(x, a, d, stream);
     if (!x || !a || (!d && !(a->gate && !a->memo)) || !x->dev_epoch || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 ||
         x->nranks > kMaxRanks || x->rank < 0 || x->rank >= x->nranks ||
         (a->kind != TLMPI_NODE_AG_DIRECT && a->kind != TLMPI_NODE_RSB_DIRECT && a->kind != TLMPI_NODE_AR_DIRECT))

@@ -50,6 +50,7 @@ template <class F> void each_kernel(F &&f)
     f(node::barrier_fn());
     f(node::ll_fn(TLMPI_NODE_AG_LL, 0, 0));          // the allgathers have no element type
     f(node::direct_fn(TLMPI_NODE_AG_DIRECT, 0, 0));
+    f(node::direct_fn(TLMPI_NODE_XCHG_DIRECT, 0, 0));
     f(hier::allgather_fn(false));
     f(hier::allgather_fn(true));
     for (int dt = 0; dt < TLMPI_DT_NUM_ARITH; dt++)
@@ -63,6 +64,7 @@ template <class F> void each_kernel(F &&f)
             f(node::ll_fn(TLMPI_NODE_AR_LL, dt, op));
             f(node::direct_fn(TLMPI_NODE_RSB_DIRECT, dt, op));
             f(node::direct_fn(TLMPI_NODE_AR_DIRECT, dt, op));
+            f(node::direct_fn(TLMPI_NODE_RED_DIRECT, dt, op));
             for (int gin = 0; gin < 2; gin++) {
                 f(hier::reduce_scatter_fn(dt, op, gin != 0));
                 f(hier::allreduce_fn(dt, op, gin != 0));

@@ -765,11 +765,19 @@ static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
     }
 }
 
-/* The zero-copy kernels' kinds (registered persistent requests, node_run). */
+/* The zero-copy kernels' kinds (registered persistent requests, the registration cache's calls). */
 static int direct_kind(tlmpi_coll_t coll)
 {
-    return coll == TLMPI_COLL_ALLGATHER ? TLMPI_NODE_AG_DIRECT
-         : coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? TLMPI_NODE_RSB_DIRECT : TLMPI_NODE_AR_DIRECT;
+    switch (coll) {
+    case TLMPI_COLL_ALLGATHER: return TLMPI_NODE_AG_DIRECT;
+    case TLMPI_COLL_REDUCE_SCATTER_BLOCK: return TLMPI_NODE_RSB_DIRECT;
+    case TLMPI_COLL_ALLGATHERV:
+    case TLMPI_COLL_BCAST:
+    case TLMPI_COLL_ALLTOALL: return TLMPI_NODE_XCHG_DIRECT;
+    case TLMPI_COLL_REDUCE_SCATTER:
+    case TLMPI_COLL_REDUCE: return TLMPI_NODE_RED_DIRECT;
+    default: return TLMPI_NODE_AR_DIRECT;
+    }
 }
 
 /* The kernel kinds' names (kernels.h tlmpi_node_kind_t), for the timeout diagnostics: the error
@@ -782,7 +790,8 @@ static const char *node_kind_name(int kind)
                                                               "allreduce twoshot", "allgather ll",
                                                               "reduce_scatter_block ll", "allreduce ll", "barrier",
                                                               "allgather direct", "reduce_scatter_block direct",
-                                                              "allreduce direct", "exchange", "exchange (all to all)" };
+                                                              "allreduce direct", "exchange", "exchange (all to all)",
+                                                              "exchange direct", "reduction direct (balanced)" };
     return kind >= 0 && kind < TLMPI_NODE_KIND_COUNT ? names[kind] : "?";
 }
 
@@ -935,6 +944,24 @@ static void node_layout(const tlmpi_call_t *c, tlmpi_node_layout_t *L)
     }
 }
 
+/* The blocks of a sibling's zero-copy call (kernels.h: TLMPI_NODE_XCHG_DIRECT, TLMPI_NODE_RED_DIRECT):
+ * node_layout's, where an exchange reads peer q's input at in_off[q] (alltoall: the block for this rank;
+ * allgatherv and bcast: from its start) and a reduction's blocks lie end to end (reduce_scatter), or
+ * are one (reduce: the root's). */
+static void node_layout_direct(const tlmpi_call_t *c, tlmpi_node_layout_t *L)
+{
+    int q;
+
+    node_layout(c, L);
+    for (q = 0; q < TLMPI_NODE_MAX_RANKS; q++) {
+        if (c->coll == TLMPI_COLL_ALLTOALL) {
+            L->in_off[q] = (size_t)c->rank * c->msg_bytes;
+        } else if (c->coll == TLMPI_COLL_ALLGATHERV || c->coll == TLMPI_COLL_BCAST) {
+            L->in_off[q] = 0;
+        }
+    }
+}
+
 /* node_run's launch for registered buffers: the zero-copy kernel on them (the call's own, on the comm's
  * device: kernel_call hands them unchanged) */
 struct node_launch_direct {
@@ -943,6 +970,7 @@ struct node_launch_direct {
     const tlmpi_node_direct_t *d; /* a persistent request's registration (it outlives the launch: its release
                                      drains the launch thread), or a blocking call's lookup or memo (never
                                      deferred); NULL: a gated launch with no memo to offer (kernels.h) */
+    tlmpi_node_layout_t layout;   /* a sibling's blocks (node_layout_direct; the launch's copy points at its own) */
 };
 static int node_launch_direct(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
 {
@@ -950,6 +978,9 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
     int e;
 
     (void)in, (void)out;
+    if (l->args.layout) {
+        l->args.layout = &l->layout;
+    }
     node_done_offer(l->nc, &l->args, done);
     e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, &l->args, l->d, stream);
     if (e == 0) {
@@ -1090,8 +1121,10 @@ static int node_reg_size(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_co
     int ai = TLMPI_ALGO_INDEX(algo);
 
     if (!TLMPI_ENV_I(NODE_REG) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
-        tlmpi_coll_sibling(c->coll) || /* the siblings: the pools (no zero-copy kernels of theirs) */
-        (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place) ||
+        /* in place, a rank's result would land where another reads (node_direct.cu); the standard makes
+         * MPI_IN_PLACE uniform for these three */
+        (c->in_place && (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK || c->coll == TLMPI_COLL_REDUCE_SCATTER ||
+                         c->coll == TLMPI_COLL_ALLTOALL)) ||
         node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL) {
         return 0;
     }
@@ -1116,14 +1149,15 @@ static int node_gate_ready(const struct tlmpi_node_comm *nc)
 static int node_gate_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
                             int algo)
 {
-    return c->form == TLMPI_FORM_NONBLOCKING && !c->preg && node_gate_ready(nc) && node_reg_size(tc, nc, c, algo);
+    return c->form == TLMPI_FORM_NONBLOCKING && !c->preg && !tlmpi_coll_sibling(c->coll) && node_gate_ready(nc) &&
+           node_reg_size(tc, nc, c, algo);
 }
 
-/* The allocations of the call's input and output as the classification cache knows them (bytes 0:
- * unknown), with no driver call. */
-static void node_known_ranges(const tlmpi_call_t *c, tlmpi_reg_range_t known[2])
+/* The allocations of in and out (a call's input and output) as the classification cache knows them
+ * (bytes 0: unknown), with no driver call. */
+static void node_known_ranges(const void *in, const void *out, tlmpi_reg_range_t known[2])
 {
-    const void *p[2] = { c->in, c->rbuf };
+    const void *p[2] = { in, out };
     int i;
 
     for (i = 0; i < 2; i++) {
@@ -1148,7 +1182,7 @@ static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tl
         (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
         return 0;
     }
-    node_known_ranges(c, known);
+    node_known_ranges(c->in, c->rbuf, known);
     return tlmpi_regcache_memo(nc->reg, c->in, c->rbuf, known, d);
 }
 
@@ -1323,20 +1357,23 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
                           tlmpi_reg_use_t use, tlmpi_node_direct_t *d)
 {
     const char *why_local = NULL;
+    /* a reduce's non-root has no output: its input stands in (registered once, never written) */
+    const int no_out = c->coll == TLMPI_COLL_REDUCE && !c->root_here;
+    void *out = no_out ? (void *)c->in : c->rbuf;
     int local_ok = 1;
     tlmpi_reg_state_t st;
     tlmpi_reg_range_t known[2];
     char why[192];
 
-    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
+    if ((!no_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev)) ||
         (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
         local_ok = 0;
         why_local = "has buffers that are not device memory of the communicator's GPU";
     }
     if (local_ok) {
-        node_known_ranges(c, known); /* the classification of this call validated them: no driver call */
+        node_known_ranges(c->in, out, known); /* the classification of this call validated them: no driver call */
     }
-    st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, c->rbuf, local_ok ? known : NULL, use,
+    st = tlmpi_regcache_lookup(nc->reg, tc->comm, local_ok, why_local, c->in, out, local_ok ? known : NULL, use,
                                node_drain, tc, d, why, sizeof(why));
     if (st == TLMPI_REG_POOL) {
         tlmpi_debug(COLL, "communicator #%u: %s of %zu bytes through the pools (buffers not registered: %s)", tc->id,
@@ -1374,8 +1411,8 @@ static int node_memo_blocking(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc,
     tlmpi_node_direct_t d;
     unsigned long long before;
 
-    if (!node_gate_ready(nc)) {
-        return 0;
+    if (!node_gate_ready(nc) || tlmpi_coll_sibling(c->coll)) {
+        return 0; /* the siblings' zero-copy kernels are not gated: they look up */
     }
     memset(&l, 0, sizeof(l));
     l.nc = nc;
@@ -1461,7 +1498,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
             nc->gated_offered += l.dargs.memo != 0;
             st = tlmpi_tier_kernel_call(tc, c, &k);
         }
-    } else if (tlmpi_coll_sibling(c->coll) && a != A_LL) {
+    } else if (tlmpi_coll_sibling(c->coll) && a != A_LL && !d) {
         struct node_launch_sib l;
         const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
                                         &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch_sib, &l,
@@ -1473,7 +1510,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         st = tlmpi_tier_kernel_call(tc, c, &k);
     } else if (d) {
         /* zero-copy, the pool kind's CTA count */
-        struct node_launch_direct l = { nc, args, d };
+        struct node_launch_direct l = { .nc = nc, .args = args, .d = d };
         const tlmpi_tier_kernel_t k = { "node", node_algos[A_DIRECT], "node tier", "the node kernel (zero-copy)",
                                         NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,
                                         node_launch_direct, &l, sizeof(l), &nc->launch_ok,
@@ -1481,6 +1518,10 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
 
         a = A_DIRECT;
         l.args.kind = direct_kind(c->coll);
+        if (tlmpi_coll_sibling(c->coll)) {
+            node_layout_direct(c, &l.layout);
+            l.args.layout = &l.layout; /* node_launch_direct points its copy at the copy's own */
+        }
         st = tlmpi_tier_kernel_call(tc, c, &k);
     } else {
         struct node_launch l = { nc, args };
@@ -1544,7 +1585,11 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
     }
     node_args(tc, nc, c, algo, direct, &args, &a);
     if (tlmpi_coll_sibling(c->coll) && a != A_LL) {
-        node_layout(c, &layout);
+        if (direct) {
+            node_layout_direct(c, &layout);
+        } else {
+            node_layout(c, &layout);
+        }
         args.layout = &layout;
     }
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {

@@ -16,8 +16,12 @@
  * must be the reference's (in-place MPI_Reduce of more than 100 elements is left out under MPICH, whose
  * 4.0.2 crashes in it on host buffers alike). Large cases (-L) reach several pool steps (run with a small TLMPI_NODE_POOL).
  * At the end every collective must have been served by the node tier in every form that ran
- * (tlmpi_get_form_stats, path node): where tlmpi sends it elsewhere the test says so and fails.
- * Usage: gpu_siblings [-n CASES] [-C MAXCOUNT] [-L] [-s SEED] [-v: each case on rank 0 before its call]. Exit 77 without a GPU.
+ * (tlmpi_get_form_stats, path node): where tlmpi sends it elsewhere the test says so and fails. The line
+ * also gives the calls that ran zero-copy (algorithm direct: the registration cache's, from
+ * TLMPI_NODE_REG_MIN; TLMPI_NODE_REG_MIN=0 sends every blocking and stream-ordered call not in place
+ * there, as tests/gpu/siblings.sh's zc runs do); -Z fails the run where some collective had none.
+ * Usage: gpu_siblings [-n CASES] [-C MAXCOUNT] [-L] [-Z] [-s SEED] [-v: each case on rank 0 before its call].
+ * Exit 77 without a GPU.
  */
 #include "config.h"
 #include "tlmpi.h"
@@ -280,7 +284,7 @@ static void run_case(int id, MPI_Comm comm, int maxc, int large)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0, cases = 120, maxc = 3000, large = 0, i, c, f, fails = 0;
+    int ndev = 0, cases = 120, maxc = 3000, large = 0, want_zc = 0, i, c, f, fails = 0;
     unsigned long long seed = 0;
     MPI_Comm rev;
 
@@ -298,6 +302,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-C") && i + 1 < argc) maxc = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-L")) large = 1;
+        else if (!strcmp(argv[i], "-Z")) want_zc = 1;
         else if (!strcmp(argv[i], "-v")) g_verbose = 1;
     }
     if (g_size > MAXP) {
@@ -329,8 +334,9 @@ int main(int argc, char **argv)
     CK(cudaStreamDestroy(g_st));
     /* every collective on the node tier in the forms that ran */
     for (c = 0; c < NCOLL; c++) {
-        char line[256];
+        char line[320];
         int o = snprintf(line, sizeof line, "gpu_siblings: %-14s node calls:", coll_names[c]), other = 0;
+        tlmpi_stat_t zc;
 
         for (f = 0; f < NFORMS; f++) {
             tlmpi_stat_t st, sg;
@@ -343,8 +349,15 @@ int main(int argc, char **argv)
                           (unsigned long long)st.calls, (unsigned long long)sg.calls);
             other += sg.calls > 0;
         }
+        memset(&zc, 0, sizeof zc);
+        tlmpi_get_algo_stats(coll_ids[c], TLMPI_PATH_NODE, "direct", &zc);
+        o += snprintf(line + o, sizeof line - (size_t)o, "; zero-copy %llu", (unsigned long long)zc.calls);
         if (other) fails++;
-        if (g_rank == 0) printf("%s%s\n", line, other ? "  <- not all on the node tier" : "");
+        if (want_zc && !zc.calls) fails++;
+        if (g_rank == 0) {
+            printf("%s%s%s\n", line, other ? "  <- not all on the node tier" : "",
+                   want_zc && !zc.calls ? "  <- none zero-copy (-Z)" : "");
+        }
     }
     MPI_Allreduce(MPI_IN_PLACE, &g_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &fails, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

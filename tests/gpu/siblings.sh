@@ -2,23 +2,30 @@
 # siblings.sh "NPS" BUILD_DIR: tests/gpu/gpu_siblings (MPI_Allgatherv, MPI_Reduce_scatter, MPI_Bcast,
 # MPI_Reduce, MPI_Alltoall on device buffers, on the node tier, against PMPI_* on host copies) with each
 # rank count of NPS on this host's GPU (run it under tests/gpu/mps.sh where ranks share a GPU): per rank
-# count one run of small cases (counts up to 3000) and one of large ones (up to 600k elements) with
-# TLMPI_NODE_POOL=4m, so that calls take several pool steps. Prints the program's lines and one PASS /
-# FAIL line per run; exits nonzero if any failed. TLMPI_NODE_SIBLINGS=1 unless set. SIBLINGS_ARGS are added to every command line.
+# count one run of small cases (counts up to 3000), one of large ones (up to 600k elements) with
+# TLMPI_NODE_POOL=4m, so that calls take several pool steps, and two zero-copy runs (TLMPI_NODE_REG_MIN=0:
+# every blocking and stream-ordered call not in place on the registration cache's kernels; the small
+# one with -Z, which fails where some collective ran none zero-copy) - SIBLINGS_PARTS picks (default
+# "small large zc zclarge"). Prints the program's lines and one PASS / FAIL line per run; exits nonzero
+# if any failed. TLMPI_NODE_SIBLINGS=1 unless set. SIBLINGS_ARGS are added to every command line.
 nps=${1:?usage: siblings.sh "NPS" BUILD_DIR}
 build=${2:?usage: siblings.sh "NPS" BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0 TLMPI_TIMEOUT=${TLMPI_TIMEOUT:-60} TLMPI_NODE_SIBLINGS=${TLMPI_NODE_SIBLINGS:-1}
 rc=0
 for np in $nps; do
-    for part in small large; do
-        if [ $part = small ]; then
-            set -- -n 150
-        else
-            set -- -n 24 -C 600000 -L
-        fi
+    for part in ${SIBLINGS_PARTS:-small large zc zclarge}; do
+        case $part in
+        small) set -- -n 150 ;;
+        zc) set -- -n 150 -Z ;;
+        *) set -- -n 24 -C 600000 -L ;;
+        esac
+        pool=
+        case $part in
+        large) pool=TLMPI_NODE_POOL=4m ;;
+        zc*) pool=TLMPI_NODE_REG_MIN=0 ;;
+        esac
         # shellcheck disable=SC2086
-        pool=; [ $part = large ] && pool=TLMPI_NODE_POOL=4m
         if env $pool timeout "${RUN_TIMEOUT:-120}" \
             sh "$here/mpirun.sh" "$np" "$build/tests/gpu/gpu_siblings" "$@" ${SIBLINGS_ARGS:-}; then
             echo "siblings np=$np $part: PASS"
