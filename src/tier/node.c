@@ -158,13 +158,27 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     }
 }
 
-/* The siblings (TLMPI_NODE_SIBLINGS): intracommunicators; MPI_Reduce by its input alone (the root's receive buffer is not
+/* The siblings (TLMPI_NODE_SIBLINGS): intracommunicators, an in-place MPI_Reduce_scatter only where no
+ * block is longer than the first; MPI_Reduce by its input alone (the root's receive buffer is not
  * known to the other ranks: where it is not device memory of the comm's GPU the result goes through
  * the tier's scratch, kernel_call.c), the others with every buffer on the device. */
 static int node_supports_sibling(const tlmpi_call_t *c)
 {
     if (!TLMPI_ENV_I(NODE_SIBLINGS) || c->inter || c->vtotal < 0) {
         return 0;
+    }
+    if (c->coll == TLMPI_COLL_REDUCE_SCATTER && c->in_place) {
+        /* in place, rank q's result lands at the start of its buffer; where it is longer than block 0 it
+         * covers input of later blocks that the kernel's other columns may not have staged yet (their
+         * barriers are per column): not on the node tier (MPI_IN_PLACE and the counts are rank-uniform) */
+        const MPI_Count first = tlmpi_call_vcount(c, 0);
+        int q;
+
+        for (q = 1; q < c->vn; q++) {
+            if (tlmpi_call_vcount(c, q) > first) {
+                return 0;
+            }
+        }
     }
     if (c->coll == TLMPI_COLL_REDUCE) {
         return tlmpi_mem_is_device(c->in_place ? c->rmem : c->smem);
