@@ -279,31 +279,54 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const
 
 // ---- the siblings (TLMPI_NODE_XCHG_DIRECT, TLMPI_NODE_RED_DIRECT) ----
 struct SParams {
-    Params p;                   // p.bytes: the exchange's longest block, the reduction's T (every block)
+    Params p;                   // p.bytes: the exchange's longest block here, the reduction's T (every block);
+                                // p.chunk, p.nsteps: the exchange's steps (of the longest block anywhere)
     tlmpi_node_direct_t d;
     tlmpi_node_layout_t L;
 };
 
-// Every block this rank receives, each split among the columns (column b: the same piece of every
-// block), from the next rank on (the ranks' reads do not all hit rank 0's memory first)
+// Every block this rank receives, in steps of p.chunk bytes of each block (the exchange's longest block
+// sets their number; a barrier after each, as ag_direct's), each block's step split among the columns
+// (column b: the same piece of every block, balanced however uneven the blocks), walked in sub-pieces
+// of kSub bytes, each copied from every block before the next (ag_direct: ranks sharing a GPU then
+// read the same bytes at about the same time, and meet in its L2), from the next rank on
 __device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport &t)
 {
+    constexpr size_t kSub = 64u << 10;
     const int n = t.nranks(), r = t.rank();
+    const size_t S = q.p.chunk;
     char *out = static_cast<char *>(q.d.out[r]);
     if (!t.barrier(1)) return false;
-    for (int s = 0; s < n; s++) {
-        int k = r + s;
-        if (k >= n) k -= n;
-        const size_t len = q.L.out_len[k];
-        if (!len) continue;
-        size_t lo, hi;
-        t.piece(len, len, &lo, &hi);
-        if (lo >= hi) continue;
-        char *dst = out + q.L.out_off[k];
-        const char *src = static_cast<const char *>(q.d.in[k]) + q.L.in_off[k];
-        copy_peer(dst, ua_of(dst), src, ua_of(src), lo, hi);
+    for (unsigned st = 0; st < q.p.nsteps; st++) {
+        const size_t off = (size_t)st * S;
+        size_t most = 0;  // this column's longest piece of the step, over the blocks
+        for (int k = 0; k < n; k++) {
+            const size_t len = q.L.out_len[k];
+            if (len <= off) continue;
+            const size_t L = len - off < S ? len - off : S;
+            size_t lo, hi;
+            t.piece(q.p.nsteps == 1 ? L : S, L, &lo, &hi);
+            most = hi - lo > most ? hi - lo : most;
+        }
+        for (size_t c0 = 0; c0 < most; c0 += kSub) {
+            for (int s = 0; s < n; s++) {
+                int k = r + s;
+                if (k >= n) k -= n;
+                const size_t len = q.L.out_len[k];
+                if (len <= off) continue;
+                const size_t L = len - off < S ? len - off : S;
+                size_t lo, hi;
+                t.piece(q.p.nsteps == 1 ? L : S, L, &lo, &hi);
+                const size_t a = lo + c0, e = hi - lo > c0 + kSub ? lo + c0 + kSub : hi;
+                if (a >= e) continue;
+                char *dst = out + q.L.out_off[k] + off;
+                const char *src = static_cast<const char *>(q.d.in[k]) + q.L.in_off[k] + off;
+                copy_peer(dst, ua_of(dst), src, ua_of(src), a, e);
+            }
+        }
+        if (!t.barrier(2 + (int)st)) return false;
     }
-    return t.barrier(2);
+    return true;
 }
 
 // [a, e) of every input (whole elements; a starts a vector of the slice) reduced into dst (block-local)
@@ -423,8 +446,19 @@ int run_sib_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmp
     q.p.bytes = red ? T : big;
     q.p.chunk = q.p.bytes;
     q.p.nsteps = 1;
+    if (!red) {
+        // the exchange in ag_direct's steps (the ranks kept within one step of each other)
+        size_t c = x->step_bytes / 2;
+        if (c > kDirectStepMax) c = kDirectStepMax;
+        c &= ~(size_t)15;
+        if (c < 16) return (int)cudaErrorInvalidValue;
+        const size_t steps = (a->count + c - 1) / c;  // the longest block of any rank: the same everywhere
+        if (steps > (1u << 30)) return (int)cudaErrorInvalidValue;
+        q.p.chunk = c;
+        q.p.nsteps = (unsigned)steps;
+    }
     q.p.epoch = a->epoch;
-    q.p.barriers = 2;
+    q.p.barriers = 1 + q.p.nsteps;
     q.p.kind = a->kind;
     if (!cols_in(a, &q.p, true)) return (int)cudaErrorInvalidValue;
     const void *fn = direct_fn(a->kind, a->dtype, a->op);

@@ -83,9 +83,10 @@ static size_t node_ll_max(void)
     return m < TLMPI_NODE_LL_MAX_BYTES ? m : TLMPI_NODE_LL_MAX_BYTES;
 }
 
-/* The siblings with an ll form: MPI_Bcast and MPI_Reduce run the LL allreduce (node_ll.cu) where a
- * table forces it (TLMPI_BCAST_TIERS / TLMPI_REDUCE_TIERS, e.g. node/ll:8k,node/pull), up to the LL
- * region's limit; auto keeps them on pull (this form has not run on a GPU yet: docs/GPU-TESTS.md). */
+/* The siblings with an ll form: MPI_Bcast and MPI_Reduce run the LL allreduce (node_ll.cu) up to auto's
+ * ll limit, or where a table forces it (TLMPI_BCAST_TIERS / TLMPI_REDUCE_TIERS, e.g. node/ll:8k,node/pull)
+ * up to the LL region's: 1.7-2.6 us over the floor from 8 B to 4 KiB at 4 and 8 ranks on one H100, where
+ * pull took 3.0-3.8 (docs/PERFORMANCE.md, "The siblings on the node tier"). */
 static int node_sibling_ll(tlmpi_coll_t coll)
 {
     return coll == TLMPI_COLL_BCAST || coll == TLMPI_COLL_REDUCE;
@@ -112,7 +113,10 @@ static int node_applies(tlmpi_coll_t coll, int algo)
 static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
 {
     if (tlmpi_coll_sibling(coll)) {
-        return algo == A_LL && node_sibling_ll(coll) && bytes <= TLMPI_NODE_LL_MAX_BYTES ? A_LL : A_PULL;
+        if (!node_sibling_ll(coll) || (algo != A_LL && algo != A_AUTO)) {
+            return A_PULL;
+        }
+        return bytes <= (algo == A_LL ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max()) ? A_LL : A_PULL;
     }
     if (node_applies(coll, algo) && (algo != A_LL || bytes <= TLMPI_NODE_LL_MAX_BYTES)) {
         return algo;
@@ -136,7 +140,8 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     const size_t ll = forced_ll ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max();
     int o;
 
-    if (tlmpi_coll_sibling(coll) && (!TLMPI_ENV_I(NODE_SIBLINGS) || !node_sibling_ll(coll) || algo != A_LL)) {
+    if (tlmpi_coll_sibling(coll) &&
+        (!TLMPI_ENV_I(NODE_SIBLINGS) || !node_sibling_ll(coll) || (algo != A_LL && algo != A_AUTO))) {
         snprintf(buf, len, "%s", TLMPI_ENV_I(NODE_SIBLINGS) ? node_algos[A_PULL] : "off(TLMPI_NODE_SIBLINGS=0)");
         return;
     }

@@ -18,7 +18,7 @@
  * At the end every collective must have been served by the node tier in every form that ran
  * (tlmpi_get_form_stats, path node): where tlmpi sends it elsewhere the test says so and fails. The line
  * also gives the calls that ran zero-copy (algorithm direct: the registration cache's, from
- * TLMPI_NODE_REG_MIN, which tests/gpu/siblings.sh's zc runs lower to 64k); -Z fails the run where some
+ * TLMPI_NODE_REG_MIN, 2 MiB: tests/gpu/siblings.sh's zc runs reach it); -Z fails the run where some
  * collective had none.
  * Usage: gpu_siblings [-n CASES] [-C MAXCOUNT] [-L] [-Z] [-s SEED] [-v: each case on rank 0 before its call].
  * Exit 77 without a GPU.

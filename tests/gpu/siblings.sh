@@ -3,11 +3,11 @@
 # MPI_Reduce, MPI_Alltoall on device buffers, on the node tier, against PMPI_* on host copies) with each
 # rank count of NPS on this host's GPU (run it under tests/gpu/mps.sh where ranks share a GPU): per rank
 # count one run of small cases (counts up to 3000), one of large ones (up to 600k elements) with
-# TLMPI_NODE_POOL=4m, so that calls take several pool steps, and two zero-copy runs (TLMPI_NODE_REG_MIN=64k:
-# the blocking and stream-ordered calls of 64 KiB and more on the registration cache's kernels; one of
-# random counts up to 600k with -Z, which fails where some collective ran none zero-copy, one of the
-# largest) - SIBLINGS_PARTS picks (default
-# "small large zc zclarge"). Prints the program's lines and one PASS / FAIL line per run; exits nonzero
+# TLMPI_NODE_POOL=4m, so that calls take several pool steps, and two runs of counts up to 1M and 1.5M
+# elements, where calls from TLMPI_NODE_REG_MIN (2 MiB) run zero-copy on the registration cache's
+# kernels (zc with -Z, which fails where some collective ran none zero-copy; zclarge every case the
+# largest) - SIBLINGS_PARTS picks (default "small large zc zclarge"). Prints the program's lines and one
+# PASS / FAIL line per run; exits nonzero
 # if any failed. TLMPI_NODE_SIBLINGS=1 unless set. SIBLINGS_ARGS are added to every command line.
 nps=${1:?usage: siblings.sh "NPS" BUILD_DIR}
 build=${2:?usage: siblings.sh "NPS" BUILD_DIR}
@@ -18,13 +18,13 @@ for np in $nps; do
     for part in ${SIBLINGS_PARTS:-small large zc zclarge}; do
         case $part in
         small) set -- -n 150 ;;
-        zc) set -- -n 80 -C 600000 -Z ;;
+        zc) set -- -n 80 -C 1000000 -Z ;;
+        zclarge) set -- -n 24 -C 1500000 -L ;;
         *) set -- -n 24 -C 600000 -L ;;
         esac
         pool=
         case $part in
         large) pool=TLMPI_NODE_POOL=4m ;;
-        zc*) pool=TLMPI_NODE_REG_MIN=64k ;;
         esac
         # shellcheck disable=SC2086
         if env $pool timeout "${RUN_TIMEOUT:-120}" \
