@@ -18,8 +18,9 @@
  * At the end every collective must have been served by the node tier in every form that ran
  * (tlmpi_get_form_stats, path node): where tlmpi sends it elsewhere the test says so and fails. The line
  * also gives the calls that ran zero-copy (algorithm direct: the registration cache's, from
- * TLMPI_NODE_REG_MIN, 2 MiB: tests/gpu/siblings.sh's zc runs reach it); -Z fails the run where some
- * collective had none.
+ * TLMPI_NODE_REG_MIN, 2 MiB: tests/gpu/siblings.sh's zc runs reach it); -Z makes the first five cases
+ * one blocking call of each collective, not in place, every count the largest, and fails the run where
+ * some collective had no zero-copy call.
  * Usage: gpu_siblings [-n CASES] [-C MAXCOUNT] [-L] [-Z] [-s SEED] [-v: each case on rank 0 before its call].
  * Exit 77 without a GPU.
  */
@@ -51,6 +52,9 @@ static int g_rank, g_size, g_bad, g_checks, g_verbose;
 /* in-place MPI_Reduce_scatter calls with a block longer than the first, per form: tlmpi sends them to
  * staging (src/tier/node.c, node_supports_sibling), the only staged calls the test expects */
 static unsigned long long g_rs_staged[5];
+/* -Z: case i < NCOLL is collective i, blocking, not in place, on doubles, every count the largest (so
+ * that it reaches the registration cache's size): -1 elsewhere */
+static int g_force = -1;
 static unsigned long long g_rng, g_seed; /* the cases' generator: every rank draws the same */
 
 #define CK(x)                                                                                                      \
@@ -188,13 +192,20 @@ static void run_case(int id, MPI_Comm comm, int maxc, int large)
 #if MPI_VERSION < 4
     if (f == PERSISTENT) f = NONBLOCKING;
 #endif
+    if (g_force >= 0) {
+        c = g_force;
+        f = BLOCKING;
+        shape = 1;
+        large = 1;
+    }
     MPI_Comm_size(comm, &n);
     MPI_Comm_rank(comm, &r);
     dr = g_seed ^ ((unsigned long long)(id + 1) * 0x9e3779b97f4a7c15ull) ^ ((unsigned long long)(r + 1) << 48);
     k = &g_types[(c == RS || c == RED) ? 1 + rnd(3) : rnd(4)];
+    if (g_force >= 0) k = &g_types[3]; /* double: the largest blocks */
     if (c == RS || c == RED) op = ops[rnd(4)];
     root = (int)rnd((unsigned)n);
-    in_place = rnd(4) == 0;
+    in_place = rnd(4) == 0 && g_force < 0;
     mx = large ? maxc : 1 + (int)rnd((unsigned)maxc);
     for (q = 0; q < n; q++) {
         counts[q] = shape == 0 ? 0 : shape == 1 ? mx : shape == 2 ? (q == root ? 8 * (mx / 8 + 1) : mx / 8 + 1)
@@ -342,7 +353,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpu_siblings: rank %d: tlmpi_enqueue_prepare failed\n", g_rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    for (i = 0; i < cases; i++) run_case(i, i % 3 == 2 ? rev : MPI_COMM_WORLD, maxc, large);
+    for (i = 0; i < cases; i++) {
+        g_force = want_zc && i < NCOLL ? i : -1;
+        run_case(i, i % 3 == 2 ? rev : MPI_COMM_WORLD, maxc, large);
+    }
     MPI_Comm_free(&rev);
     CK(cudaStreamDestroy(g_st));
     /* every collective on the node tier in the forms that ran */

@@ -19,7 +19,7 @@ for np in $nps; do
         case $part in
         small) set -- -n 150 ;;
         zc) set -- -n 80 -C 1000000 -Z ;;
-        zclarge) set -- -n 24 -C 1500000 -L ;;
+        zclarge) set -- -n 24 -C 1500000 -L -Z ;;
         *) set -- -n 24 -C 600000 -L ;;
         esac
         pool=
