@@ -65,7 +65,7 @@ const void *kernel_for(int kind, int dtype, int op, int v)
     case TLMPI_NODE_AR_TWOSHOT: return allreduce_twoshot_fn(dtype, op, v);
     case TLMPI_NODE_AG_LL:
     case TLMPI_NODE_RSB_LL:
-    case TLMPI_NODE_AR_LL: return ll_fn(kind, dtype, op);
+    case TLMPI_NODE_AR_LL: return ll_fn(kind, dtype, op, v == kLayout);
     case TLMPI_NODE_BARRIER: return barrier_fn();
     case TLMPI_NODE_XCHG:
     case TLMPI_NODE_XCHG_ALL: return exchange_fn(kind, v);
@@ -108,7 +108,9 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
 {
     if (!x || !a || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 || x->nranks > kMaxRanks || x->rank < 0 ||
         x->rank >= x->nranks || a->kind < 0 || (a->kind > TLMPI_NODE_BARRIER && !is_xchg(a->kind)) ||
-        (is_xchg(a->kind) && !a->layout) || (a->layout && !is_xchg(a->kind) && a->kind != TLMPI_NODE_RSB_PULL))
+        (is_xchg(a->kind) && !a->layout) ||
+        (a->layout && !is_xchg(a->kind) && a->kind != TLMPI_NODE_RSB_PULL && a->kind != TLMPI_NODE_AG_LL &&
+         a->kind != TLMPI_NODE_RSB_LL))
         return (int)cudaErrorInvalidValue; /* the zero-copy kinds: run_direct; layouts: the siblings' kinds */
     
     Params p;
@@ -172,7 +174,11 @@ extern "C" int tlmpi_cuda_node_run(const tlmpi_node_xport_t *x, tlmpi_node_args_
         a->epoch = ((a->epoch >> 32) + 1ull) << 32;
         p.epoch = a->epoch;
     }
-    const void *fn = kernel_for(a->kind, a->dtype, a->op, x->mc_base ? kNvls : p.cols > (unsigned)a->ctas ? kIpcCols : kIpc);
+    const void *fn = kernel_for(a->kind, a->dtype, a->op,
+                                is_ll(a->kind) && p.vset ? kLayout
+                                : x->mc_base        ? kNvls
+                                : p.cols > (unsigned)a->ctas ? kIpcCols
+                                                             : kIpc);
     if (!fn) return (int)cudaErrorInvalidValue;
     done_in(a, &p, !is_ll(a->kind) && a->kind != TLMPI_NODE_BARRIER); // LL threads return on their own
     void *args[1] = { &p };

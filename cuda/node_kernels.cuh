@@ -15,12 +15,12 @@ constexpr int kMinBlocks = 2;
 // Kernel variants of the pool algorithms: over the IPC transport with one column per CTA; over the
 // NVLS transport (transport_nvls.cuh) where one exists for the pair (nvls_has; allgather: push; else
 // the IPC kernel); over the IPC transport with several columns per CTA (node.cuh: node_columns).
-enum Variant { kIpc = 0, kNvls = 1, kIpcCols = 2 };
+enum Variant { kIpc = 0, kNvls = 1, kIpcCols = 2, kLayout = 3 };  // kLayout: the LL kinds with a sibling's layout
 const void *allgather_fn(int kind, int v);                  // node_allgather.cu: push, pull
 const void *reduce_scatter_fn(int dtype, int op, int v);    // node_reduce_scatter.cu
 const void *allreduce_oneshot_fn(int dtype, int op, int v); // node_allreduce_oneshot.cu
 const void *allreduce_twoshot_fn(int dtype, int op, int v); // node_allreduce_twoshot.cu
-const void *ll_fn(int kind, int dtype, int op);                 // node_ll.cu: the three LL kinds
+const void *ll_fn(int kind, int dtype, int op, bool layout = false); // node_ll.cu: the three LL kinds (layout: the siblings' variant)
 const void *barrier_fn();                                       // node.cu
 const void *direct_fn(int kind, int dtype, int op);             // node_direct.cu: the zero-copy kinds
 const void *exchange_fn(int kind, int v);                       // node_exchange.cu: the siblings' copies

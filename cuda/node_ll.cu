@@ -20,6 +20,14 @@
 // The allreduce also serves the small MPI_Bcast and MPI_Reduce (src/tier/node.c): a NULL input is a
 // term of zeros (a broadcast's non-roots, whose bytes are summed as u8 with the root's: exact), a
 // NULL output is no result (a reduce's non-roots); the lines travel as for the allreduce.
+// The allgather and the reduce-scatter also serve MPI_Allgatherv, MPI_Alltoall and MPI_Reduce_scatter
+// (their kernels' layout variant, V: kernels.h tlmpi_node_layout_t, in bytes): what a rank owes peer q
+// is in_len[q] bytes at in_off[q] of its input (allgatherv: its one block for every q; alltoall: block
+// q; reduce-scatter: block q), sent as P words (P: the longest payload of any rank, the same
+// everywhere: words past a rank's own length travel as zeros); the copy stores the words from rank q
+// at out_off[q] (out_len[q] bytes; its own from its input), the reduction reduces this rank's block
+// (in_len[rank] bytes) and stores it at out. In place: a word's inputs and outputs are still the one
+// thread's (an in-place MPI_Reduce_scatter only where no block is longer than the first: node.c).
 //
 // Launch shape. `ctas` CTAs of 512 threads (the same on every rank, all resident: a thread polls
 // lines of peers' threads); grid-stride over the payload's words: each thread first stores all its
@@ -117,7 +125,8 @@ __device__ __forceinline__ bool whole_word(const char *p, size_t avail, size_t s
     return avail >= 8 && ((reinterpret_cast<uintptr_t>(p) | stride) & 7u) == 0;
 }
 
-template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(const Params &p, unsigned long long epoch)
+template <int COLL, int DT, typename Op, bool V>
+__device__ __forceinline__ void ll(const Params &p, unsigned long long epoch)
 {
     const tlmpi_node_xport_t &x = p.x;
     const int n = x.nranks, r = x.rank;
@@ -129,15 +138,29 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
     auto line = [&](int q, int s, size_t w) {
         return static_cast<char *>(x.base[q]) + half + (size_t)s * TLMPI_NODE_LL_SLOT + w * 16;
     };
-    // input block sent to q (reduce-scatter: block q; else the whole input)
-    auto in_for = [&](int q) { return COLL == kRsb ? p.in + (size_t)q * P : p.in; };
+    // input block sent to q (reduce-scatter: block q; else the whole input; V: the layout's) and its
+    // bytes left from word w on (V: 0 past its end, where the word travels as zeros)
+    auto in_for = [&](int q) { return V ? p.in + p.v.in_off[q] : COLL == kRsb ? p.in + (size_t)q * P : p.in; };
+    auto left = [&](int q, size_t w) -> size_t {
+        if (!V) return P - w * 8;
+        return p.v.in_len[q] > w * 8 ? p.v.in_len[q] - w * 8 : 0;
+    };
+    auto word_for = [&](int q, size_t w) {
+        const size_t a = left(q, w);
+        return a ? ld_word(in_for(q) + w * 8, a) : make_uint2(0u, 0u);
+    };
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 
     if (!x.stuck) {
         for (size_t w = first; w < words; w += stride) {
             const size_t avail = P - w * 8;
-            if constexpr (COLL == kRsb) {
+            if constexpr (V) {
+                for (int s = 1; s < n; s++) {
+                    const int q = r + s < n ? r + s : r + s - n;
+                    st_line(line(q, r, w), word_for(q, w), f);
+                }
+            } else if constexpr (COLL == kRsb) {
                 for (int s = 1; s < n; s++) {
                     const int q = r + s < n ? r + s : r + s - n;
                     const char *src = in_for(q) + w * 8;
@@ -183,8 +206,20 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
             for (int q = 0; q < kMaxRanks; q++)
                 if (miss & (1u << q)) l[q] = ld_line(line(r, q, w));
         }
-        const uint2 mine = COLL == kRsb || p.in ? ld_word(in_for(r) + w * 8, avail) : make_uint2(0u, 0u);
-        if constexpr (COLL == kAg) {
+        const uint2 mine = V ? word_for(r, w) : COLL == kRsb || p.in ? ld_word(in_for(r) + w * 8, avail) : make_uint2(0u, 0u);
+        if constexpr (V && COLL == kAg) {
+            for (int q = 0; q < kMaxRanks; q++) {
+                if (q >= n) break;
+                const size_t len = p.v.out_len[q];
+                if (len <= w * 8) continue;
+                char *const dst = p.out + p.v.out_off[q] + w * 8;
+                uint2 v = mine;
+#pragma unroll
+                for (int j = 0; j < kMaxRanks; j++) // (no indexing of l by a run-time value: registers)
+                    if (j == q && j != r) v = make_uint2(l[j].x, l[j].z);
+                st_word(dst, v, len - w * 8, whole_word(dst, len - w * 8));
+            }
+        } else if constexpr (COLL == kAg) {
             char *const dst = p.out + w * 8;
             const bool whole = whole_word(dst, avail, P);  // every block's word alike
 #pragma unroll
@@ -202,20 +237,27 @@ template <int COLL, int DT, typename Op> __device__ __forceinline__ void ll(cons
                 else a.add(v);
             }
             char *dst = p.out + w * 8;
-            if (COLL == kRsb || p.out) st_word(dst, a.get(), avail, whole_word(dst, avail));
+            if constexpr (V) {
+                if (left(r, w)) st_word(dst, a.get(), left(r, w), whole_word(dst, left(r, w)));
+            } else if (COLL == kRsb || p.out) {
+                st_word(dst, a.get(), avail, whole_word(dst, avail));
+            }
         }
     }
 }
 
-template <int COLL, int DT, typename Op>
+template <int COLL, int DT, typename Op, bool V = false>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ll_ipc(const __grid_constant__ Params p)
 {
     TLMPI_NODE_ENTER(p, ep);
-    ll<COLL, DT, Op>(p, ep);
+    ll<COLL, DT, Op, V>(p, ep);
 }
 
 template <int DT, typename Op> struct RsbLlK {
     static const void *fn(int) { return (const void *)ll_ipc<kRsb, DT, Op>; }
+};
+template <int DT, typename Op> struct RsbLlVK {
+    static const void *fn(int) { return (const void *)ll_ipc<kRsb, DT, Op, true>; }
 };
 template <int DT, typename Op> struct ArLlK {
     static const void *fn(int) { return (const void *)ll_ipc<kAr, DT, Op>; }
@@ -226,8 +268,15 @@ template <int DT, typename Op> struct ArLlK {
 namespace tlmpi {
 namespace node {
 
-const void *ll_fn(int kind, int dtype, int op)
+const void *ll_fn(int kind, int dtype, int op, bool layout)
 {
+    if (layout) {
+        switch (kind) {
+        case TLMPI_NODE_AG_LL: return (const void *)ll_ipc<kAg, TLMPI_DT_U8, Sum, true>;
+        case TLMPI_NODE_RSB_LL: return lookup_dt_op<RsbLlVK>(dtype, op, false);
+        }
+        return nullptr;
+    }
     switch (kind) {
     case TLMPI_NODE_AG_LL: return (const void *)ll_ipc<kAg, TLMPI_DT_U8, Sum>;
     case TLMPI_NODE_RSB_LL: return lookup_dt_op<RsbLlK>(dtype, op, false);

@@ -49,6 +49,7 @@ template <class F> void each_kernel(F &&f)
     }
     f(node::barrier_fn());
     f(node::ll_fn(TLMPI_NODE_AG_LL, 0, 0));          // the allgathers have no element type
+    f(node::ll_fn(TLMPI_NODE_AG_LL, 0, 0, true));
     f(node::direct_fn(TLMPI_NODE_AG_DIRECT, 0, 0));
     f(node::direct_fn(TLMPI_NODE_XCHG_DIRECT, 0, 0));
     f(hier::allgather_fn(false));
@@ -61,6 +62,7 @@ template <class F> void each_kernel(F &&f)
                 f(node::allreduce_twoshot_fn(dt, op, v));
             }
             f(node::ll_fn(TLMPI_NODE_RSB_LL, dt, op));
+            f(node::ll_fn(TLMPI_NODE_RSB_LL, dt, op, true));
             f(node::ll_fn(TLMPI_NODE_AR_LL, dt, op));
             f(node::direct_fn(TLMPI_NODE_RSB_DIRECT, dt, op));
             f(node::direct_fn(TLMPI_NODE_AR_DIRECT, dt, op));

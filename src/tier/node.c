@@ -83,11 +83,12 @@ static size_t node_ll_max(void)
     return m < TLMPI_NODE_LL_MAX_BYTES ? m : TLMPI_NODE_LL_MAX_BYTES;
 }
 
-/* The siblings with an ll form: MPI_Bcast and MPI_Reduce run the LL allreduce (node_ll.cu) up to auto's
- * ll limit, or where a table forces it (TLMPI_BCAST_TIERS / TLMPI_REDUCE_TIERS, e.g. node/ll:8k,node/pull)
- * up to the LL region's: 1.7-2.6 us over the floor from 8 B to 4 KiB at 4 and 8 ranks on one H100, where
- * pull took 3.0-3.8 (docs/PERFORMANCE.md, "The siblings on the node tier"). */
-static int node_sibling_ll(tlmpi_coll_t coll)
+/* The siblings' ll forms (up to auto's ll limit, or where a table forces ll up to the LL region's):
+ * MPI_Bcast and MPI_Reduce run the LL allreduce (node_ll.cu; 1.7-2.6 us over the floor from 8 B to 4 KiB
+ * at 4 and 8 ranks on one H100, where pull took 3.0-3.8: docs/PERFORMANCE.md, "The siblings on the node
+ * tier"), the others the LL allgather (MPI_Allgatherv, MPI_Alltoall) and reduce-scatter
+ * (MPI_Reduce_scatter) with their layout (node_layout_ll). */
+static int node_sibling_ar_ll(tlmpi_coll_t coll)
 {
     return coll == TLMPI_COLL_BCAST || coll == TLMPI_COLL_REDUCE;
 }
@@ -97,7 +98,7 @@ static int node_sibling_ll(tlmpi_coll_t coll)
 static int node_applies(tlmpi_coll_t coll, int algo)
 {
     if (tlmpi_coll_sibling(coll)) {
-        return algo == A_PULL || (algo == A_LL && node_sibling_ll(coll));
+        return algo == A_PULL || algo == A_LL;
     }
     switch (coll) {
     case TLMPI_COLL_ALLGATHER:
@@ -113,7 +114,7 @@ static int node_applies(tlmpi_coll_t coll, int algo)
 static int node_algo(tlmpi_coll_t coll, int algo, size_t bytes)
 {
     if (tlmpi_coll_sibling(coll)) {
-        if (!node_sibling_ll(coll) || (algo != A_LL && algo != A_AUTO)) {
+        if (algo != A_LL && algo != A_AUTO) {
             return A_PULL;
         }
         return bytes <= (algo == A_LL ? (size_t)TLMPI_NODE_LL_MAX_BYTES : node_ll_max()) ? A_LL : A_PULL;
@@ -141,7 +142,7 @@ static void node_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t le
     int o;
 
     if (tlmpi_coll_sibling(coll) &&
-        (!TLMPI_ENV_I(NODE_SIBLINGS) || !node_sibling_ll(coll) || (algo != A_LL && algo != A_AUTO))) {
+        (!TLMPI_ENV_I(NODE_SIBLINGS) || (algo != A_LL && algo != A_AUTO))) {
         snprintf(buf, len, "%s", TLMPI_ENV_I(NODE_SIBLINGS) ? node_algos[A_PULL] : "off(TLMPI_NODE_SIBLINGS=0)");
         return;
     }
@@ -768,13 +769,13 @@ static tlmpi_node_kind_t node_kind(tlmpi_coll_t coll, int a)
     case TLMPI_COLL_BCAST:
         return a == A_LL ? TLMPI_NODE_AR_LL : TLMPI_NODE_XCHG;
     case TLMPI_COLL_ALLGATHERV:
-        return TLMPI_NODE_XCHG;
+        return a == A_LL ? TLMPI_NODE_AG_LL : TLMPI_NODE_XCHG;
     case TLMPI_COLL_ALLTOALL:
-        return TLMPI_NODE_XCHG_ALL;
+        return a == A_LL ? TLMPI_NODE_AG_LL : TLMPI_NODE_XCHG_ALL;
     case TLMPI_COLL_REDUCE:
         return a == A_LL ? TLMPI_NODE_AR_LL : TLMPI_NODE_RSB_PULL;
     case TLMPI_COLL_REDUCE_SCATTER:
-        return TLMPI_NODE_RSB_PULL; /* with a layout (node_layout) */
+        return a == A_LL ? TLMPI_NODE_RSB_LL : TLMPI_NODE_RSB_PULL; /* with a layout (node_layout) */
     case TLMPI_COLL_ALLGATHER:
         return a == A_LL ? TLMPI_NODE_AG_LL : a == A_PUSH ? TLMPI_NODE_AG_PUSH : TLMPI_NODE_AG_PULL;
     case TLMPI_COLL_REDUCE_SCATTER_BLOCK:
@@ -963,6 +964,18 @@ static void node_layout(const tlmpi_call_t *c, tlmpi_node_layout_t *L)
     }
 }
 
+/* The blocks of a sibling's call on the LL allgather or reduce-scatter (node_ll.cu: what this rank owes
+ * peer q is in_len[q] bytes at in_off[q]): node_layout's, where allgatherv owes every peer its one block. */
+static void node_layout_ll(const tlmpi_call_t *c, tlmpi_node_layout_t *L)
+{
+    int q;
+
+    node_layout(c, L);
+    for (q = 1; c->coll == TLMPI_COLL_ALLGATHERV && q < TLMPI_NODE_MAX_RANKS; q++) {
+        L->in_len[q] = L->in_len[0];
+    }
+}
+
 /* The blocks of a sibling's zero-copy call (kernels.h: TLMPI_NODE_XCHG_DIRECT, TLMPI_NODE_RED_DIRECT):
  * node_layout's, where an exchange reads peer q's input at in_off[q] (alltoall: the block for this rank;
  * allgatherv and bcast: from its start) and a reduction's blocks lie end to end (reduce_scatter), or
@@ -979,6 +992,22 @@ static void node_layout_direct(const tlmpi_call_t *c, tlmpi_node_layout_t *L)
             L->in_off[q] = 0;
         }
     }
+}
+
+/* The layout a sibling's launch takes (none for the LL allreduce's bcast and reduce: NULL). */
+static const tlmpi_node_layout_t *node_layout_for(const tlmpi_call_t *c, int a, int direct, tlmpi_node_layout_t *L)
+{
+    if (!tlmpi_coll_sibling(c->coll) || (a == A_LL && node_sibling_ar_ll(c->coll))) {
+        return NULL;
+    }
+    if (direct) {
+        node_layout_direct(c, L);
+    } else if (a == A_LL) {
+        node_layout_ll(c, L);
+    } else {
+        node_layout(c, L);
+    }
+    return L;
 }
 
 /* node_run's launch for registered buffers: the zero-copy kernel on them (the call's own, on the comm's
@@ -1078,7 +1107,8 @@ static void node_args(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm 
     args->op = (int)c->opc;
     /* bytes of a block for the copies (allgather, the exchange kinds: the longest block), else elements
      * (the siblings' reductions: of the longest block) */
-    args->count = c->coll == TLMPI_COLL_ALLGATHER || args->kind == TLMPI_NODE_XCHG || args->kind == TLMPI_NODE_XCHG_ALL
+    args->count = c->coll == TLMPI_COLL_ALLGATHER || args->kind == TLMPI_NODE_XCHG || args->kind == TLMPI_NODE_XCHG_ALL ||
+                          args->kind == TLMPI_NODE_AG_LL
                       ? c->msg_bytes
                   : tlmpi_coll_sibling(c->coll) ? c->msg_bytes / (size_t)(c->dt_size > 0 ? c->dt_size : 1)
                                                 : (size_t)c->count;
@@ -1517,7 +1547,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
             nc->gated_offered += l.dargs.memo != 0;
             st = tlmpi_tier_kernel_call(tc, c, &k);
         }
-    } else if (tlmpi_coll_sibling(c->coll) && a != A_LL && !d) {
+    } else if (!d && tlmpi_coll_sibling(c->coll) && !(a == A_LL && node_sibling_ar_ll(c->coll))) {
         struct node_launch_sib l;
         const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernel", NODE_GRACE_S,
                                         &nc->scratch, &nc->scratch_bytes, &launch_warned, node_launch_sib, &l,
@@ -1525,7 +1555,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
 
         l.nc = nc;
         l.args = args;
-        node_layout(c, &l.layout);
+        (void)node_layout_for(c, a, 0, &l.layout);
         st = tlmpi_tier_kernel_call(tc, c, &k);
     } else if (d) {
         /* zero-copy, the pool kind's CTA count */
@@ -1537,10 +1567,8 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
 
         a = A_DIRECT;
         l.args.kind = direct_kind(c->coll);
-        if (tlmpi_coll_sibling(c->coll)) {
-            node_layout_direct(c, &l.layout);
-            l.args.layout = &l.layout; /* node_launch_direct points its copy at the copy's own */
-        }
+        /* node_launch_direct points its copy at the copy's own */
+        l.args.layout = node_layout_for(c, a, 1, &l.layout);
         st = tlmpi_tier_kernel_call(tc, c, &k);
     } else {
         struct node_launch l = { nc, args };
@@ -1603,14 +1631,7 @@ static tlmpi_status_t node_enqueue(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c,
         node_earlier_timed_out(tc, c, nc->xp->err);
     }
     node_args(tc, nc, c, algo, direct, &args, &a);
-    if (tlmpi_coll_sibling(c->coll) && a != A_LL) {
-        if (direct) {
-            node_layout_direct(c, &layout);
-        } else {
-            node_layout(c, &layout);
-        }
-        args.layout = &layout;
-    }
+    args.layout = node_layout_for(c, a, direct, &layout);
     if (tlmpi_gpu_enter_device(tc->dev, &saved) != 0) {
         return TLMPI_ERR_UNSUPPORTED;
     }
