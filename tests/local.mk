@@ -14,7 +14,7 @@ EXTRA_DIST += tests/unit/python_flags.sh tests/unit/python_flags.py
 TESTS += tests/unit/python_flags.sh
 # the arguments tlmpi_enqueue's collectives hand to the library (mpi4py, CuPy and libtlmpi stubbed), and
 # that none is reused from an earlier call
-EXTRA_DIST += tests/unit/python_args.sh tests/unit/python_args.py
+EXTRA_DIST += tests/unit/python_args.sh tests/unit/python_args.py tests/unit/py_standins.py
 TESTS += tests/unit/python_args.sh
 # the optional C extension (python/_tlmpi_fast.c) against the Python path on the same argument cases
 # (the library's entry points ctypes callbacks); skips where configure did not build the extension

@@ -1,5 +1,6 @@
 # python_args: what tlmpi_enqueue's collectives (python/tlmpi_enqueue.py) hand to the library, without
-# MPI, a GPU or libtlmpi: mpi4py is replaced by a stand-in module (handles are numbers), the library's
+# MPI, a GPU or libtlmpi: mpi4py is replaced by a stand-in module (handles are numbers; these stand-ins
+# are tests/unit/py_standins.py, shared with python_fast), the library's
 # entry points by recorders, and arrays are CuPy-like (a stand-in "cupy" module: ndarray with data.ptr,
 # size, dtype, flags, and a __cuda_array_interface__ that counts its uses), __cuda_array_interface__
 # objects and torch-like tensors. Checked, per call, the arguments of the C call (pointers, count, the
@@ -23,139 +24,10 @@ import types
 
 sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "python"))
 
-# --- a stand-in mpi4py -----------------------------------------------------------------------------
+sys.path.insert(1, os.path.join(os.environ.get("top_srcdir", "."), "tests", "unit"))
+from py_standins import BE, F4, F8, I4, Cai, CpStream, Handle, TorchLike, cai_uses, cp, mpi, ndarray  # noqa: E402
 
-
-class Handle(object):
-    def __init__(self, f, size=None, rank=0):
-        self.f, self.size, self.rank = f, size, rank
-
-    def py2f(self):
-        return self.f
-
-    def Get_size(self):
-        return self.size
-
-    def Get_rank(self):
-        return self.rank
-
-    def __eq__(self, other):
-        return isinstance(other, Handle) and other.f == self.f
-
-    def __hash__(self):
-        return hash(self.f)
-
-
-mpi = types.ModuleType("mpi4py.MPI")
-for i, name in enumerate(("FLOAT", "DOUBLE", "INT8_T", "INT16_T", "INT32_T", "INT64_T", "UINT8_T", "UINT16_T",
-                          "UINT32_T", "UINT64_T", "C_BOOL", "C_FLOAT_COMPLEX", "C_DOUBLE_COMPLEX")):
-    setattr(mpi, name, Handle(100 + i))
-mpi.DATATYPE_NULL = Handle(0)
-mpi._typedict = {}
-mpi.SUM, mpi.PROD, mpi.MIN, mpi.MAX = Handle(201), Handle(202), Handle(203), Handle(204)
 mpi.COMM_WORLD = Handle(301, size=4, rank=1)
-mpi.Get_error_string = lambda code: "error %d" % code
-pkg = types.ModuleType("mpi4py")
-pkg.MPI = mpi
-sys.modules["mpi4py"], sys.modules["mpi4py.MPI"] = pkg, mpi
-
-# --- a stand-in CuPy -------------------------------------------------------------------------------
-
-
-class Dtype(object):
-    def __init__(self, name, ts):
-        self.name, self.str, self.itemsize = name, ts, int(ts[2:])
-
-    def __str__(self):
-        return self.name
-
-
-class Mem(object):
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-
-class Flags(object):
-    def __init__(self, c):
-        self.c_contiguous = c
-
-
-class CpStream(object):
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-
-cp = types.ModuleType("cupy")
-cp.current = CpStream(0)
-cp.cuda = types.SimpleNamespace(get_current_stream=lambda: cp.current)
-cai_uses = [0]
-
-
-class ndarray(object):
-    __slots__ = ("data", "size", "dtype", "shape", "strides", "_c")
-
-    def __init__(self, ptr, shape, dtype, strides=None):
-        self.set(ptr, shape, dtype, strides)
-
-    def set(self, ptr, shape, dtype, strides=None):
-        n = 1
-        for d in shape:
-            n *= d
-        self.data, self.size, self.dtype, self.shape = Mem(ptr), n, dtype, tuple(shape)
-        self._c = strides is None
-        self.strides = strides
-
-    @property
-    def flags(self):
-        return Flags(self._c)
-
-    @property
-    def __cuda_array_interface__(self):
-        cai_uses[0] += 1
-        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3, "stream": cp.current.ptr or 1,
-                "strides": None if self._c else self.strides, "data": (self.data.ptr if self.size else 0, False)}
-
-
-ndarray.__module__ = "cupy"
-cp.ndarray = ndarray
-sys.modules["cupy"] = cp
-F4, F8, I4, BE = Dtype("float32", "<f4"), Dtype("float64", "<f8"), Dtype("int32", "<i4"), Dtype(">f4", ">f4")
-
-# --- other arrays ----------------------------------------------------------------------------------
-
-
-class Cai(object):
-    def __init__(self, ptr, shape, typestr, stream=None):
-        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": tuple(shape), "typestr": typestr,
-                                         "strides": None, "version": 3, "stream": stream}
-
-
-class TorchDtype(object):
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return "torch." + self.name
-
-
-class TorchLike(object):
-    def __init__(self, ptr, n, dtype, device=0):
-        self._ptr, self._n, self.dtype, self.device, self.is_cuda = ptr, n, TorchDtype(dtype), device, True
-
-    def data_ptr(self):
-        return self._ptr
-
-    def numel(self):
-        return self._n
-
-    def is_contiguous(self):
-        return True
-
-
-TorchLike.__module__ = "torch"
-torch = types.ModuleType("torch")
-torch.cuda = types.SimpleNamespace(current_stream=lambda device: types.SimpleNamespace(cuda_stream=0x700 + device))
-sys.modules["torch"] = torch
 
 import tlmpi_enqueue as te  # noqa: E402
 
