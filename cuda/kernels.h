@@ -247,7 +247,8 @@ typedef struct {
      * the communicator; 0: not gated. memo: the zero-copy launch's offer (0: none). */
     unsigned long long gate;
     unsigned long long memo;
-    /* The siblings' blocks (the XCHG kinds require one, RSB_PULL takes one; NULL: none), read by the
+    /* The siblings' blocks (the XCHG kinds require one; RSB_PULL, AG_LL and RSB_LL take one, the LL kinds
+     * reading in_len[q] / in_off[q] as what this rank owes peer q: node_ll.cu; NULL: none), read by the
      * launcher before it returns */
     const tlmpi_node_layout_t *layout;
     /* TLMPI_NODE_AR_LL for a sibling (node.c): this rank contributes zeros (a broadcast's non-root: in
