@@ -296,27 +296,28 @@ __device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport
     const int n = t.nranks(), r = t.rank();
     const size_t S = q.p.chunk;
     char *out = static_cast<char *>(q.d.out[r]);
+    // this column's piece of block k's step at offset off (false: the block ended before it)
+    auto piece = [&](int k, size_t off, size_t *lo, size_t *hi) {
+        const size_t len = q.L.out_len[k];
+        if (len <= off) return false;
+        const size_t L = len - off < S ? len - off : S;
+        t.piece(q.p.nsteps == 1 ? L : S, L, lo, hi);
+        return true;
+    };
     if (!t.barrier(1)) return false;
     for (unsigned st = 0; st < q.p.nsteps; st++) {
         const size_t off = (size_t)st * S;
         size_t most = 0;  // this column's longest piece of the step, over the blocks
         for (int k = 0; k < n; k++) {
-            const size_t len = q.L.out_len[k];
-            if (len <= off) continue;
-            const size_t L = len - off < S ? len - off : S;
             size_t lo, hi;
-            t.piece(q.p.nsteps == 1 ? L : S, L, &lo, &hi);
-            most = hi - lo > most ? hi - lo : most;
+            if (piece(k, off, &lo, &hi)) most = hi - lo > most ? hi - lo : most;
         }
         for (size_t c0 = 0; c0 < most; c0 += kSub) {
             for (int s = 0; s < n; s++) {
                 int k = r + s;
                 if (k >= n) k -= n;
-                const size_t len = q.L.out_len[k];
-                if (len <= off) continue;
-                const size_t L = len - off < S ? len - off : S;
                 size_t lo, hi;
-                t.piece(q.p.nsteps == 1 ? L : S, L, &lo, &hi);
+                if (!piece(k, off, &lo, &hi)) continue;
                 const size_t a = lo + c0, e = hi - lo > c0 + kSub ? lo + c0 + kSub : hi;
                 if (a >= e) continue;
                 char *dst = out + q.L.out_off[k] + off;
@@ -416,8 +417,27 @@ bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 constexpr size_t kDirectStepMax = 16u << 20;
 
-// tlmpi_cuda_node_run_direct for the siblings' kinds: the layout's blocks checked (a reduction's end to
-// end, whole elements), one step, two barriers, no gate
+// The copies' steps (the allgather's, the siblings' exchange) for `bytes` of the longest block: of the
+// pull kernel's size (half of the largest data area a pool may have: x->step_bytes, whatever the pools
+// hold now; at most 16 MiB: node.cu), a barrier after each: at 4 and 8 ranks on one GPU, 64 MiB blocks
+// without them ran 1.06-1.16x the blocking call's time (the ranks drift apart and stop sharing L2),
+// 16 MiB ones 0.69-0.71x. False where the pools give no step.
+bool copy_steps(const tlmpi_node_xport_t *x, size_t bytes, Params *p)
+{
+    size_t c = x->step_bytes / 2;
+    if (c > kDirectStepMax) c = kDirectStepMax;
+    c &= ~(size_t)15;
+    if (c < 16) return false;
+    const size_t steps = (bytes + c - 1) / c;
+    if (steps > (1u << 30)) return false;
+    p->chunk = c;
+    p->nsteps = (unsigned)steps;
+    return true;
+}
+
+// tlmpi_cuda_node_run_direct for the siblings' kinds (x and a checked there): the layout's blocks checked
+// (a reduction's end to end, whole elements); the exchange in copy_steps' steps, the reduction in one;
+// no gate
 int run_sib_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d, void *stream)
 {
     const bool red = a->kind == TLMPI_NODE_RED_DIRECT;
@@ -446,17 +466,8 @@ int run_sib_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmp
     q.p.bytes = red ? T : big;
     q.p.chunk = q.p.bytes;
     q.p.nsteps = 1;
-    if (!red) {
-        // the exchange in ag_direct's steps (the ranks kept within one step of each other)
-        size_t c = x->step_bytes / 2;
-        if (c > kDirectStepMax) c = kDirectStepMax;
-        c &= ~(size_t)15;
-        if (c < 16) return (int)cudaErrorInvalidValue;
-        const size_t steps = (a->count + c - 1) / c;  // the longest block of any rank: the same everywhere
-        if (steps > (1u << 30)) return (int)cudaErrorInvalidValue;
-        q.p.chunk = c;
-        q.p.nsteps = (unsigned)steps;
-    }
+    // a->count: the longest block of any rank, the same everywhere
+    if (!red && !copy_steps(x, a->count, &q.p)) return (int)cudaErrorInvalidValue;
     q.p.epoch = a->epoch;
     q.p.barriers = 1 + q.p.nsteps;
     q.p.kind = a->kind;
@@ -493,11 +504,11 @@ const void *direct_fn(int kind, int dtype, int op)
 extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a,
                                           const tlmpi_node_direct_t *d, void *stream)
 {
-    if (x && a && x->dev_epoch && a->ctas >= 1 && a->ctas <= kMaxCtas && x->nranks >= 1 && x->nranks <= kMaxRanks &&
-        x->rank >= 0 && x->rank < x->nranks && (a->kind == TLMPI_NODE_XCHG_DIRECT || a->kind == TLMPI_NODE_RED_DIRECT))
-        return run_sib_direct(x, a, d, stream);
-    if (!x || !a || (!d && !(a->gate && !a->memo)) || !x->dev_epoch || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 ||
-        x->nranks > kMaxRanks || x->rank < 0 || x->rank >= x->nranks ||
+    if (!x || !a || !x->dev_epoch || a->ctas < 1 || a->ctas > kMaxCtas || x->nranks < 1 || x->nranks > kMaxRanks ||
+        x->rank < 0 || x->rank >= x->nranks)
+        return (int)cudaErrorInvalidValue;
+    if (a->kind == TLMPI_NODE_XCHG_DIRECT || a->kind == TLMPI_NODE_RED_DIRECT) return run_sib_direct(x, a, d, stream);
+    if ((!d && !(a->gate && !a->memo)) ||
         (a->kind != TLMPI_NODE_AG_DIRECT && a->kind != TLMPI_NODE_RSB_DIRECT && a->kind != TLMPI_NODE_AR_DIRECT))
         return (int)cudaErrorInvalidValue;
     const bool ag = a->kind == TLMPI_NODE_AG_DIRECT;
@@ -529,20 +540,7 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
     q.p.bytes = a->count * elem;
     q.p.chunk = q.p.bytes;
     q.p.nsteps = 1;
-    if (ag) {
-        // allgather in steps of the pull kernel's size (half of the largest data area a pool may have:
-        // x->step_bytes, whatever the pools hold now; at most 16 MiB: node.cu),
-        // a barrier after each: at 4 and 8 ranks on one GPU, 64 MiB blocks without them ran 1.06-1.16x
-        // the blocking call's time (the ranks drift apart and stop sharing L2), 16 MiB ones 0.69-0.71x
-        size_t c = x->step_bytes / 2;
-        if (c > kDirectStepMax) c = kDirectStepMax;
-        c &= ~(size_t)15;
-        if (c < 16) return (int)cudaErrorInvalidValue;
-        const size_t steps = (q.p.bytes + c - 1) / c;
-        if (steps > (1u << 30)) return (int)cudaErrorInvalidValue;
-        q.p.chunk = c;
-        q.p.nsteps = (unsigned)steps;
-    }
+    if (ag && !copy_steps(x, q.p.bytes, &q.p)) return (int)cudaErrorInvalidValue;
     q.p.epoch = a->epoch;
     q.p.barriers = 1 + q.p.nsteps;
     q.p.kind = a->kind;

@@ -984,13 +984,9 @@ static void node_layout_direct(const tlmpi_call_t *c, tlmpi_node_layout_t *L)
 {
     int q;
 
-    node_layout(c, L);
-    for (q = 0; q < TLMPI_NODE_MAX_RANKS; q++) {
-        if (c->coll == TLMPI_COLL_ALLTOALL) {
-            L->in_off[q] = (size_t)c->rank * c->msg_bytes;
-        } else if (c->coll == TLMPI_COLL_ALLGATHERV || c->coll == TLMPI_COLL_BCAST) {
-            L->in_off[q] = 0;
-        }
+    node_layout(c, L); /* allgatherv's and bcast's in_off are 0 there */
+    for (q = 0; c->coll == TLMPI_COLL_ALLTOALL && q < TLMPI_NODE_MAX_RANKS; q++) {
+        L->in_off[q] = (size_t)c->rank * c->msg_bytes;
     }
 }
 
