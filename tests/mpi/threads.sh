@@ -13,7 +13,7 @@
 # each with TLMPI_TIMEOUT=60 (tlmpi aborts a wait that long) and under `timeout`, so a hang is a
 # failure. THREADS_REPEAT=N (default 1) repeats the whole matrix, stopping at the first failure;
 # the last line is "PASS k/N" or "FAIL ...". Iterations per thread: THREADS_ITERS_NP2 (default 200)
-# and THREADS_ITERS_NP4 (default 60: 16 threads on a 2-core machine are slow under MPICH); THREADS_NPS
+# and THREADS_ITERS_NP4 (default 30: 16 threads on a 2-core machine are slow under MPICH); THREADS_NPS
 # (default "2 4") the rank counts of the mode matrix and THREADS_MODES (default all four) its modes
 # (scripts/sanitize.sh: 2 ranks, nccl staging table under ThreadSanitizer).
 # Under make check the launcher is $MPIEXEC (tests/launch.sh); run by hand from a build directory:
@@ -74,7 +74,7 @@ k=0
 while [ $k -lt "$repeat" ]; do
     for np in ${THREADS_NPS:-2 4}; do
         iters=${THREADS_ITERS_NP2:-200}
-        [ $np = 4 ] && iters=${THREADS_ITERS_NP4:-60}
+        [ $np = 4 ] && iters=${THREADS_ITERS_NP4:-30}
         for mode in ${THREADS_MODES:-nccl staging auto table}; do
             run_one $np $mode "$iters"
             rc=$?
