@@ -49,7 +49,8 @@
  * Every --cp seconds (default 30) and at the end, a checkpoint: every churned communicator freed,
  * then one line with the calls so far, the device's used memory (cudaMemGetInfo: every process on
  * the GPU), tlmpi's node pools (tlmpi_get_pool_stats, the largest rank) and the resident set (the
- * largest rank). The memory verdict compares the last checkpoint with the first one at or after 60 s
+ * largest rank; beside it the largest anonymous part, RssAnon, and the largest C heap in use, mallinfo2:
+ * growth of the heap is allocations someone keeps, growth outside it the driver's or the MPI's mappings). The memory verdict compares the last checkpoint with the first one at or after 60 s
  * (the first one in a shorter run): flat when the device's used memory grew by at most
  * max(128 MiB, 5%) and the largest RSS by at most max(64 MiB, 10%); --mem-check makes growth a
  * failure.
@@ -84,6 +85,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define SOAK_HAVE_MALLINFO2 1
+#endif
 
 #define TST_MAX_PRINT 30 /* failure lines printed per rank */
 #include "harness.h"
@@ -221,6 +226,36 @@ static double rss_mib(void)
         fclose(f);
     }
     return (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
+}
+
+/* The anonymous part of the resident set (/proc/self/status RssAnon: the heap, thread stacks and anonymous
+ * mappings, not the mapped files and shared memory of the driver and MPI); -1 if unknown. */
+static double rss_anon_mib(void)
+{
+    char line[256];
+    double v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) {
+        long kb;
+        if (sscanf(line, "RssAnon: %ld kB", &kb) == 1) {
+            v = (double)kb / 1024.0;
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+/* Bytes the C heap holds in use (malloc's arenas and its own mmaps: mallinfo2), MiB; -1 if unknown. */
+static double heap_mib(void)
+{
+#ifdef SOAK_HAVE_MALLINFO2
+    struct mallinfo2 m = mallinfo2();
+    return (double)(m.uordblks + m.hblkhd) / 1048576.0;
+#else
+    return -1;
+#endif
 }
 
 static const char *err_str(int rc)
@@ -851,7 +886,7 @@ static void step_churn(void)
 /* ---------------------------------------------------------------- checkpoints */
 
 typedef struct {
-    double t, used, pools, rss;
+    double t, used, pools, rss, anon, heap;
 } cp_t;
 static cp_t g_cp[MAXCP];
 static int g_ncp;
@@ -860,7 +895,7 @@ static void checkpoint(double t)
 {
     size_t fr = 0, tot = 0;
     tlmpi_pool_stats_t ps;
-    double v[2], used;
+    double v[4], used;
     long fails = 0, ops = 0;
     int f, c;
     cp_t *p = &g_cp[g_ncp < MAXCP ? g_ncp : MAXCP - 1];
@@ -874,7 +909,9 @@ static void checkpoint(double t)
     tlmpi_get_pool_stats(&ps);
     v[0] = (double)ps.bytes / 1048576.0;
     v[1] = rss_mib();
-    PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    v[2] = rss_anon_mib();
+    v[3] = heap_mib();
+    PMPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     fails = __atomic_load_n(&tst_failures, __ATOMIC_RELAXED);
     PMPI_Allreduce(MPI_IN_PLACE, &fails, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     PMPI_Bcast(&used, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -884,9 +921,12 @@ static void checkpoint(double t)
     p->used = used;
     p->pools = v[0];
     p->rss = v[1];
+    p->anon = v[2];
+    p->heap = v[3];
     if (g_rank == 0) {
         printf("gpu_soak: t=%5.0f s: %ld calls, %ld failures; device used %.0f MiB, tlmpi node pools %.1f MiB "
-               "(largest rank), RSS %.1f MiB (largest rank)\n", t, ops, fails, used, v[0], v[1]);
+               "(largest rank), RSS %.1f MiB (largest rank; anonymous %.1f, C heap in use %.1f)\n", t, ops, fails, used,
+               v[0], v[1], v[2], v[3]);
         fflush(stdout);
     }
 }
@@ -915,8 +955,8 @@ static int memory_verdict(void)
     flat = du <= fmax(128, 0.05 * a->used) && dr <= fmax(64, 0.10 * a->rss);
     if (g_rank == 0) {
         printf("gpu_soak: memory from t=%.0f s to t=%.0f s: device used %.0f -> %.0f MiB (%+.0f), node pools %.1f -> %.1f "
-               "MiB, RSS %.1f -> %.1f MiB (%+.1f): %s\n", a->t, z->t, a->used, z->used, du, a->pools, z->pools, a->rss,
-               z->rss, dr, flat ? "flat" : "GREW");
+               "MiB, RSS %.1f -> %.1f MiB (%+.1f; anonymous %+.1f, C heap in use %+.1f): %s\n", a->t, z->t, a->used, z->used,
+               du, a->pools, z->pools, a->rss, z->rss, dr, z->anon - a->anon, z->heap - a->heap, flat ? "flat" : "GREW");
     }
     return flat;
 }
