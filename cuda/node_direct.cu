@@ -286,10 +286,12 @@ struct SParams {
 };
 
 // Every block this rank receives, in steps of p.chunk bytes of each block (the exchange's longest block
-// sets their number; a barrier after each, as ag_direct's), each block's step split among the columns
-// (column b: the same piece of every block, balanced however uneven the blocks), walked in sub-pieces
-// of kSub bytes, each copied from every block before the next (ag_direct: ranks sharing a GPU then
-// read the same bytes at about the same time, and meet in its L2), from the next rank on
+// sets their number; a barrier after each, as ag_direct's), each block's part of the step split evenly
+// among the columns (column b: the same share of every block, so every column copies the same bytes in
+// every step however uneven the blocks; no pool slot is reused between steps, so a column's range need
+// not stay put as the pool kernels' must), walked in sub-pieces of kSub bytes, each copied from every
+// block before the next (ag_direct: ranks sharing a GPU then read the same bytes at about the same
+// time, and meet in its L2), from the next rank on
 __device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport &t)
 {
     constexpr size_t kSub = 64u << 10;
@@ -301,7 +303,7 @@ __device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport
         const size_t len = q.L.out_len[k];
         if (len <= off) return false;
         const size_t L = len - off < S ? len - off : S;
-        t.piece(q.p.nsteps == 1 ? L : S, L, lo, hi);
+        t.piece(L, L, lo, hi);
         return true;
     };
     if (!t.barrier(1)) return false;
