@@ -6,7 +6,9 @@
 # TLMPI_NODE_POOL=4m, so that calls take several pool steps, and two runs of counts up to 1M and 1.5M
 # elements, where calls from TLMPI_NODE_REG_MIN (2 MiB) run zero-copy on the registration cache's
 # kernels (zc with -Z, which fails where some collective ran none zero-copy; zclarge every case the
-# largest) - SIBLINGS_PARTS picks (default "small large zc zclarge"). Prints the program's lines and one
+# largest), and zcsteps: zclarge's cases under TLMPI_NODE_POOL=4m, whose 2 MiB steps (kernels.h:
+# step_bytes) make the zero-copy exchange of uneven blocks take several steps - SIBLINGS_PARTS picks
+# (default "small large zc zclarge zcsteps"). Prints the program's lines and one
 # PASS / FAIL line per run; exits nonzero
 # if any failed. TLMPI_NODE_SIBLINGS=1 unless set. SIBLINGS_ARGS are added to every command line.
 nps=${1:?usage: siblings.sh "NPS" BUILD_DIR}
@@ -15,16 +17,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0 TLMPI_TIMEOUT=${TLMPI_TIMEOUT:-60} TLMPI_NODE_SIBLINGS=${TLMPI_NODE_SIBLINGS:-1}
 rc=0
 for np in $nps; do
-    for part in ${SIBLINGS_PARTS:-small large zc zclarge}; do
+    for part in ${SIBLINGS_PARTS:-small large zc zclarge zcsteps}; do
         case $part in
         small) set -- -n 150 ;;
         zc) set -- -n 80 -C 1000000 -Z ;;
-        zclarge) set -- -n 24 -C 1500000 -L -Z ;;
+        zclarge | zcsteps) set -- -n 24 -C 1500000 -L -Z ;;
         *) set -- -n 24 -C 600000 -L ;;
         esac
         pool=
         case $part in
-        large) pool=TLMPI_NODE_POOL=4m ;;
+        large | zcsteps) pool=TLMPI_NODE_POOL=4m ;;
         esac
         # shellcheck disable=SC2086
         if env $pool timeout "${RUN_TIMEOUT:-120}" \
