@@ -316,7 +316,7 @@ template <bool kMulti, class Body> __device__ __forceinline__ void node_columns(
     bool e##_ok;                                                                                 \
     const unsigned long long e = ::tlmpi::node::node_enter<multi>(p, &e##_ok);                   \
     if (!e##_ok) {                                                                               \
-        if (e == ::tlmpi::node::kSkipped) ::tlmpi::node::node_exit(p); /* the word still */       \
+        if (e == ::tlmpi::node::kSkipped) ::tlmpi::node::node_exit(p, false); /* counted, no word */ \
         return;                                                                                  \
     }
 
@@ -329,17 +329,19 @@ template <bool kMulti, class Body> __device__ __forceinline__ void node_columns(
 // visible (each fenced before its count), fences again and stores the word for the host, unless a
 // wait of this rank timed out (the record's set flag is written before that CTA counted). A CTA that
 // returned early from its algorithm (a wait timed out) counts too; one that left at node_enter does
-// not, and no later target is reached (the host then goes by the event: kernels.h). The host reads
-// the word with no CUDA call: MPI_Wait on a finished start costs a load, not an event query.
+// not, and no later target is reached (the host then goes by the event: kernels.h). write false: the
+// CTA counts and the word is left alone (a gated pair's launch that did not run the call: the other one
+// writes it; node_direct.cu). The host reads the word with no CUDA call: MPI_Wait on a finished start
+// costs a load, not an event query.
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ void node_exit(const Params &p)
+__device__ __forceinline__ void node_exit(const Params &p, bool write = true)
 {
     if (!p.done_word) return;
     __syncthreads();
     if (threadIdx.x != 0) return;
     unsigned long long *cnt = reinterpret_cast<unsigned long long *>(static_cast<char *>(p.x.base[p.x.rank]) + kDoneOff);
     __threadfence_system();
-    if (atomicAdd(cnt, 1ull) + 1ull != p.done_target) return;
+    if (atomicAdd(cnt, 1ull) + 1ull != p.done_target || !write) return;
     __threadfence_system();
     if (p.x.err && reinterpret_cast<const volatile tlmpi_node_err_t *>(p.x.err)->set) return;
     asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p.done_word), "r"(p.done_value) : "memory");

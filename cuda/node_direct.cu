@@ -55,10 +55,13 @@
 // barrier every column stores the rank's offer (a memo id of the registration cache, 0: none) into its
 // column's memo word of the own pool header; the barrier's release carries it; after the barrier
 // thread t reads rank t's word (after its acquire of rank t's flag). All the same and nonzero: the call
-// runs as above and column 0 stores the pair's token into the own gate word (the pool kernel launched
-// right after on the same stream finds it and only writes the completion word: node.cuh, node_enter)
-// and counts the run; otherwise every CTA returns after the first barrier and the pool kernel runs the
-// call. A peer's offer is not overwritten before every rank read it: its next launch on the comm
+// runs as above, column 0 stores the pair's token into the own gate word (the pool kernel launched
+// right after on the same stream finds it and only counts its CTAs: node.cuh, node_enter) and counts
+// the run, and this launch writes the completion word (the host sees the call done without waiting for
+// the pool kernel's turn on the GPU); otherwise every CTA returns after the first barrier, counting its
+// CTA without writing the word, and the pool kernel runs the call and writes it. Both launches count
+// their CTAs toward the word's target either way (node.cuh, node_exit), so the pool kernel's target is
+// the zero-copy launch's plus its own CTAs. A peer's offer is not overwritten before every rank read it: its next launch on the comm
 // starts after this call's second barrier (run) or after the pool kernel's barriers (no run), which
 // need this rank's arrival, made after its reads.
 #include "node_kernels.cuh"
@@ -143,7 +146,7 @@ template <int E> __device__ __forceinline__ void store_all_e(const DParams &q, i
     }
 }
 
-template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const DParams &q, const IpcTransport &t)
+template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const DParams &q, const IpcTransport &t, bool *ran)
 {
     using T = typename Dt<DT>::T;
     constexpr int E = (int)sizeof(T);
@@ -155,6 +158,7 @@ template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const D
     ls = (ls + 15) & ~(size_t)15;
     bool run;
     if (!first_barrier(q, t, &run)) return false;
+    *ran = run;
     if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     const size_t so = (size_t)r * ls;
     if (so < M) {
@@ -181,7 +185,7 @@ template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const D
     return t.barrier(2);
 }
 
-template <int DT, typename Op> __device__ __forceinline__ bool rsb_direct(const DParams &q, const IpcTransport &t)
+template <int DT, typename Op> __device__ __forceinline__ bool rsb_direct(const DParams &q, const IpcTransport &t, bool *ran)
 {
     using T = typename Dt<DT>::T;
     constexpr int E = (int)sizeof(T);
@@ -192,6 +196,7 @@ template <int DT, typename Op> __device__ __forceinline__ bool rsb_direct(const 
     char *out = static_cast<char *>(q.d.out[r]);
     bool run;
     if (!first_barrier(q, t, &run)) return false;
+    *ran = run;
     if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     size_t lo, hi;
     t.piece(B, B, &lo, &hi);
@@ -224,7 +229,7 @@ __device__ __forceinline__ void copy_peer(char *dst, int ua_d, const char *src, 
         [&](size_t b) { dst[b] = (char)load_pool<1>(src + b); });
 }
 
-__device__ __forceinline__ bool ag_direct(const DParams &q, const IpcTransport &t)
+__device__ __forceinline__ bool ag_direct(const DParams &q, const IpcTransport &t, bool *ran)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t B = q.p.bytes, S = q.p.chunk;
@@ -232,6 +237,7 @@ __device__ __forceinline__ bool ag_direct(const DParams &q, const IpcTransport &
     const bool in_place = q.d.in[r] == out + (size_t)r * B;
     bool run;
     if (!first_barrier(q, t, &run)) return false;
+    *ran = run;
     if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     for (unsigned st = 0; st < q.p.nsteps; st++) {
         const size_t off = (size_t)st * S, L = B - off < S ? B - off : S;
@@ -265,16 +271,18 @@ template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_direct_ipc(const __grid_constant__ DParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    node_columns<false>(q.p, [&](Column c) { return ar_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
-    node_exit(q.p);
+    bool ran = true;
+    node_columns<false>(q.p, [&](Column c) { return ar_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_exit(q.p, ran);
 }
 
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const __grid_constant__ DParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    node_columns<false>(q.p, [&](Column c) { return rsb_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
-    node_exit(q.p);
+    bool ran = true;
+    node_columns<false>(q.p, [&](Column c) { return rsb_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_exit(q.p, ran);
 }
 
 // ---- the siblings (TLMPI_NODE_XCHG_DIRECT, TLMPI_NODE_RED_DIRECT) ----
@@ -401,8 +409,9 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) red_direct_ipc(const
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_direct_ipc(const __grid_constant__ DParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    node_columns<false>(q.p, [&](Column c) { return ag_direct(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
-    node_exit(q.p);
+    bool ran = true;
+    node_columns<false>(q.p, [&](Column c) { return ag_direct(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_exit(q.p, ran);
 }
 
 template <int DT, typename Op> struct ArDirectK {
@@ -551,7 +560,7 @@ extern "C" int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_nod
     q.memo = a->memo;
     const void *fn = direct_fn(a->kind, a->dtype, a->op);
     if (!fn) return (int)cudaErrorInvalidValue;
-    done_in(a, &q.p, a->gate == 0);  // a gated pair's word is its pool launch's
+    done_in(a, &q.p, true);  // gated: written only where this launch ran the call (node_exit)
     void *args[1] = { &q };
     const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
                                            static_cast<cudaStream_t>(stream));

@@ -1035,8 +1035,9 @@ static int node_launch_direct(void *arg, const void *in, void *out, void *stream
 }
 
 /* node_run's launch for a gated start (kernels.h): the zero-copy kernel offering this rank's memo,
- * then the pool kernel, which runs the call unless the first did; the pair's completion word is the
- * second's. Self-contained (the memo's pointers copied: its mappings outlive the launch, regcache.h). */
+ * then the pool kernel, which runs the call unless the first did; the completion word is written by
+ * the one that ran it. Self-contained (the memo's pointers copied: its mappings outlive the launch,
+ * regcache.h). */
 struct node_launch_gated {
     struct tlmpi_node_comm *nc;
     tlmpi_node_args_t args;     /* the pool kernel's */
@@ -1048,6 +1049,9 @@ static int node_launch_gated(void *arg, const void *in, void *out, void *stream,
     struct node_launch_gated *l = arg;
     int e;
 
+    /* both launches are offered the word: the one that runs the call writes it, both count their CTAs
+     * (kernels.h), the pool launch's target after the zero-copy launch's */
+    node_done_offer(l->nc, &l->dargs, done);
     e = tlmpi_cuda_node_run_direct(&l->nc->xp->x, &l->dargs, l->dargs.memo ? &l->d : NULL, stream);
     if (e != 0) {
         return e; /* nothing enqueued */
@@ -1055,6 +1059,9 @@ static int node_launch_gated(void *arg, const void *in, void *out, void *stream,
     l->args.in = in;
     l->args.out = out;
     node_done_offer(l->nc, &l->args, done);
+    if (l->dargs.done_word) {
+        l->args.done_ctas = l->dargs.done_ctas; /* the zero-copy launch's target (done_commit) */
+    }
     e = tlmpi_cuda_node_run(&l->nc->xp->x, &l->args, stream);
     if (e != 0) {
         /* the zero-copy kernel is queued and waits for its peers' offers at its first barrier: with no
