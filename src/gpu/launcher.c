@@ -51,8 +51,6 @@ static unsigned long taken; /* 1 + the job being run or last run (written before
 static int t_hold;       /* tests: the thread leaves the jobs to the waiters */
 static unsigned long n_inline, n_sleeps, n_helped, n_handoff;
 static long t_spin_us = -1, t_timeout_s = -1, t_handoff_ns = -1;
-static unsigned long long long_wait_ns; /* when a thread last reported a wait of TLMPI_LAUNCH_PARK us or more
-                                          (CLOCK_MONOTONIC ns; 0: never) */
 static int t_enabled = -1;
 
 static inline void cpu_relax(void)
@@ -75,42 +73,6 @@ static double now_s(void)
 static long spin_us(void)
 {
     return t_spin_us >= 0 ? t_spin_us : (long)TLMPI_ENV_I(LAUNCH_SPIN);
-}
-
-static long park_us(void)
-{
-    return (long)TLMPI_ENV_I(LAUNCH_PARK);
-}
-
-static unsigned long long now_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
-}
-
-void tlmpi_launcher_waiting(unsigned long long t0_ns)
-{
-    const long p = park_us();
-    unsigned long long t;
-
-    if (p <= 0) {
-        return;
-    }
-    t = now_ns();
-    if (t - t0_ns >= 1000ull * (unsigned long long)p) {
-        __atomic_store_n(&long_wait_ns, t, __ATOMIC_RELAXED);
-    }
-}
-
-/* Whether a thread reported a long wait within the last 50 us (it reports every few polls while it
- * waits: one that stopped waiting stops counting soon) */
-static int long_wait_now(void)
-{
-    const unsigned long long w = __atomic_load_n(&long_wait_ns, __ATOMIC_RELAXED);
-
-    return w != 0 && now_ns() - w < 50000ull;
 }
 
 static long handoff_ns(void)
@@ -199,8 +161,7 @@ static void *launcher_main(void *unused)
         double idle_since = now_s();
         unsigned spins = 0;
 
-        /* spin for work, for the spin window, or until a thread of the process has waited long for a
-         * request (TLMPI_LAUNCH_PARK) */
+        /* spin for work, for the spin window */
         while (idle()) {
             if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
                 return NULL;
@@ -209,7 +170,7 @@ static void *launcher_main(void *unused)
             if ((++spins & 255u) == 0 && now_s() - idle_since > 200e-6) {
                 sched_yield(); /* past the first 200 us: runnable threads of this core go first */
             }
-            if ((spins & 255u) == 0 && (now_s() - idle_since > 1e-6 * (double)spin_us() || long_wait_now())) {
+            if ((spins & 255u) == 0 && now_s() - idle_since > 1e-6 * (double)spin_us()) {
                 unsigned k0;
 
                 pthread_mutex_lock(&sleep_lock);

@@ -56,10 +56,6 @@ int tlmpi_launcher_post(tlmpi_launch_fn_t fn, const void *arg, size_t bytes, int
 int tlmpi_launcher_is_thread(void);
 /* Wake a sleeping thread (after a start launched on its own thread because it slept). */
 void tlmpi_launcher_kick(void);
-/* A thread of the process is waiting for a tlmpi request and began at t0_ns (CLOCK_MONOTONIC ns): once
- * that is TLMPI_LAUNCH_PARK us ago, the idle launch thread sleeps instead of spinning (called by the
- * wait loops now and then, not at every poll). */
-void tlmpi_launcher_waiting(unsigned long long t0_ns);
 /* Wait (bounded) until every job posted so far has run. Cheap when none is pending. */
 void tlmpi_launcher_drain_slow(const char *why);
 static inline void tlmpi_launcher_drain(const char *why)

@@ -17,7 +17,6 @@
 #include "comm.h"
 #include "env.h"
 #include "global.h"
-#include "launcher.h"
 #include "log.h"
 #include "next.h"
 #include "stats.h"
@@ -167,21 +166,10 @@ static void status_empty(MPI_Status *st)
 }
 static int req_poll(struct tlmpi_req *r);
 
-/* A wait loop's pause: spin a while, then leave the core to others; from the first yield on, every 64th
- * pause tells the launch thread how long this wait has lasted (TLMPI_LAUNCH_PARK: it then sleeps
- * rather than spin beside it). */
-static __thread unsigned long long wait_t0;
+/* A wait loop's pause: spin a while, then leave the core to others. */
 static void backoff(unsigned *spins)
 {
     if (++*spins > 64) {
-        if (*spins == 65) {
-            struct timespec t;
-
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            wait_t0 = (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
-        } else if ((*spins & 63u) == 0) {
-            tlmpi_launcher_waiting(wait_t0);
-        }
         sched_yield();
     }
 }

@@ -188,46 +188,6 @@ START_TEST(sleep_and_wake)
 }
 END_TEST
 
-START_TEST(park_beside_long_wait)
-{
-    unsigned long sleeps0, sleeps;
-    struct timespec t;
-    unsigned long long now, t0;
-    int i;
-
-    setup(10000000); /* a 10 s spin window: only a long wait can send it to sleep within the test */
-    until_ready();
-    usleep(20000);
-    tlmpi_launcher_counts(NULL, NULL, &sleeps0, NULL, NULL);
-    ck_assert_int_eq(tlmpi_launcher_ready(), 1); /* awake, spinning */
-    /* a thread reports a wait that began a second ago (TLMPI_LAUNCH_PARK = 100 us by default), as the
-     * request wait loops do every 64 pauses, for 20 ms */
-    for (i = 0; i < 2000; i++) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        now = (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
-        t0 = now - 1000000000ull;
-        tlmpi_launcher_waiting(t0);
-        usleep(10);
-    }
-    tlmpi_launcher_counts(NULL, NULL, &sleeps, NULL, NULL);
-    ck_assert_msg(sleeps > sleeps0, "the launch thread kept spinning beside a long wait (sleeps %lu -> %lu)",
-                  sleeps0, sleeps);
-    ck_assert_int_eq(tlmpi_launcher_ready(), 0); /* asleep: a start launches itself */
-    tlmpi_launcher_kick();
-    until_ready();
-    /* a short wait (begun now) does not: it stays awake */
-    tlmpi_launcher_counts(NULL, NULL, &sleeps0, NULL, NULL);
-    for (i = 0; i < 1000; i++) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        tlmpi_launcher_waiting((unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec);
-        usleep(10);
-    }
-    tlmpi_launcher_counts(NULL, NULL, &sleeps, NULL, NULL);
-    ck_assert_uint_eq(sleeps, sleeps0);
-    tlmpi_launcher_finalize();
-}
-END_TEST
-
 START_TEST(waiter_runs_jobs)
 {
     static int st[TLMPI_LAUNCH_QUEUE + 20];
@@ -365,7 +325,6 @@ int main(void)
     tcase_add_test(tc, fifo_per_producer);
     tcase_add_test(tc, full_queue_and_state_wait);
     tcase_add_test(tc, sleep_and_wake);
-    tcase_add_test(tc, park_beside_long_wait);
     tcase_add_test(tc, waiter_runs_jobs);
     tcase_add_test(tc, handoff_runs_untaken_job);
     tcase_add_test(tc, disabled);
