@@ -249,7 +249,8 @@ template <bool kMulti = false> __device__ __forceinline__ unsigned long long nod
     char *own = static_cast<char *>(p.x.base[p.x.rank]);
     if (p.gate && *reinterpret_cast<const volatile unsigned long long *>(own + kGateOff) == p.gate) {
         // a gated pair whose zero-copy kernel ran the call (the previous kernel of this rank, on the
-        // same stream: its store is visible): nothing to do but the completion word; the epoch stays
+        // same stream: its store is visible), which also wrote the completion word: nothing to do but
+        // count this CTA toward the word's target (node_exit); the epoch stays
         *ok = false;
         return kSkipped;
     }
@@ -328,8 +329,8 @@ template <bool kMulti, class Body> __device__ __forceinline__ void node_columns(
 // CTA in the own header; the CTA whose count reaches the launch's target knows every CTA's stores are
 // visible (each fenced before its count), fences again and stores the word for the host, unless a
 // wait of this rank timed out (the record's set flag is written before that CTA counted). A CTA that
-// returned early from its algorithm (a wait timed out) counts too; one that left at node_enter does
-// not, and no later target is reached (the host then goes by the event: kernels.h). write false: the
+// returned early from its algorithm (a wait timed out) counts too; one that left at node_enter on a
+// timed-out wrap barrier does not, and no later target is reached (the host then goes by the event: kernels.h). write false: the
 // CTA counts and the word is left alone (a gated pair's launch that did not run the call: the other one
 // writes it; node_direct.cu). The host reads the word with no CUDA call: MPI_Wait on a finished start
 // costs a load, not an event query.

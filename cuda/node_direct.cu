@@ -61,9 +61,9 @@
 // the pool kernel's turn on the GPU); otherwise every CTA returns after the first barrier, counting its
 // CTA without writing the word, and the pool kernel runs the call and writes it. Both launches count
 // their CTAs toward the word's target either way (node.cuh, node_exit), so the pool kernel's target is
-// the zero-copy launch's plus its own CTAs. A peer's offer is not overwritten before every rank read it: its next launch on the comm
-// starts after this call's second barrier (run) or after the pool kernel's barriers (no run), which
-// need this rank's arrival, made after its reads.
+// the zero-copy launch's plus its own CTAs. A peer's offer is not overwritten before every rank read
+// it: its next launch on the comm starts after this call's second barrier (run) or after the pool
+// kernel's barriers (no run), which need this rank's arrival, made after its reads.
 #include "node_kernels.cuh"
 #include "transport_ipc.cuh"
 

@@ -50,8 +50,9 @@
  * then one line with the calls so far, the device's used memory (cudaMemGetInfo: every process on
  * the GPU), tlmpi's node pools (tlmpi_get_pool_stats, the largest rank) and the resident set (the
  * largest rank; beside it the largest anonymous part, RssAnon, and the largest C heap in use, mallinfo2:
- * growth of the heap is allocations someone keeps, growth outside it the driver's or the MPI's mappings). The memory verdict compares the last checkpoint with the first one at or after 60 s
- * (the first one in a shorter run): flat when the device's used memory grew by at most
+ * growth of the heap is allocations someone keeps, growth outside it the driver's or the MPI's
+ * mappings). The memory verdict compares the last checkpoint with the first one at or after 60 s (the
+ * first one in a shorter run): flat when the device's used memory grew by at most
  * max(128 MiB, 5%) and the largest RSS by at most max(64 MiB, 10%); --mem-check makes growth a
  * failure.
  *
