@@ -1248,13 +1248,25 @@ static void form_persistent(void)
             served(pb, pa, ab, aa, path, sizeof path);
             form_served(fb, fa, path, sizeof path);
             long zc0 = gated_zc(), zc1;
+            /* rank 0's time of every timed call, per form (the spread: a few slow calls or all slower) */
+            double *pc = malloc(sizeof(double) * 3 * (size_t)reps * (size_t)iters);
+            int npc[3] = { 0, 0, 0 };
+            if (!pc) {
+                fprintf(stderr, "node_bench: out of host memory\n");
+                PMPI_Abort(MPI_COMM_WORLD, 2);
+            }
             for (rep = 0; rep < reps; rep++) {
                 for (kk = 0; kk < nf; kk++) {
-                    double t0;
+                    double t0, t1, t2;
                     f = rep & 1 ? nf - 1 - kk : kk;
                     PMPI_Barrier(g_comm);
-                    t0 = now();
-                    for (i = 0; i < iters; i++) form_call(f, c, b);
+                    t0 = t1 = now();
+                    for (i = 0; i < iters; i++) {
+                        form_call(f, c, b);
+                        t2 = now();
+                        pc[(size_t)f * reps * iters + (size_t)npc[f]++] = t2 - t1;
+                        t1 = t2;
+                    }
                     form_reduce((now() - t0) / iters, avg[f], slow[f], rep);
                 }
             }
@@ -1274,8 +1286,18 @@ static void form_persistent(void)
                 else printf("n/a");
                 printf(" | %s, %s, %s |\n", val[0] < 0 ? "-" : val[0] ? "pass" : "FAIL", val[1] < 0 ? "-" : val[1] ? "pass" : "FAIL",
                        !have_p ? "n/a" : val[2] < 0 ? "-" : val[2] ? "pass" : "FAIL");
+                fprintf(stderr, "node_bench: %s %zu B, rank 0's calls, us p10 / p50 / p90 / max:", coll_names[c], b);
+                for (f = 0; f < nf; f++) {
+                    double *v = pc + (size_t)f * reps * iters;
+                    const int m = npc[f];
+                    qsort(v, (size_t)m, sizeof *v, bench_cmp_double);
+                    fprintf(stderr, " %s %.1f / %.1f / %.1f / %.1f;", fm_names[f], 1e6 * v[m / 10], 1e6 * v[m / 2],
+                            1e6 * v[(m * 9) / 10], 1e6 * v[m - 1]);
+                }
+                fprintf(stderr, "\n");
                 fflush(stdout);
             }
+            free(pc);
             for (f = 0; f < nf; f++) {
                 g_row_form = fm_names[f];
                 csv_row("form", coll_names[c], fm_names[f], f == FM_BLOCKING ? "call" : f == FM_NONBLOCKING ? "call+wait" : "start+wait",
