@@ -1670,29 +1670,33 @@ static void node_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
 }
 
 /* node_persist's registration: the buffers registered for the zero-copy kernels where
- * the call runs them. Whether to try is decided from rank-uniform inputs only (the agreed plan and
- * settings, the message size, MPI_IN_PLACE, which the standard makes uniform); what this rank's buffers
- * allow is agreed inside tlmpi_ipc_reg_create. */
+ * the call runs them (the siblings too: the kernels of their blocking calls, node_direct.cu, with the
+ * layout of every start; an MPI_Reduce's non-root registers its input alone, as node_zero_copy).
+ * Whether to try is decided from rank-uniform inputs only (the agreed plan and settings, the message
+ * size, MPI_IN_PLACE where the standard makes it uniform: node_reg_size's exclusions); what this rank's
+ * buffers allow is agreed inside tlmpi_ipc_reg_create. */
 static void *node_persist_reg(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo)
 {
     int ai = TLMPI_ALGO_INDEX(algo), local_ok = 1;
+    const int no_out = c->coll == TLMPI_COLL_REDUCE && !c->root_here;
+    void *out = no_out ? (void *)c->in : c->rbuf;
     const char *why_local = NULL;
     tlmpi_ipc_reg_t *reg;
     char why[192];
 
     if (!TLMPI_ENV_I(NODE_DIRECT) || (ai != A_AUTO && ai != A_DIRECT) || nc->xp->x.nranks != tc->size ||
-        tlmpi_coll_sibling(c->coll) ||
         c->msg_bytes < (size_t)TLMPI_ENV_I(NODE_DIRECT_MIN) || node_algo(c->coll, A_AUTO, c->msg_bytes) == A_LL ||
-        (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK && c->in_place)) {
+        (c->in_place && (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK || c->coll == TLMPI_COLL_REDUCE_SCATTER ||
+                         c->coll == TLMPI_COLL_ALLTOALL))) {
         return NULL;
     }
-    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
+    if ((!no_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev)) ||
         (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
         local_ok = 0;
         why_local = "has buffers that are not device memory of the communicator's GPU";
     }
-    reg = tlmpi_ipc_reg_create(tc->comm, tc->rank, tc->size, tc->dev, local_ok, why_local, c->in, c->in_bytes, c->rbuf,
-                               c->out_bytes, why, sizeof(why));
+    reg = tlmpi_ipc_reg_create(tc->comm, tc->rank, tc->size, tc->dev, local_ok, why_local, c->in, c->in_bytes, out,
+                               no_out ? c->in_bytes : c->out_bytes, why, sizeof(why));
     if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
         if (reg) {
             tlmpi_info(COLL, "communicator #%u: persistent %s of %zu bytes: zero-copy (the buffers of its %d ranks "

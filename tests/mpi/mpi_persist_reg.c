@@ -20,7 +20,12 @@
  *  f  a message below TLMPI_NODE_DIRECT_MIN (set to 128k here): not registered;
  *  g  allgather and reduce_scatter_block requests registered; reduce_scatter_block in place not;
  *  h  a registered request's communicator freed before the request: the mappings go with the
- *     communicator, the request's MPI_Start then fails (MPI_ERR_COMM class), MPI_Request_free works.
+ *     communicator, the request's MPI_Start then fails (MPI_ERR_COMM class), MPI_Request_free works;
+ *  s  the siblings (TLMPI_NODE_SIBLINGS): MPI_Allgatherv_init and MPI_Reduce_scatter_init with one rank's
+ *     block 4x the others' (allgatherv's blocks in reversed order), MPI_Alltoall_init: every peer's two
+ *     allocations; MPI_Bcast_init: its one buffer; MPI_Reduce_init: the root's two allocations, a
+ *     non-root's input alone (its receive buffer is not used), so a process maps one allocation more
+ *     per non-root peer; MPI_Reduce_scatter_init and MPI_Alltoall_init in place: not registered.
  * Every start has fresh random inputs and poisoned outputs, checked exactly (small integers in double);
  * each request is started 3 times. Exit 77 where the MPI has no persistent collectives (MPI-3).
  */
@@ -198,6 +203,107 @@ static void case_others(void)
     cudaFree(r);
 }
 
+/* every rank's count of peer allocations mapped beyond the pools: want(rank) on every rank */
+static void expect_mapped_each(const int *want, const char *what)
+{
+    int m = fake_cuda_ipc_mapped - g_base, all[NMAX], i;
+
+    MPI_Allgather(&m, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    for (i = 0; i < tst_size; i++) {
+        TST_CHECK(all[i] == want[i], "%s: rank %d has %d peer allocations mapped, expected %d", what, i, all[i], want[i]);
+    }
+}
+
+/* start and wait rq twice: fill(seed) writes the inputs, check(seed) counts wrong elements */
+#define SIB_RUNS(rq, what, fill, check)                                                             \
+    for (int it_ = 0; it_ < 2; it_++) {                                                             \
+        uint64_t seed;                                                                              \
+        long bad = 0;                                                                               \
+        tst_rng_sync();                                                                             \
+        seed = tst_rand();                                                                          \
+        fill;                                                                                       \
+        TST_CHECK(MPI_Start(&(rq)) == MPI_SUCCESS, "%s: MPI_Start", what);                          \
+        TST_CHECK(MPI_Wait(&(rq), MPI_STATUS_IGNORE) == MPI_SUCCESS, "%s: MPI_Wait", what);         \
+        check;                                                                                      \
+        TST_CHECK(bad == 0, "%s, start %d: %ld wrong elements", what, it_, bad);                    \
+    }
+
+/* s: the siblings */
+static void case_siblings(void)
+{
+    const long n = BIG / sizeof(double); /* the largest block */
+    const int p = tst_size, me = tst_rank;
+    size_t all = (size_t)BIG * (size_t)p;
+    int counts[NMAX], displs[NMAX], want[NMAX], q, total = 0, off = 0;
+    double *s, *r;
+    MPI_Request rq;
+    unsigned char pv = 0;
+    long i;
+
+    for (q = 0; q < p; q++) {
+        counts[q] = (int)(q == p - 1 ? n : n / 4); /* the largest block: TLMPI_NODE_DIRECT_MIN's measure */
+        total += counts[q];
+    }
+    for (q = p - 1; q >= 0; q--) { /* allgatherv's blocks in reversed order */
+        displs[q] = off;
+        off += counts[q];
+    }
+    TST_CUDA(cudaMalloc((void **)&s, all));
+    TST_CUDA(cudaMalloc((void **)&r, all));
+
+    MPI_Allgatherv_init(s, counts[me], MPI_DOUBLE, r, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    expect_mapped(2 * (p - 1), "s: allgatherv");
+    SIB_RUNS(rq, "s: allgatherv", ({ for (i = 0; i < counts[me]; i++) s[i] = val(seed, me, i); tst_poison(r, all); }),
+             ({ for (q = 0; q < p; q++) for (i = 0; i < counts[q]; i++) bad += r[displs[q] + i] != val(seed, q, i); }));
+    MPI_Request_free(&rq);
+    expect_mapped(0, "s: after freeing the allgatherv");
+
+    MPI_Reduce_scatter_init(s, r, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    expect_mapped(2 * (p - 1), "s: reduce_scatter");
+    off = 0;
+    for (q = 0; q < me; q++) off += counts[q];
+    SIB_RUNS(rq, "s: reduce_scatter", ({ for (i = 0; i < total; i++) s[i] = val(seed, me, i); tst_poison(r, all); }),
+             ({ for (i = 0; i < counts[me]; i++) { double e = 0; for (q = 0; q < p; q++) e += val(seed, q, off + i);
+                    bad += r[i] != e; } }));
+    MPI_Request_free(&rq);
+    MPI_Reduce_scatter_init(MPI_IN_PLACE, s, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    expect_mapped(0, "s: reduce_scatter in place is not registered");
+    SIB_RUNS(rq, "s: reduce_scatter in place", ({ for (i = 0; i < total; i++) s[i] = val(seed, me, i); }),
+             ({ for (i = 0; i < counts[me]; i++) { double e = 0; for (q = 0; q < p; q++) e += val(seed, q, off + i);
+                    bad += s[i] != e; } }));
+    MPI_Request_free(&rq);
+
+    MPI_Bcast_init(r, (int)n, MPI_DOUBLE, p - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    expect_mapped(p - 1, "s: bcast");
+    SIB_RUNS(rq, "s: bcast", ({ if (me == p - 1) for (i = 0; i < n; i++) r[i] = val(seed, p - 1, i);
+                                else tst_poison(r, BIG); }),
+             ({ for (i = 0; i < n; i++) bad += r[i] != val(seed, p - 1, i); }));
+    MPI_Request_free(&rq);
+    expect_mapped(0, "s: after freeing the bcast");
+
+    MPI_Reduce_init(s, r, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    for (q = 0; q < p; q++) want[q] = q == 0 ? p - 1 : p; /* the root's two allocations, each non-root's input */
+    expect_mapped_each(want, "s: reduce");
+    SIB_RUNS(rq, "s: reduce", ({ for (i = 0; i < n; i++) s[i] = val(seed, me, i); pv = tst_poison(r, BIG); }),
+             ({ for (i = 0; i < n; i++) { double e = 0; for (q = 0; q < p; q++) e += val(seed, q, i);
+                    bad += me == 0 ? r[i] != e : ((const unsigned char *)r)[i] != pv; } }));
+    MPI_Request_free(&rq);
+    expect_mapped(0, "s: after freeing the reduce");
+
+    MPI_Alltoall_init(s, (int)n, MPI_DOUBLE, r, (int)n, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    expect_mapped(2 * (p - 1), "s: alltoall");
+    SIB_RUNS(rq, "s: alltoall", ({ for (i = 0; i < n * p; i++) s[i] = val(seed, me, i); tst_poison(r, all); }),
+             ({ for (q = 0; q < p; q++) for (i = 0; i < n; i++) bad += r[q * n + i] != val(seed, q, me * n + i); }));
+    MPI_Request_free(&rq);
+    MPI_Alltoall_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s, (int)n, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    expect_mapped(0, "s: alltoall in place is not registered");
+    SIB_RUNS(rq, "s: alltoall in place", ({ for (i = 0; i < n * p; i++) s[i] = val(seed, me, i); }),
+             ({ for (q = 0; q < p; q++) for (i = 0; i < n; i++) bad += s[q * n + i] != val(seed, q, me * n + i); }));
+    MPI_Request_free(&rq);
+    cudaFree(s);
+    cudaFree(r);
+}
+
 /* h: the communicator goes first */
 static void case_comm_gone(void)
 {
@@ -239,6 +345,7 @@ int main(int argc, char **argv)
     }
     case_allreduce();
     case_others();
+    case_siblings();
     case_comm_gone();
     cudaFree(d);
     return tst_finish();
