@@ -51,7 +51,8 @@
 // request completes (MPI's completion contract). No pool data is used, so node.cuh's parity rule holds
 // across mixed pool and zero-copy calls. A timed-out wait fills the error record and ends the CTA.
 //
-// Gated launches (the non-blocking starts: kernels.h, tlmpi_cuda_node_run_direct). Before the first
+// Gated launches (the non-blocking starts: kernels.h, tlmpi_cuda_node_run_direct; the siblings' exchange and
+// balanced reduction take the same first barrier, SParams carrying the memo). Before the first
 // barrier every column stores the rank's offer (a memo id of the registration cache, 0: none) into its
 // column's memo word of the own pool header; the barrier's release carries it; after the barrier
 // thread t reads rank t's word (after its acquire of rank t's flag). All the same and nonzero: the call
@@ -86,27 +87,32 @@ struct DParams {
 // acquire of rank t's flag); *run says whether all are the same and nonzero (the same answer in every
 // column of every rank). Column 0 of a run then stores the token into the own gate word, which the
 // pair's pool kernel reads (node.cuh: node_enter), and counts the run. False: a wait timed out.
-__device__ __forceinline__ bool first_barrier(const DParams &q, const IpcTransport &t, bool *run)
+// (The siblings' kernels take the same first barrier: SParams carries the memo too.)
+__device__ __forceinline__ bool first_barrier(const Params &p, unsigned long long memo, const IpcTransport &t, bool *run)
 {
     *run = true;
-    if (!q.p.gate) return t.barrier(1);
-    char *own = static_cast<char *>(q.p.x.base[q.p.x.rank]);
+    if (!p.gate) return t.barrier(1);
+    char *own = static_cast<char *>(p.x.base[p.x.rank]);
     const size_t mo = kMemoOff + sizeof(unsigned long long) * t.col.i;
-    if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned long long *>(own + mo) = q.memo;
+    if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned long long *>(own + mo) = memo;
     if (!t.barrier(1)) return false;
     bool same = true;
-    if ((int)threadIdx.x < q.p.x.nranks) {
+    if ((int)threadIdx.x < p.x.nranks) {
         const unsigned long long v =
-            *reinterpret_cast<const volatile unsigned long long *>(static_cast<const char *>(q.p.x.base[threadIdx.x]) + mo);
-        same = q.memo != 0 && v == q.memo;
+            *reinterpret_cast<const volatile unsigned long long *>(static_cast<const char *>(p.x.base[threadIdx.x]) + mo);
+        same = memo != 0 && v == memo;
     }
     *run = __syncthreads_and(same) != 0;
     if (*run && threadIdx.x == 0 && t.col.i == 0) {
-        *reinterpret_cast<volatile unsigned long long *>(own + kGateOff) = q.p.gate;
+        *reinterpret_cast<volatile unsigned long long *>(own + kGateOff) = p.gate;
         const unsigned long long k = atomicAdd(reinterpret_cast<unsigned long long *>(own + kGateRanOff), 1ull) + 1ull;
-        if (q.p.x.err) static_cast<volatile tlmpi_node_err_t *>(q.p.x.err)->gated_direct = k;  // posted, not read
+        if (p.x.err) static_cast<volatile tlmpi_node_err_t *>(p.x.err)->gated_direct = k;  // posted, not read
     }
     return true;
+}
+__device__ __forceinline__ bool first_barrier(const DParams &q, const IpcTransport &t, bool *run)
+{
+    return first_barrier(q.p, q.memo, t, run);
 }
 
 // 16 bytes of a peer's buffer at alignment ua (>= the element size), bypassing L1
@@ -288,9 +294,11 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const
 // ---- the siblings (TLMPI_NODE_XCHG_DIRECT, TLMPI_NODE_RED_DIRECT) ----
 struct SParams {
     Params p;                   // p.bytes: the exchange's longest block here, the reduction's T (every block);
-                                // p.chunk, p.nsteps: the exchange's steps (of the longest block anywhere)
+                                // p.chunk, p.nsteps: the exchange's steps (of the longest block anywhere);
+                                // p.gate: a gated pair's token (0: not gated)
     tlmpi_node_direct_t d;
     tlmpi_node_layout_t L;
+    unsigned long long memo;    // gated: this rank's offer (0: none)
 };
 
 // Every block this rank receives, in steps of p.chunk bytes of each block (the exchange's longest block
@@ -300,7 +308,7 @@ struct SParams {
 // not stay put as the pool kernels' must), walked in sub-pieces of kSub bytes, each copied from every
 // block before the next (ag_direct: ranks sharing a GPU then read the same bytes at about the same
 // time, and meet in its L2), from the next rank on
-__device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport &t)
+__device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport &t, bool *ran)
 {
     constexpr size_t kSub = 64u << 10;
     const int n = t.nranks(), r = t.rank();
@@ -314,7 +322,10 @@ __device__ __forceinline__ bool xchg_direct(const SParams &q, const IpcTransport
         t.piece(L, L, lo, hi);
         return true;
     };
-    if (!t.barrier(1)) return false;
+    bool run;
+    if (!first_barrier(q.p, q.memo, t, &run)) return false;
+    *ran = run;
+    if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     for (unsigned st = 0; st < q.p.nsteps; st++) {
         const size_t off = (size_t)st * S;
         size_t most = 0;  // this column's longest piece of the step, over the blocks
@@ -369,13 +380,16 @@ __device__ __forceinline__ void reduce_span(const SParams &q, const IpcTransport
     }
 }
 
-template <int DT, typename Op> __device__ __forceinline__ bool red_direct(const SParams &q, const IpcTransport &t)
+template <int DT, typename Op> __device__ __forceinline__ bool red_direct(const SParams &q, const IpcTransport &t, bool *ran)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t T = q.p.bytes;
     size_t ls = (T + n - 1) / n;
     ls = (ls + 15) & ~(size_t)15;
-    if (!t.barrier(1)) return false;
+    bool run;
+    if (!first_barrier(q.p, q.memo, t, &run)) return false;
+    *ran = run;
+    if (!run) return true;  // gated, not agreed: the pair's pool kernel runs the call
     const size_t s0 = (size_t)r * ls;
     if (s0 < T) {
         size_t lo, hi;
@@ -394,16 +408,18 @@ template <int DT, typename Op> __device__ __forceinline__ bool red_direct(const 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) xchg_direct_ipc(const __grid_constant__ SParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    node_columns<false>(q.p, [&](Column c) { return xchg_direct(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
-    node_exit(q.p);
+    bool ran = true;
+    node_columns<false>(q.p, [&](Column c) { return xchg_direct(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_exit(q.p, ran);
 }
 
 template <int DT, typename Op>
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) red_direct_ipc(const __grid_constant__ SParams q)
 {
     TLMPI_NODE_ENTER(q.p, ep);
-    node_columns<false>(q.p, [&](Column c) { return red_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }); });
-    node_exit(q.p);
+    bool ran = true;
+    node_columns<false>(q.p, [&](Column c) { return red_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_exit(q.p, ran);
 }
 
 __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ag_direct_ipc(const __grid_constant__ DParams q)
@@ -448,11 +464,13 @@ bool copy_steps(const tlmpi_node_xport_t *x, size_t bytes, Params *p)
 
 // tlmpi_cuda_node_run_direct for the siblings' kinds (x and a checked there): the layout's blocks checked
 // (a reduction's end to end, whole elements); the exchange in copy_steps' steps, the reduction in one;
-// no gate
+// gated as the three's (a->gate; d NULL where this rank has no memo to offer: its kernel touches no
+// buffer, the steps and barriers still come from the layout, the same on every rank)
 int run_sib_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmpi_node_direct_t *d, void *stream)
 {
     const bool red = a->kind == TLMPI_NODE_RED_DIRECT;
-    if (!d || !a->layout || a->gate || (red && !tlmpi_cuda_node_supported(a->dtype, a->op)))
+    const bool offer_none = a->gate && !a->memo;
+    if ((!d && !offer_none) || !a->layout || (red && !tlmpi_cuda_node_supported(a->dtype, a->op)))
         return (int)cudaErrorInvalidValue;
     if (a->count == 0) {
         a->done_word = nullptr;
@@ -462,14 +480,19 @@ int run_sib_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmp
     size_t T = 0, big = 0;
     for (int k = 0; k < x->nranks; k++) {
         const size_t il = a->layout->in_len[k], ol = a->layout->out_len[k];
-        if (!d->in[k] || !d->out[k] || (red && (!aligned16(d->in[k]) || (il && (a->layout->in_off[k] != T || il % elem)))))
+        if ((!offer_none && (!d->in[k] || !d->out[k] || (red && !aligned16(d->in[k])))) ||
+            (red && il && (a->layout->in_off[k] != T || il % elem)))
             return (int)cudaErrorInvalidValue;
         T += red ? il : 0;
         big = ol > big ? ol : big;
     }
     SParams q;
     memset(&q, 0, sizeof(q));
-    q.d = *d;
+    if (offer_none) {
+        for (int r = 0; r < x->nranks; r++) q.d.in[r] = q.d.out[r] = x->base[x->rank];
+    } else {
+        q.d = *d;
+    }
     q.L = *a->layout;
     q.p.x = *x;
     q.p.in = static_cast<const char *>(q.d.in[x->rank]);
@@ -483,9 +506,11 @@ int run_sib_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a, const tlmp
     q.p.barriers = 1 + q.p.nsteps;
     q.p.kind = a->kind;
     if (!cols_in(a, &q.p, true)) return (int)cudaErrorInvalidValue;
+    q.p.gate = a->gate;
+    q.memo = a->memo;
     const void *fn = direct_fn(a->kind, a->dtype, a->op);
     if (!fn) return (int)cudaErrorInvalidValue;
-    done_in(a, &q.p, true);
+    done_in(a, &q.p, true);  // gated: written only where this launch ran the call (node_exit)
     void *args[1] = { &q };
     const cudaError_t e = cudaLaunchKernel(fn, dim3((unsigned)a->ctas), dim3(kNodeThreads), args, 0,
                                            static_cast<cudaStream_t>(stream));

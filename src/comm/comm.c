@@ -271,13 +271,53 @@ tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, in
     return st;
 }
 
+static tlmpi_status_t run_sub(tlmpi_comm_t *sub, tlmpi_call_t *cp, tlmpi_coll_t coll, const void *sbuf, void *rbuf,
+                              MPI_Count count, int *mpi_rc_p);
+
 tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
                                   void *rbuf, MPI_Count count, int *mpi_rc_p)
 {
     tlmpi_call_t c = *parent;
+
+    c.rcounts = c.displs = NULL;
+    c.vn = 0;
+    c.vtotal = 0;
+    return run_sub(sub, &c, coll, sbuf, rbuf, count, mpi_rc_p);
+}
+
+tlmpi_status_t tlmpi_coll_run_sub_v(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
+                                    void *rbuf, MPI_Count count, const void *rcounts, const void *displs,
+                                    int *mpi_rc_p)
+{
+    tlmpi_call_t c = *parent;
+    MPI_Count vmax = 0;
+    int i;
+
+    c.rcounts = rcounts;
+    c.displs = coll == TLMPI_COLL_ALLGATHERV ? displs : NULL;
+    c.vn = sub->tier.size;
+    c.vtotal = 0;
+    for (i = 0; i < c.vn; i++) {
+        MPI_Count n = tlmpi_call_vcount(&c, i);
+
+        c.vtotal += n;
+        vmax = n > vmax ? n : vmax;
+    }
+    c.root_here = 0;
+    c.inter = 0;
+    /* the message size as classify_sibling has it: the largest block (run_sub keeps it) */
+    c.msg_bytes = (size_t)vmax * (size_t)c.dt_size;
+    return run_sub(sub, &c, coll, sbuf, rbuf, count, mpi_rc_p);
+}
+
+static tlmpi_status_t run_sub(tlmpi_comm_t *sub, tlmpi_call_t *cp, tlmpi_coll_t coll, const void *sbuf, void *rbuf,
+                              MPI_Count count, int *mpi_rc_p)
+{
+    tlmpi_call_t c = *cp;
     const tlmpi_tier_t *tier;
     tlmpi_status_t st;
     int t, algo = 0;
+    const int sib = tlmpi_coll_sibling(coll);
 
     c.coll = coll;
     c.sbuf = sbuf;
@@ -290,8 +330,10 @@ tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent,
     c.preg = NULL; /* a step is never zero-copy */
     c.pend = NULL; /* a step completes inside its parent's call (a started hier call: at its start) */
     c.in_place = sbuf == MPI_IN_PLACE; /* as tlmpi_call_classify sets them */
-    c.msg_bytes = (size_t)count * (size_t)c.dt_size;
-    if (coll == TLMPI_COLL_ALLGATHER) {
+    if (!sib) {
+        c.msg_bytes = (size_t)count * (size_t)c.dt_size;
+    }
+    if (coll == TLMPI_COLL_ALLGATHER || coll == TLMPI_COLL_ALLGATHERV) {
         c.opc = TLMPI_OP_SUM;
     }
     tlmpi_call_layout(&c, sub->tier.rank, sub->tier.size);

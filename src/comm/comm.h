@@ -50,6 +50,12 @@ tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, in
  * its steps under the tier that ran it). */
 tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
                                   void *rbuf, MPI_Count count, int *mpi_rc_p);
+/* The same for a v-form step (MPI_Allgatherv, MPI_Reduce_scatter): count = allgatherv's send count
+ * (the own block's), rcounts (and allgatherv's displs) in the parent's array types (int, or MPI_Count
+ * and MPI_Aint where the parent came through a _c entry point), one entry per rank of sub. */
+tlmpi_status_t tlmpi_coll_run_sub_v(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
+                                    void *rbuf, MPI_Count count, const void *rcounts, const void *displs,
+                                    int *mpi_rc_p);
 /* Collective over comm: delete that state (a hier comm's cleanup, before its topology frees comm). */
 void tlmpi_comm_release_sub(MPI_Comm comm);
 /* Collective: rebuild comm's tables after tlmpi_config_set changed a setting. */

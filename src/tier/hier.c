@@ -18,6 +18,18 @@
  *   allreduce, oneshot        (small messages, up to TLMPI_HIER_ONESHOT_MAX, and counts L does not
  *                             divide) node allreduce into the output, then a rail allreduce of it in
  *                             place: two steps, each of the whole vector
+ *   allgatherv (counts c[i])  where every node's blocks lie end to end in rank order in the output
+ *                             (displs[nL + j + 1] = displs[nL + j] + c[nL + j]: the packed layout of
+ *                             FSDP shards and of MPI's own examples): node allgatherv of the node's
+ *                             blocks into their places, then a rail allgatherv of the node chunks in
+ *                             place (node n's chunk: its L blocks, at displs[nL]); other layouts are
+ *                             not served here (the flat tiers serve them)
+ *   reduce_scatter (c[i])     the RSB steps with the call's blocks: rail reduce-scatter of the N node
+ *                             chunks (node n's: blocks nL .. nL+L-1, end to end in every input) into
+ *                             scratch, then a node reduce-scatter of that chunk into the own block
+ * The v-forms' steps get counts arrays of the call's own kind (int, or MPI_Count and MPI_Aint from
+ * the _c entry points), built per call in arrays the comm holds; where a node chunk's count does not
+ * fit an int the call is not served here.
  *
  * Each step is a complete blocking collective (its tier waits for its GPU work before the next step
  * starts): the order between steps is the host's, not yet the streams'. Cross-node traffic per
@@ -36,6 +48,7 @@
 #include "stats.h"
 #include "hier_fused.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +63,9 @@ static const char *const hier_algos[H_COUNT] = { "auto", "2d", "oneshot", "fused
  * fused kernels' rail exists, agreed at setup). */
 static int hier_algo(const tlmpi_call_t *c, int algo, int L, int fused)
 {
+    if (tlmpi_coll_sibling(c->coll)) {
+        return H_2D; /* the fused kernels serve the three */
+    }
     if (fused && (algo == H_FUSED || algo == H_AUTO)) {
         return H_FUSED;
     }
@@ -67,7 +83,9 @@ static int hier_algo(const tlmpi_call_t *c, int algo, int L, int fused)
 
 static void hier_describe_algo(tlmpi_coll_t coll, int algo, char *buf, size_t len)
 {
-    if (algo == H_FUSED) {
+    if (coll == TLMPI_COLL_ALLGATHERV || coll == TLMPI_COLL_REDUCE_SCATTER) {
+        snprintf(buf, len, "2d (node blocks end to end)");
+    } else if (algo == H_FUSED) {
         snprintf(buf, len, "fused (where its rail exists, else auto)");
     } else if (coll != TLMPI_COLL_ALLREDUCE) {
         snprintf(buf, len, algo == H_2D ? "2d" : "auto(fused where its rail exists, else 2d)");
@@ -86,8 +104,11 @@ struct tlmpi_hier_comm {
     tlmpi_comm_t *node, *rail; /* the sub communicators' states */
     tlmpi_hier_fused_t *fused; /* the fused algorithm's rail (NULL: none, on every rank) */
     char fused_why[192];       /* why there is none */
-    void *scratch;             /* on the comm's device: RSB's L blocks, allreduce's slice */
+    void *scratch;             /* on the comm's device: RSB's L blocks, allreduce's slice, reduce_scatter's
+                                  largest node chunk */
     size_t scratch_bytes;
+    void *vcounts, *vdispls;   /* the v-forms' steps' counts and displacements (8 bytes an entry, as
+                                  many entries as the larger sub comm has ranks) */
 };
 
 static unsigned hier_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *why, size_t len)
@@ -102,11 +123,53 @@ static unsigned hier_local_caps(tlmpi_tier_comm_t *tc, unsigned *want_p, char *w
     return TLMPI_CAP_HIER;
 }
 
+/* The count of node n's chunk of a v-form (its L blocks), -1 where it does not fit the steps' count
+ * type (int unless the call came through a _c entry point). */
+static MPI_Count hier_chunk(const tlmpi_call_t *c, int n, int L)
+{
+    MPI_Count k = 0;
+    int j;
+
+    for (j = 0; j < L; j++) {
+        k += tlmpi_call_vcount(c, n * L + j);
+    }
+    return !c->large && k > INT_MAX ? -1 : k;
+}
+
+/* Whether a v-form's layout has the 2D steps (the table at the top of the file), from its counts and
+ * displacements alone: the same answer on every rank. */
+static int hier_v_layout(const tlmpi_call_t *c, int L)
+{
+    int n, j;
+
+    if (c->inter || c->vtotal < 0 || L < 2 || c->vn % L != 0 || c->vn / L < 2 ||
+        (c->coll == TLMPI_COLL_ALLGATHERV && !c->in_place && c->rtype != c->dtype)) {
+        return 0;
+    }
+    for (n = 0; n < c->vn / L; n++) {
+        if (hier_chunk(c, n, L) < 0) {
+            return 0;
+        }
+        for (j = 1; c->coll == TLMPI_COLL_ALLGATHERV && j < L; j++) {
+            const int i = n * L + j;
+
+            if (tlmpi_call_vdispl(c, i) != tlmpi_call_vdispl(c, i - 1) + (MPI_Aint)tlmpi_call_vcount(c, i - 1)) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 static int hier_supports(const tlmpi_call_t *c, unsigned caps)
 {
     if ((caps & (TLMPI_CAP_HIER | TLMPI_CAP_GPU | TLMPI_CAP_STREAM)) != (TLMPI_CAP_HIER | TLMPI_CAP_GPU | TLMPI_CAP_STREAM) ||
-        !c->contiguous || !tlmpi_call_all_device(c) || c->local_size < 2 || tlmpi_coll_sibling(c->coll)) {
+        !c->contiguous || !tlmpi_call_all_device(c) || c->local_size < 2) {
         return 0;
+    }
+    if (tlmpi_coll_sibling(c->coll)) {
+        return (c->coll == TLMPI_COLL_ALLGATHERV || c->coll == TLMPI_COLL_REDUCE_SCATTER) &&
+               hier_v_layout(c, c->local_size);
     }
     return 1; /* allreduce counts the ranks per node do not divide run one-shot */
 }
@@ -123,10 +186,18 @@ static tlmpi_status_t hier_setup(tlmpi_tier_comm_t *tc, char *why, size_t len)
     /* collective over the node comm, then over the rail comm: every rank of the comm in this order */
     hc->node = tlmpi_comm_get_sub(tc->node_comm, 0);
     hc->rail = tlmpi_comm_get_sub(tc->rail_comm, rail_tier_env[TLMPI_ENV_I(HIER_RAIL) & 3]);
-    ok = hc->node && hc->rail && hc->node->eligible && hc->rail->eligible;
+    {
+        const size_t k = (size_t)(tc->nodes > tc->local_size ? tc->nodes : tc->local_size);
+
+        hc->vcounts = malloc(k * 8);
+        hc->vdispls = malloc(k * 8);
+    }
+    ok = hc->node && hc->rail && hc->node->eligible && hc->rail->eligible && hc->vcounts && hc->vdispls;
     if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, tc->comm) != MPI_SUCCESS || !all) {
         snprintf(why, len, "%s", ok ? "the node or rail communicator of another rank cannot be accelerated"
                                     : "its node or rail communicator cannot be accelerated");
+        free(hc->vcounts);
+        free(hc->vdispls);
         free(hc); /* the sub states stay with their comms (the topology frees them) */
         return TLMPI_ERR_NOT_FOUND;
     }
@@ -159,6 +230,8 @@ static void hier_cleanup(tlmpi_tier_comm_t *tc)
         (void)cudaGetLastError();
     }
 #endif
+    free(hc->vcounts);
+    free(hc->vdispls);
     free(hc);
 }
 
@@ -183,6 +256,18 @@ static void hier_describe(const tlmpi_tier_comm_t *tc, char *buf, size_t len)
     snprintf(buf, len, "%d nodes x %d ranks; %s; host-ordered steps: node comm #%u {%s}; rail comm #%u, TLMPI_HIER_RAIL=%s {%s}",
              tc->nodes, tc->local_size, fd, hc->node->tier.id, np, hc->rail->tier.id,
              rail_names[TLMPI_ENV_I(HIER_RAIL) & 3], rp);
+}
+
+/* Entry i of the v-forms' step arrays, in the call's own types. */
+static void hier_v_set(const tlmpi_call_t *c, struct tlmpi_hier_comm *hc, int i, MPI_Count n, MPI_Aint d)
+{
+    if (c->large) {
+        ((MPI_Count *)hc->vcounts)[i] = n;
+        ((MPI_Aint *)hc->vdispls)[i] = d;
+    } else {
+        ((int *)hc->vcounts)[i] = (int)n;
+        ((int *)hc->vdispls)[i] = (int)d;
+    }
 }
 
 /* The steps of algorithm a (the table at the top of the file). */
@@ -213,11 +298,47 @@ static tlmpi_status_t hier_steps(tlmpi_tier_comm_t *tc, struct tlmpi_hier_comm *
                                                    mpi_rc_p)
                               : st;
     }
+    if (c->coll == TLMPI_COLL_ALLGATHERV) {
+        const int n = tc->node_index, N = tc->nodes;
+        int j, m;
+
+        /* 1: node allgatherv of this node's blocks into their places (a node whose blocks are all
+         * empty skips it: every rank of the node comm alike) */
+        for (j = 0; j < L; j++) {
+            hier_v_set(c, hc, j, tlmpi_call_vcount(c, n * L + j), tlmpi_call_vdispl(c, n * L + j));
+        }
+        st = TLMPI_OK;
+        if (hier_chunk(c, n, L) > 0) {
+            st = tlmpi_coll_run_sub_v(hc->node, c, TLMPI_COLL_ALLGATHERV, c->in_place ? MPI_IN_PLACE : c->sbuf, rb,
+                                      c->count, hc->vcounts, hc->vdispls, mpi_rc_p);
+        }
+        if (st != TLMPI_OK) {
+            return st;
+        }
+        /* 2: rail allgatherv of the node chunks, in place */
+        for (m = 0; m < N; m++) {
+            hier_v_set(c, hc, m, hier_chunk(c, m, L), tlmpi_call_vdispl(c, m * L));
+        }
+        return tlmpi_coll_run_sub_v(hc->rail, c, TLMPI_COLL_ALLGATHERV, MPI_IN_PLACE, rb, 0, hc->vcounts, hc->vdispls,
+                                    mpi_rc_p);
+    }
     /* the reductions stage through scratch on the comm's device; it grows at the same calls on
-     * every rank (the sizes are uniform), and a growth is agreed: where any rank could not allocate,
-     * every rank declines before any data moved (the call is staged) */
+     * every rank (the sizes are uniform: reduce_scatter's is the largest node chunk), and a growth is
+     * agreed: where any rank could not allocate, every rank declines before any data moved (the call
+     * is staged) */
     {
         size_t need = c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK ? (size_t)L * b : c->in_bytes / (size_t)L;
+
+        if (c->coll == TLMPI_COLL_REDUCE_SCATTER) {
+            int m;
+
+            need = 0;
+            for (m = 0; m < tc->nodes; m++) {
+                size_t k = (size_t)hier_chunk(c, m, L) * (size_t)c->dt_size;
+
+                need = k > need ? k : need;
+            }
+        }
 
         need = need ? need : 1;
         if (need > hc->scratch_bytes || !hc->scratch) {
@@ -234,6 +355,26 @@ static tlmpi_status_t hier_steps(tlmpi_tier_comm_t *tc, struct tlmpi_hier_comm *
                 return TLMPI_ERR_UNSUPPORTED;
             }
         }
+    }
+    if (c->coll == TLMPI_COLL_REDUCE_SCATTER) {
+        const int n = tc->node_index;
+        int j, m;
+
+        /* 1: rail reduce-scatter of the N node chunks into scratch */
+        for (m = 0; m < tc->nodes; m++) {
+            hier_v_set(c, hc, m, hier_chunk(c, m, L), 0);
+        }
+        st = tlmpi_coll_run_sub_v(hc->rail, c, TLMPI_COLL_REDUCE_SCATTER, c->in, hc->scratch, 0, hc->vcounts, NULL,
+                                  mpi_rc_p);
+        if (st != TLMPI_OK || hier_chunk(c, n, L) == 0) {
+            return st; /* a node whose blocks are all empty: nothing more (every rank of the node alike) */
+        }
+        /* 2: node reduce-scatter of this node's chunk into the own block */
+        for (j = 0; j < L; j++) {
+            hier_v_set(c, hc, j, tlmpi_call_vcount(c, n * L + j), 0);
+        }
+        return tlmpi_coll_run_sub_v(hc->node, c, TLMPI_COLL_REDUCE_SCATTER, hc->scratch, rb, 0, hc->vcounts, NULL,
+                                    mpi_rc_p);
     }
     if (c->coll == TLMPI_COLL_REDUCE_SCATTER_BLOCK) {
         /* 1: rail reduce-scatter of the N chunks of L blocks into scratch; 2: node reduce-scatter */

@@ -1043,11 +1043,17 @@ struct node_launch_gated {
     tlmpi_node_args_t args;     /* the pool kernel's */
     tlmpi_node_args_t dargs;    /* the zero-copy kernel's (one column per CTA, memo and token set) */
     tlmpi_node_direct_t d;
+    tlmpi_node_layout_t layout, dlayout; /* a sibling's blocks for each launch (the copy points at its own) */
 };
 static int node_launch_gated(void *arg, const void *in, void *out, void *stream, tlmpi_gpu_done_t *done)
 {
     struct node_launch_gated *l = arg;
     int e;
+
+    if (l->args.layout) {
+        l->args.layout = &l->layout;
+        l->dargs.layout = &l->dlayout;
+    }
 
     /* both launches are offered the word: the one that runs the call writes it, both count their CTAs
      * (kernels.h), the pool launch's target after the zero-copy launch's */
@@ -1198,10 +1204,15 @@ static int node_gate_ready(const struct tlmpi_node_comm *nc)
 {
     return TLMPI_ENV_I(NODE_GATE) && nc->ipc && nc->xp->x.dev_epoch && tlmpi_regcache_memos(nc->reg) > 0;
 }
+/* Whether call c may be gated: the three, and the siblings where TLMPI_NODE_GATE_SIBLINGS says so. */
+static int node_gate_coll(const tlmpi_call_t *c)
+{
+    return !tlmpi_coll_sibling(c->coll) || TLMPI_ENV_I(NODE_GATE_SIBLINGS);
+}
 static int node_gate_wanted(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
                             int algo)
 {
-    return c->form == TLMPI_FORM_NONBLOCKING && !c->preg && !tlmpi_coll_sibling(c->coll) && node_gate_ready(nc) &&
+    return c->form == TLMPI_FORM_NONBLOCKING && !c->preg && node_gate_coll(c) && node_gate_ready(nc) &&
            node_reg_size(tc, nc, c, algo);
 }
 
@@ -1228,14 +1239,17 @@ static void node_known_ranges(const void *in, const void *out, tlmpi_reg_range_t
 static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc,
                                     const tlmpi_call_t *c, tlmpi_node_direct_t *d)
 {
+    /* a reduce's non-root: its input stands in for the output (node_zero_copy) */
+    const int no_out = c->coll == TLMPI_COLL_REDUCE && !c->root_here;
+    void *out = no_out ? (void *)c->in : c->rbuf;
     tlmpi_reg_range_t known[2];
 
-    if (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev ||
+    if ((!no_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev)) ||
         (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
         return 0;
     }
-    node_known_ranges(c->in, c->rbuf, known);
-    return tlmpi_regcache_memo(nc->reg, c->in, c->rbuf, known, d);
+    node_known_ranges(c->in, out, known);
+    return tlmpi_regcache_memo(nc->reg, c->in, out, known, d);
 }
 
 /* The registration cache's drain (regcache.h): every kernel of the comm queued so far completed, the
@@ -1463,12 +1477,13 @@ static int node_memo_blocking(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc,
     tlmpi_node_direct_t d;
     unsigned long long before;
 
-    if (!node_gate_ready(nc) || tlmpi_coll_sibling(c->coll)) {
-        return 0; /* the siblings' zero-copy kernels are not gated: they look up */
+    if (!node_gate_ready(nc) || !node_gate_coll(c)) {
+        return 0; /* the siblings' zero-copy kernels gated only with TLMPI_NODE_GATE_SIBLINGS: else they look up */
     }
     memset(&l, 0, sizeof(l));
     l.nc = nc;
     node_gate_args(tc, nc, c, algo, &l.args, &d);
+    l.args.layout = node_layout_for(c, A_DIRECT, 1, &l.layout); /* a sibling's (node_launch_direct repoints it) */
     l.d = l.args.memo ? &d : NULL;
     before = nc->xp->err->gated_direct;
     {
@@ -1540,6 +1555,8 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         l.args = args;
         node_gate_args(tc, nc, c, algo, &l.dargs, &l.d);
         l.args.gate = l.dargs.gate;
+        l.args.layout = node_layout_for(c, a, 0, &l.layout); /* a sibling's: both, or neither */
+        l.dargs.layout = node_layout_for(c, A_DIRECT, 1, &l.dlayout);
         {
             const tlmpi_tier_kernel_t k = { "node", node_algos[a], "node tier", "the node kernels (gated zero-copy)",
                                             NODE_GRACE_S, &nc->scratch, &nc->scratch_bytes, &launch_warned,

@@ -7,8 +7,10 @@
 # elements, where calls from TLMPI_NODE_REG_MIN (2 MiB) run zero-copy on the registration cache's
 # kernels (zc with -Z, which fails where some collective ran none zero-copy; zclarge every case the
 # largest), and zcsteps: zclarge's cases under TLMPI_NODE_POOL=4m, whose 2 MiB steps (kernels.h:
-# step_bytes) make the zero-copy exchange of uneven blocks take several steps - SIBLINGS_PARTS picks
-# (default "small large zc zclarge zcsteps"). Prints the program's lines and one
+# step_bytes) make the zero-copy exchange of uneven blocks take several steps; gated: zc's cases with
+# TLMPI_NODE_GATE_SIBLINGS=1 (the non-blocking calls gated on the memos the blocking ones leave, and the
+# blocking ones trying the gated kernel first) - SIBLINGS_PARTS picks (default "small large zc zclarge
+# zcsteps"; gated is not in it while the setting is off by default). Prints the program's lines and one
 # PASS / FAIL line per run; exits nonzero
 # if any failed. TLMPI_NODE_SIBLINGS=1 unless set. SIBLINGS_ARGS are added to every command line.
 nps=${1:?usage: siblings.sh "NPS" BUILD_DIR}
@@ -20,13 +22,14 @@ for np in $nps; do
     for part in ${SIBLINGS_PARTS:-small large zc zclarge zcsteps}; do
         case $part in
         small) set -- -n 150 ;;
-        zc) set -- -n 80 -C 1000000 -Z ;;
+        zc | gated) set -- -n 80 -C 1000000 -Z ;;
         zclarge | zcsteps) set -- -n 24 -C 1500000 -L -Z ;;
         *) set -- -n 24 -C 600000 -L ;;
         esac
         pool=
         case $part in
         large | zcsteps) pool=TLMPI_NODE_POOL=4m ;;
+        gated) pool=TLMPI_NODE_GATE_SIBLINGS=1 ;;
         esac
         # shellcheck disable=SC2086
         if env $pool timeout "${RUN_TIMEOUT:-120}" \

@@ -16,7 +16,13 @@
  *  - back to back: TLMPI_TEST_ITERS (default 300) calls mixing collective, type, op, in place and
  *    size on the world and the dup, each checked;
  *  - the path: every collective took the hier path at least once on the world (TLMPI_STATS'
- *    counters), never on the interleaved one.
+ *    counters), never on the interleaved one;
+ *  - the v-forms (MPI_Allgatherv, MPI_Reduce_scatter, MPI_INT, sum) on the world, the dup and the
+ *    interleaved world against PMPI_* on host copies (every byte of the receive buffer,
+ *    gaps and guard included): random counts, one rank's count 8x the others', some counts zero, and
+ *    allgatherv's blocks in reversed order with gaps, in place or not; on the world and the dup every
+ *    case but the reversed one takes the hier path (the reversed one must not), on the interleaved
+ *    world none does (the world: counts up to 17 and up to 3000; the others: up to 17).
  * Built twice (tests/local.mk): tests/mpi/mpi_hier with the CPU stand-ins of tests/fakes (the node
  * tier's kernels cannot run there, so its steps fall back to staging: the decomposition and the
  * layouts are what is checked) and tests/gpu/gpu_hier with the real CUDA runtime.
@@ -102,6 +108,101 @@ static void matrix(MPI_Comm comm, int L, const char *tag)
                     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
                         one(comm, coll, t, sum, ip, counts[k], tag);
             }
+}
+
+/* The v-forms: one MPI_Allgatherv (rs = 0) or MPI_Reduce_scatter (rs = 1) of MPI_INT on comm, against
+ * PMPI_* of the same call on host copies. pattern 0: random counts 1 .. maxc, blocks end to end in rank
+ * order; 1: the same with one rank's count 8x the others'; 2: every third count zero; 3 (allgatherv):
+ * the blocks in reversed order with gaps of 3 elements. Returns 1 where the call took the hier path. */
+static int one_v(MPI_Comm comm, int rs, int pattern, int inplace, int maxc, const char *tag)
+{
+    int rank, p, q, counts[64], displs[64], total = 0, out_n = 0, buf_n, off = 0, rc;
+    uint64_t ds = g_seed ^ (uint64_t)++g_cases * 0x94D049BB133111EBULL;
+    const unsigned char pv = (unsigned char)(0xA0 | (g_cases & 0xF));
+    const tlmpi_coll_t id = rs ? TLMPI_COLL_REDUCE_SCATTER : TLMPI_COLL_ALLGATHERV;
+    const char *name = rs ? "reduce_scatter" : "allgatherv";
+    tlmpi_stat_t st0, st1;
+    tst_rng_t g;
+    int *hin = (int *)h_in, *href, *hout = (int *)h_out, i;
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &p);
+    if (p > 64) return 0;
+    tst_rng_seed(&g, ds);
+    for (q = 0; q < p; q++) {
+        counts[q] = 1 + (int)(tst_rand_r(&g) % (uint64_t)maxc);
+        if (pattern == 1) counts[q] = q == p / 2 ? 8 * maxc : maxc;
+        if (pattern == 2 && q % 3 == 1) counts[q] = 0;
+        total += counts[q];
+    }
+    for (q = 0; q < p; q++) {
+        const int k = pattern == 3 && !rs ? p - 1 - q : q;
+
+        displs[k] = off;
+        off += counts[k] + (pattern == 3 && !rs ? 3 : 0);
+        out_n = displs[k] + counts[k] > out_n ? displs[k] + counts[k] : out_n;
+    }
+    if (rs) out_n = counts[rank];
+    buf_n = rs && inplace ? total : out_n;
+    if ((size_t)(buf_n + GUARD) * 4 > g_cap || (size_t)(total + GUARD) * 4 > g_cap) return 0;
+    href = malloc((size_t)(buf_n + GUARD) * 4);
+    /* inputs: RS every block, allgatherv the own block; the receive buffers poisoned alike */
+    for (i = 0; i < (rs ? total : counts[rank]); i++) hin[i] = (int)((ds >> (i % 40)) % 9) - 4 + rank * 3 + (i % 5);
+    memset(href, pv, (size_t)(buf_n + GUARD) * 4);
+    if (inplace) memcpy(rs ? href : href + displs[rank], hin, (size_t)(rs ? total : counts[rank]) * 4);
+    TST_CUDA(cudaMemcpy(d_r, href, (size_t)(buf_n + GUARD) * 4, cudaMemcpyHostToDevice));
+    TST_CUDA(cudaMemcpy(d_s, hin, (size_t)(rs ? total : counts[rank]) * 4 + 4, cudaMemcpyHostToDevice));
+    if (rs) {
+        rc = PMPI_Reduce_scatter(inplace ? MPI_IN_PLACE : (void *)hin, href, counts, MPI_INT, MPI_SUM, comm);
+    } else {
+        rc = PMPI_Allgatherv(inplace ? MPI_IN_PLACE : (void *)hin, counts[rank], MPI_INT, href, counts, displs, MPI_INT,
+                             comm);
+    }
+    TST_CHECK(rc == MPI_SUCCESS, "%s: the host reference failed", tag);
+    tlmpi_get_stats(id, TLMPI_PATH_HIER, &st0);
+    if (rs) {
+        rc = MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : (void *)d_s, d_r, counts, MPI_INT, MPI_SUM, comm);
+    } else {
+        rc = MPI_Allgatherv(inplace ? MPI_IN_PLACE : (void *)d_s, counts[rank], MPI_INT, d_r, counts, displs, MPI_INT,
+                            comm);
+    }
+    tlmpi_get_stats(id, TLMPI_PATH_HIER, &st1);
+    if (rc != MPI_SUCCESS) {
+        TST_FAIL("%s: %s pattern %d%s np %d: error %d", tag, name, pattern, inplace ? " in place" : "", p, rc);
+        free(href);
+        return 0;
+    }
+    TST_CUDA(cudaMemcpy(hout, d_r, (size_t)(buf_n + GUARD) * 4, cudaMemcpyDeviceToHost));
+    /* the result (allgatherv: every byte of the buffer, gaps included; in-place reduce_scatter: its
+     * block, the rest of the input being undefined), then the guard */
+    for (i = 0; i < buf_n + GUARD; i++) {
+        if ((i < out_n || i >= buf_n) && memcmp(hout + i, href + i, 4)) {
+            TST_FAIL("%s: %s pattern %d%s np %d max %d: element %d = %d, expected %d", tag, name, pattern,
+                     inplace ? " in place" : "", p, maxc, i, hout[i], href[i]);
+            break;
+        }
+    }
+    free(href);
+    return st1.calls > st0.calls;
+}
+
+/* Every v-form case on comm (sizes 1: the small counts alone, 2: also the large); expect: 1 every case
+ * but allgatherv's reversed blocks takes the hier path (and that one does not), 0 none does. */
+static void siblings(MPI_Comm comm, int expect, int sizes, const char *tag)
+{
+    for (int rs = 0; rs < 2; rs++)
+        for (int pattern = 0; pattern < (rs ? 3 : 4); pattern++)
+            for (int ip = 0; ip < 2; ip++)
+                for (int big = 0; big < sizes; big++) {
+                    const int h = one_v(comm, rs, pattern, ip, big ? 3000 : 17, tag);
+                    const int want = pattern != 3;
+
+                    if (expect >= 0) {
+                        TST_CHECK(h == (expect && want), "%s: %s pattern %d%s: %s the hier path", tag,
+                                  rs ? "reduce_scatter" : "allgatherv", pattern, ip ? " in place" : "",
+                                  h ? "took" : "did not take");
+                    }
+                }
 }
 
 int main(int argc, char **argv)
@@ -193,13 +294,16 @@ int main(int argc, char **argv)
         TST_CHECK(after[c] > before[c], "%s never took the hier path on the world (%lld calls)", coll_name[c],
                   after[c] - before[c]);
     }
+    siblings(MPI_COMM_WORLD, 1, 2, "world v");
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     matrix(dup, L, "dup");
+    siblings(dup, 1, 1, "dup v");
     /* ranks interleaved across the nodes (comm rank k on node k % N): not numbered node by node,
      * so not hier (the flat tiers serve it) */
     MPI_Comm_split(MPI_COMM_WORLD, 0, (tst_rank % L) * (tst_size / L) + tst_rank / L, &rev);
     for (c = 0; c < NCOLL; c++) rev_before[c] = path_calls(c, TLMPI_PATH_HIER);
     matrix(rev, L, "interleaved");
+    siblings(rev, 0, 1, "interleaved v");
     for (c = 0; c < NCOLL; c++) {
         TST_CHECK(path_calls(c, TLMPI_PATH_HIER) == rev_before[c], "%s took the hier path on the interleaved world",
                   coll_name[c]);

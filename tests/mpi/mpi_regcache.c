@@ -35,7 +35,11 @@
  *     again: the last rank offers none (the others still do), also where the new allocation has the old
  *     address (a memo matched by address alone would be offered there: the staleness check); a blocking
  *     call on the new pair makes a memo every rank offers again; a communicator whose calls are all
- *     non-blocking never gates (no memo).
+ *     non-blocking never gates (no memo);
+ *  j  the siblings (TLMPI_NODE_GATE_SIBLINGS): MPI_Iallgatherv after a blocking MPI_Allgatherv on the same
+ *     buffers is not gated by default; with the setting on it is, every rank offering the memo;
+ *     MPI_Ireduce after a blocking MPI_Reduce on the same buffers: every rank offers, a non-root too (its
+ *     input stands in for the receive buffer it does not have).
  * Every call has fresh random inputs and poisoned outputs, checked exactly (small integers in double).
  */
 #include "config.h"
@@ -392,6 +396,74 @@ static void case_gated(void)
     cudaFree(r);
 }
 
+/* j: the siblings' gated calls (TLMPI_NODE_GATE_SIBLINGS) */
+static void sib_check(MPI_Comm c, int coll, int nb, double *s, double *r, long n, const char *what)
+{
+    int counts[NMAX], displs[NMAX], q, rc;
+    uint64_t seed;
+    long bad = 0, i;
+    MPI_Request rq = MPI_REQUEST_NULL;
+
+    for (q = 0; q < tst_size; q++) {
+        counts[q] = (int)n;
+        displs[q] = (int)(q * n);
+    }
+    tst_rng_sync();
+    seed = tst_rand();
+    for (i = 0; i < n; i++) s[i] = val(seed, tst_rank, i);
+    tst_poison(r, (size_t)n * sizeof(double) * (size_t)tst_size);
+    if (coll == 0) {
+        rc = nb ? MPI_Iallgatherv(s, (int)n, MPI_DOUBLE, r, counts, displs, MPI_DOUBLE, c, &rq)
+                : MPI_Allgatherv(s, (int)n, MPI_DOUBLE, r, counts, displs, MPI_DOUBLE, c);
+    } else {
+        rc = nb ? MPI_Ireduce(s, r, (int)n, MPI_DOUBLE, MPI_SUM, 0, c, &rq)
+                : MPI_Reduce(s, r, (int)n, MPI_DOUBLE, MPI_SUM, 0, c);
+    }
+    if (rc == MPI_SUCCESS && nb) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    TST_CHECK(rc == MPI_SUCCESS, "%s: the call failed", what);
+    for (q = 0; q < (coll == 0 ? tst_size : (tst_rank == 0)); q++) {
+        for (i = 0; i < n; i++) {
+            double e = 0;
+
+            if (coll == 0) {
+                e = val(seed, q, i);
+            } else {
+                for (int k = 0; k < tst_size; k++) e += val(seed, k, i);
+            }
+            bad += r[q * n + i] != e;
+        }
+    }
+    TST_CHECK(bad == 0, "%s: %ld wrong elements", what, bad);
+}
+
+static void case_gated_siblings(void)
+{
+    const long n = BIG / sizeof(double);
+    double *s, *r;
+    MPI_Comm c;
+    long gs = 0, go = 0;
+
+    TST_CUDA(cudaMalloc((void **)&s, BIG));
+    TST_CUDA(cudaMalloc((void **)&r, BIG * (size_t)tst_size));
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    sib_check(c, 0, 0, s, r, n, "j: blocking allgatherv, makes a memo");
+    gated(c, &gs, &go);
+    sib_check(c, 0, 1, s, r, n, "j: non-blocking allgatherv, default");
+    expect_gated(c, &gs, &go, 0, 0, "j: non-blocking allgatherv, TLMPI_NODE_GATE_SIBLINGS=0");
+    TST_CHECK(tlmpi_config_set("NODE_GATE_SIBLINGS", "1") == TLMPI_OK, "j: tlmpi_config_set");
+    gated(c, &gs, &go);
+    sib_check(c, 0, 1, s, r, n, "j: non-blocking allgatherv, gated");
+    expect_gated(c, &gs, &go, 1, 1, "j: non-blocking allgatherv on the memo's pair");
+    sib_check(c, 1, 0, s, r, n, "j: blocking reduce, makes a memo");
+    gated(c, &gs, &go);
+    sib_check(c, 1, 1, s, r, n, "j: non-blocking reduce, gated");
+    expect_gated(c, &gs, &go, 1, 1, "j: non-blocking reduce on the memo's pair (a non-root offers its input's)");
+    TST_CHECK(tlmpi_config_set("NODE_GATE_SIBLINGS", "0") == TLMPI_OK, "j: tlmpi_config_set");
+    MPI_Comm_free(&c);
+    cudaFree(s);
+    cudaFree(r);
+}
+
 int main(int argc, char **argv)
 {
     double *d;
@@ -405,6 +477,7 @@ int main(int argc, char **argv)
     case_evict();
     case_enqueue();
     case_gated();
+    case_gated_siblings();
     cudaFree(d);
     return tst_finish();
 }
