@@ -22,7 +22,8 @@
  *    gaps and guard included): random counts, one rank's count 8x the others', some counts zero, and
  *    allgatherv's blocks in reversed order with gaps, in place or not; on the world and the dup every
  *    case but the reversed one takes the hier path (the reversed one must not), on the interleaved
- *    world none does (the world: counts up to 17 and up to 3000; the others: up to 17).
+ *    world none does (the world: counts up to 17 and up to 3000, and the 8x case through the _c entry
+ *    points where the MPI has them; the others: up to 17).
  * Built twice (tests/local.mk): tests/mpi/mpi_hier with the CPU stand-ins of tests/fakes (the node
  * tier's kernels cannot run there, so its steps fall back to staging: the decomposition and the
  * layouts are what is checked) and tests/gpu/gpu_hier with the real CUDA runtime.
@@ -114,7 +115,7 @@ static void matrix(MPI_Comm comm, int L, const char *tag)
  * PMPI_* of the same call on host copies. pattern 0: random counts 1 .. maxc, blocks end to end in rank
  * order; 1: the same with one rank's count 8x the others'; 2: every third count zero; 3 (allgatherv):
  * the blocks in reversed order with gaps of 3 elements. Returns 1 where the call took the hier path. */
-static int one_v(MPI_Comm comm, int rs, int pattern, int inplace, int maxc, const char *tag)
+static int one_v(MPI_Comm comm, int rs, int pattern, int inplace, int maxc, int large, const char *tag)
 {
     int rank, p, q, counts[64], displs[64], total = 0, out_n = 0, buf_n, off = 0, rc;
     uint64_t ds = g_seed ^ (uint64_t)++g_cases * 0x94D049BB133111EBULL;
@@ -160,7 +161,22 @@ static int one_v(MPI_Comm comm, int rs, int pattern, int inplace, int maxc, cons
     }
     TST_CHECK(rc == MPI_SUCCESS, "%s: the host reference failed", tag);
     tlmpi_get_stats(id, TLMPI_PATH_HIER, &st0);
-    if (rs) {
+    if (large) {
+#ifdef HAVE_PMPI_ALLGATHERV_C
+        MPI_Count lc[64];
+        MPI_Aint ld[64];
+
+        for (q = 0; q < p; q++) {
+            lc[q] = counts[q];
+            ld[q] = displs[q];
+        }
+        rc = rs ? MPI_Reduce_scatter_c(inplace ? MPI_IN_PLACE : (void *)d_s, d_r, lc, MPI_INT, MPI_SUM, comm)
+                : MPI_Allgatherv_c(inplace ? MPI_IN_PLACE : (void *)d_s, counts[rank], MPI_INT, d_r, lc, ld, MPI_INT,
+                                   comm);
+#else
+        rc = MPI_ERR_OTHER;
+#endif
+    } else if (rs) {
         rc = MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : (void *)d_s, d_r, counts, MPI_INT, MPI_SUM, comm);
     } else {
         rc = MPI_Allgatherv(inplace ? MPI_IN_PLACE : (void *)d_s, counts[rank], MPI_INT, d_r, counts, displs, MPI_INT,
@@ -168,7 +184,8 @@ static int one_v(MPI_Comm comm, int rs, int pattern, int inplace, int maxc, cons
     }
     tlmpi_get_stats(id, TLMPI_PATH_HIER, &st1);
     if (rc != MPI_SUCCESS) {
-        TST_FAIL("%s: %s pattern %d%s np %d: error %d", tag, name, pattern, inplace ? " in place" : "", p, rc);
+        TST_FAIL("%s: %s%s pattern %d%s np %d: error %d", tag, name, large ? "_c" : "", pattern,
+                 inplace ? " in place" : "", p, rc);
         free(href);
         return 0;
     }
@@ -194,7 +211,7 @@ static void siblings(MPI_Comm comm, int expect, int sizes, const char *tag)
         for (int pattern = 0; pattern < (rs ? 3 : 4); pattern++)
             for (int ip = 0; ip < 2; ip++)
                 for (int big = 0; big < sizes; big++) {
-                    const int h = one_v(comm, rs, pattern, ip, big ? 3000 : 17, tag);
+                    const int h = one_v(comm, rs, pattern, ip, big ? 3000 : 17, 0, tag);
                     const int want = pattern != 3;
 
                     if (expect >= 0) {
@@ -295,6 +312,14 @@ int main(int argc, char **argv)
                   after[c] - before[c]);
     }
     siblings(MPI_COMM_WORLD, 1, 2, "world v");
+#ifdef HAVE_PMPI_ALLGATHERV_C
+    /* the _c entry points: the steps' arrays of MPI_Count and MPI_Aint */
+    for (int rs = 0; rs < 2; rs++)
+        for (int ip = 0; ip < 2; ip++) {
+            TST_CHECK(one_v(MPI_COMM_WORLD, rs, 1, ip, 300, 1, "world v _c"), "world v _c: %s%s did not take the hier path",
+                      rs ? "MPI_Reduce_scatter_c" : "MPI_Allgatherv_c", ip ? " in place" : "");
+        }
+#endif
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     matrix(dup, L, "dup");
     siblings(dup, 1, 1, "dup v");
