@@ -288,10 +288,11 @@ int tlmpi_cuda_node_run_direct(const tlmpi_node_xport_t *x, tlmpi_node_args_t *a
  * in, 0: none; d then only needs to be this rank's pointers or NULL) in the own pool header; after it
  * every column reads every rank's offer: all the same and nonzero, the call runs zero-copy on d, the
  * gate word of the own header takes the token and the pool kernel finds it and only counts its CTAs;
- * otherwise the zero-copy kernel returns (one barrier taken) and the pool kernel runs the call. Every column of every rank reads the same offers: the same choice everywhere. Both
- * launches of the pair are offered the completion word: the one that runs the call writes it, and
- * both count their CTAs, so the pool launch's a->done_ctas is the zero-copy launch's after this call.
- * Columns: one per CTA (a->cols 0), the same count on every rank. */
+ * otherwise the zero-copy kernel returns (one barrier taken) and the pool kernel runs the call. Every
+ * column of every rank reads the same offers: the same choice everywhere. Both launches of the pair
+ * are offered the completion word: the one that runs the call writes it, and both count their CTAs,
+ * so the pool launch's a->done_ctas is the zero-copy launch's after this call. Columns: one per CTA
+ * (a->cols 0), the same count on every rank. */
 
 /* Loads every kernel of the library into device dev's context (cuda/preload.cu: CUDA's lazy loading
  * may make a kernel's first launch wait for kernels in flight, and tlmpi's kernels wait for each

@@ -330,10 +330,10 @@ template <bool kMulti, class Body> __device__ __forceinline__ void node_columns(
 // visible (each fenced before its count), fences again and stores the word for the host, unless a
 // wait of this rank timed out (the record's set flag is written before that CTA counted). A CTA that
 // returned early from its algorithm (a wait timed out) counts too; one that left at node_enter on a
-// timed-out wrap barrier does not, and no later target is reached (the host then goes by the event: kernels.h). write false: the
-// CTA counts and the word is left alone (a gated pair's launch that did not run the call: the other one
-// writes it; node_direct.cu). The host reads the word with no CUDA call: MPI_Wait on a finished start
-// costs a load, not an event query.
+// timed-out wrap barrier does not, and no later target is reached (the host then goes by the event:
+// kernels.h). write false: the CTA counts and the word is left alone (a gated pair's launch that did
+// not run the call: the other one writes it; node_direct.cu). The host reads the word with no CUDA
+// call: MPI_Wait on a finished start costs a load, not an event query.
 // ---------------------------------------------------------------------------------------------
 __device__ __forceinline__ void node_exit(const Params &p, bool write = true)
 {

@@ -88,7 +88,8 @@ struct DParams {
 // column of every rank). Column 0 of a run then stores the token into the own gate word, which the
 // pair's pool kernel reads (node.cuh: node_enter), and counts the run. False: a wait timed out.
 // (The siblings' kernels take the same first barrier: SParams carries the memo too.)
-__device__ __forceinline__ bool first_barrier(const Params &p, unsigned long long memo, const IpcTransport &t, bool *run)
+__device__ __forceinline__ bool first_barrier(const Params &p, unsigned long long memo, const IpcTransport &t,
+                                              bool *run)
 {
     *run = true;
     if (!p.gate) return t.barrier(1);
@@ -152,7 +153,8 @@ template <int E> __device__ __forceinline__ void store_all_e(const DParams &q, i
     }
 }
 
-template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const DParams &q, const IpcTransport &t, bool *ran)
+template <int DT, typename Op>
+__device__ __forceinline__ bool ar_direct(const DParams &q, const IpcTransport &t, bool *ran)
 {
     using T = typename Dt<DT>::T;
     constexpr int E = (int)sizeof(T);
@@ -191,7 +193,8 @@ template <int DT, typename Op> __device__ __forceinline__ bool ar_direct(const D
     return t.barrier(2);
 }
 
-template <int DT, typename Op> __device__ __forceinline__ bool rsb_direct(const DParams &q, const IpcTransport &t, bool *ran)
+template <int DT, typename Op>
+__device__ __forceinline__ bool rsb_direct(const DParams &q, const IpcTransport &t, bool *ran)
 {
     using T = typename Dt<DT>::T;
     constexpr int E = (int)sizeof(T);
@@ -278,7 +281,8 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) ar_direct_ipc(const 
 {
     TLMPI_NODE_ENTER(q.p, ep);
     bool ran = true;
-    node_columns<false>(q.p, [&](Column c) { return ar_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_columns<false>(q.p,
+                        [&](Column c) { return ar_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
     node_exit(q.p, ran);
 }
 
@@ -287,7 +291,8 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) rsb_direct_ipc(const
 {
     TLMPI_NODE_ENTER(q.p, ep);
     bool ran = true;
-    node_columns<false>(q.p, [&](Column c) { return rsb_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_columns<false>(q.p,
+                        [&](Column c) { return rsb_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
     node_exit(q.p, ran);
 }
 
@@ -380,7 +385,8 @@ __device__ __forceinline__ void reduce_span(const SParams &q, const IpcTransport
     }
 }
 
-template <int DT, typename Op> __device__ __forceinline__ bool red_direct(const SParams &q, const IpcTransport &t, bool *ran)
+template <int DT, typename Op>
+__device__ __forceinline__ bool red_direct(const SParams &q, const IpcTransport &t, bool *ran)
 {
     const int n = t.nranks(), r = t.rank();
     const size_t T = q.p.bytes;
@@ -418,7 +424,8 @@ __global__ void __launch_bounds__(kNodeThreads, kMinBlocks) red_direct_ipc(const
 {
     TLMPI_NODE_ENTER(q.p, ep);
     bool ran = true;
-    node_columns<false>(q.p, [&](Column c) { return red_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
+    node_columns<false>(q.p,
+                        [&](Column c) { return red_direct<DT, Op>(q, IpcTransport{ q.p.x, ep, q.p.kind, c }, &ran); });
     node_exit(q.p, ran);
 }
 

@@ -271,7 +271,7 @@ tlmpi_status_t tlmpi_comm_run(tlmpi_comm_t *tc, const tlmpi_call_t *c, int t, in
     return st;
 }
 
-static tlmpi_status_t run_sub(tlmpi_comm_t *sub, tlmpi_call_t *cp, tlmpi_coll_t coll, const void *sbuf, void *rbuf,
+static tlmpi_status_t run_sub(tlmpi_comm_t *sub, tlmpi_call_t *c, tlmpi_coll_t coll, const void *sbuf, void *rbuf,
                               MPI_Count count, int *mpi_rc_p);
 
 tlmpi_status_t tlmpi_coll_run_sub(tlmpi_comm_t *sub, const tlmpi_call_t *parent, tlmpi_coll_t coll, const void *sbuf,
@@ -291,18 +291,11 @@ tlmpi_status_t tlmpi_coll_run_sub_v(tlmpi_comm_t *sub, const tlmpi_call_t *paren
 {
     tlmpi_call_t c = *parent;
     MPI_Count vmax = 0;
-    int i;
 
     c.rcounts = rcounts;
     c.displs = coll == TLMPI_COLL_ALLGATHERV ? displs : NULL;
     c.vn = sub->tier.size;
-    c.vtotal = 0;
-    for (i = 0; i < c.vn; i++) {
-        MPI_Count n = tlmpi_call_vcount(&c, i);
-
-        c.vtotal += n;
-        vmax = n > vmax ? n : vmax;
-    }
+    c.vtotal = tlmpi_call_vsum(&c, c.vn, &vmax);
     c.root_here = 0;
     c.inter = 0;
     /* the message size as classify_sibling has it: the largest block (run_sub keeps it) */
@@ -310,39 +303,39 @@ tlmpi_status_t tlmpi_coll_run_sub_v(tlmpi_comm_t *sub, const tlmpi_call_t *paren
     return run_sub(sub, &c, coll, sbuf, rbuf, count, mpi_rc_p);
 }
 
-static tlmpi_status_t run_sub(tlmpi_comm_t *sub, tlmpi_call_t *cp, tlmpi_coll_t coll, const void *sbuf, void *rbuf,
+/* One step on sub: *c, the caller's copy of the parent's call record, made the step's and run. */
+static tlmpi_status_t run_sub(tlmpi_comm_t *sub, tlmpi_call_t *c, tlmpi_coll_t coll, const void *sbuf, void *rbuf,
                               MPI_Count count, int *mpi_rc_p)
 {
-    tlmpi_call_t c = *cp;
     const tlmpi_tier_t *tier;
     tlmpi_status_t st;
     int t, algo = 0;
     const int sib = tlmpi_coll_sibling(coll);
 
-    c.coll = coll;
-    c.sbuf = sbuf;
-    c.rbuf = rbuf;
-    c.count = c.rcount = count;
-    c.rtype = c.dtype;
-    c.comm = sub->comm;
-    c.smem = c.rmem; /* hier's buffers: the caller's receive buffer's kind, or scratch on its device */
-    c.sdev = c.rdev;
-    c.preg = NULL; /* a step is never zero-copy */
-    c.pend = NULL; /* a step completes inside its parent's call (a started hier call: at its start) */
-    c.in_place = sbuf == MPI_IN_PLACE; /* as tlmpi_call_classify sets them */
+    c->coll = coll;
+    c->sbuf = sbuf;
+    c->rbuf = rbuf;
+    c->count = c->rcount = count;
+    c->rtype = c->dtype;
+    c->comm = sub->comm;
+    c->smem = c->rmem; /* hier's buffers: the caller's receive buffer's kind, or scratch on its device */
+    c->sdev = c->rdev;
+    c->preg = NULL; /* a step is never zero-copy */
+    c->pend = NULL; /* a step completes inside its parent's call (a started hier call: at its start) */
+    c->in_place = sbuf == MPI_IN_PLACE; /* as tlmpi_call_classify sets them */
     if (!sib) {
-        c.msg_bytes = (size_t)count * (size_t)c.dt_size;
+        c->msg_bytes = (size_t)count * (size_t)c->dt_size;
     }
     if (coll == TLMPI_COLL_ALLGATHER || coll == TLMPI_COLL_ALLGATHERV) {
-        c.opc = TLMPI_OP_SUM;
+        c->opc = TLMPI_OP_SUM;
     }
-    tlmpi_call_layout(&c, sub->tier.rank, sub->tier.size);
-    c.local_size = sub->tier.local_size;
-    t = tlmpi_plan_select(&sub->plan, &c, &algo);
+    tlmpi_call_layout(c, sub->tier.rank, sub->tier.size);
+    c->local_size = sub->tier.local_size;
+    t = tlmpi_plan_select(&sub->plan, c, &algo);
     /* a step runs inside its parent's call, which holds the GPU turn where one is taken */
-    st = tlmpi_comm_run(sub, &c, t, algo, 0, &tier, mpi_rc_p);
+    st = tlmpi_comm_run(sub, c, t, algo, 0, &tier, mpi_rc_p);
     if (st == TLMPI_OK) {
-        tlmpi_stat_add(coll, tier->label, c.msg_bytes); /* the step, under its own tier */
+        tlmpi_stat_add(coll, tier->label, c->msg_bytes); /* the step, under its own tier */
     }
     return st;
 }

@@ -11,7 +11,7 @@
  * PMPI queries of the communicator (the caller checked it is not MPI_COMM_NULL). */
 static void classify_sibling(tlmpi_call_t *c)
 {
-    int size = 0, rank = -1, i;
+    int size = 0, rank = -1;
     MPI_Count vmax = 0;
 
     c->inter = 0;
@@ -30,17 +30,7 @@ static void classify_sibling(tlmpi_call_t *c)
             size = 0;
         }
         c->vn = size;
-        for (i = 0; i < size; i++) {
-            MPI_Count n = tlmpi_call_vcount(c, i);
-
-            if (n < 0) {
-                c->vtotal = -1;
-                vmax = 0;
-                break;
-            }
-            c->vtotal += n;
-            vmax = n > vmax ? n : vmax;
-        }
+        c->vtotal = tlmpi_call_vsum(c, size, &vmax);
         if (c->coll == TLMPI_COLL_ALLGATHERV && c->rtype != c->dtype) {
             int rsz = 0; /* recvcounts are in recvtype's units */
 

@@ -116,6 +116,25 @@ static inline MPI_Aint tlmpi_call_vdispl(const tlmpi_call_t *c, int i)
 {
     return c->large ? ((const MPI_Aint *)c->displs)[i] : (MPI_Aint)((const int *)c->displs)[i];
 }
+/* The sum of the first n counts and in *vmax the largest; -1 (and 0) where some count is negative. */
+static inline MPI_Count tlmpi_call_vsum(const tlmpi_call_t *c, int n, MPI_Count *vmax)
+{
+    MPI_Count total = 0, m = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        MPI_Count k = tlmpi_call_vcount(c, i);
+
+        if (k < 0) {
+            *vmax = 0;
+            return -1;
+        }
+        total += k;
+        m = k > m ? k : m;
+    }
+    *vmax = m;
+    return total;
+}
 
 /* 1 when the MPI, not tlmpi, decides whether a call's arguments are valid: overlapping buffers, or a
  * reduction of a datatype tlmpi does not reduce itself (pair, complex, bool, derived, ...) or with

@@ -1234,18 +1234,33 @@ static void node_known_ranges(const void *in, const void *out, tlmpi_reg_range_t
     }
 }
 
+/* A reduce's non-root has no output: the buffers it registers are its input alone (node_reg_out). */
+static int node_no_out(const tlmpi_call_t *c)
+{
+    return c->coll == TLMPI_COLL_REDUCE && !c->root_here;
+}
+/* The output a call registers: its receive buffer, or where it has none its input (registered, never
+ * written). */
+static void *node_reg_out(const tlmpi_call_t *c)
+{
+    return node_no_out(c) ? (void *)c->in : c->rbuf;
+}
+/* Whether the buffers a call registers are device memory of the comm's GPU. */
+static int node_reg_local(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c)
+{
+    return (node_no_out(c) || (c->rmem == TLMPI_MEM_DEVICE && c->rdev == tc->dev)) &&
+           (c->in_place || (c->smem == TLMPI_MEM_DEVICE && c->sdev == tc->dev));
+}
+
 /* This rank's offer for a gated call (local, no driver call): the memo holding exactly its buffers,
  * every rank's pointers in *d; 0: none (buffers not device memory of the comm's GPU, or not in a memo). */
 static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc,
                                     const tlmpi_call_t *c, tlmpi_node_direct_t *d)
 {
-    /* a reduce's non-root: its input stands in for the output (node_zero_copy) */
-    const int no_out = c->coll == TLMPI_COLL_REDUCE && !c->root_here;
-    void *out = no_out ? (void *)c->in : c->rbuf;
+    void *out = node_reg_out(c);
     tlmpi_reg_range_t known[2];
 
-    if ((!no_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev)) ||
-        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
+    if (!node_reg_local(tc, c)) {
         return 0;
     }
     node_known_ranges(c->in, out, known);
@@ -1422,20 +1437,13 @@ static int node_pool_ready(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, co
 static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c,
                           tlmpi_reg_use_t use, tlmpi_node_direct_t *d)
 {
-    const char *why_local = NULL;
-    /* a reduce's non-root has no output: its input stands in (registered once, never written) */
-    const int no_out = c->coll == TLMPI_COLL_REDUCE && !c->root_here;
-    void *out = no_out ? (void *)c->in : c->rbuf;
-    int local_ok = 1;
+    void *out = node_reg_out(c);
+    const int local_ok = node_reg_local(tc, c);
+    const char *why_local = local_ok ? NULL : "has buffers that are not device memory of the communicator's GPU";
     tlmpi_reg_state_t st;
     tlmpi_reg_range_t known[2];
     char why[192];
 
-    if ((!no_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev)) ||
-        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
-        local_ok = 0;
-        why_local = "has buffers that are not device memory of the communicator's GPU";
-    }
     if (local_ok) {
         node_known_ranges(c->in, out, known); /* the classification of this call validated them: no driver call */
     }
@@ -1694,10 +1702,9 @@ static void node_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
  * buffers allow is agreed inside tlmpi_ipc_reg_create. */
 static void *node_persist_reg(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo)
 {
-    int ai = TLMPI_ALGO_INDEX(algo), local_ok = 1;
-    const int no_out = c->coll == TLMPI_COLL_REDUCE && !c->root_here;
-    void *out = no_out ? (void *)c->in : c->rbuf;
-    const char *why_local = NULL;
+    const int ai = TLMPI_ALGO_INDEX(algo), local_ok = node_reg_local(tc, c);
+    void *out = node_reg_out(c);
+    const char *why_local = local_ok ? NULL : "has buffers that are not device memory of the communicator's GPU";
     tlmpi_ipc_reg_t *reg;
     char why[192];
 
@@ -1707,13 +1714,8 @@ static void *node_persist_reg(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc,
                          c->coll == TLMPI_COLL_ALLTOALL))) {
         return NULL;
     }
-    if ((!no_out && (c->rmem != TLMPI_MEM_DEVICE || c->rdev != tc->dev)) ||
-        (!c->in_place && (c->smem != TLMPI_MEM_DEVICE || c->sdev != tc->dev))) {
-        local_ok = 0;
-        why_local = "has buffers that are not device memory of the communicator's GPU";
-    }
     reg = tlmpi_ipc_reg_create(tc->comm, tc->rank, tc->size, tc->dev, local_ok, why_local, c->in, c->in_bytes, out,
-                               no_out ? c->in_bytes : c->out_bytes, why, sizeof(why));
+                               node_no_out(c) ? c->in_bytes : c->out_bytes, why, sizeof(why));
     if (TLMPI_ENV_I(LOG_LEVEL) >= TLMPI_LOG_INFO) {
         if (reg) {
             tlmpi_info(COLL, "communicator #%u: persistent %s of %zu bytes: zero-copy (the buffers of its %d ranks "
