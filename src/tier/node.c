@@ -1457,6 +1457,21 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
     return 1;
 }
 
+/* The pool launch of a gated pair where this rank offers a memo: at most TLMPI_NODE_GATE_POOL_CTAS CTAs,
+ * its columns taken in turn (the pool kinds' IPC kernels: kernels.h, cols; ranks may differ). */
+static void node_gate_pool_ctas(const struct tlmpi_node_comm *nc, tlmpi_node_args_t *args, unsigned long long memo)
+{
+    long n = (long)TLMPI_ENV_I(NODE_GATE_POOL_CTAS);
+
+    if (n <= 0 || !memo || nc->xp->x.mc_base || n >= args->ctas) {
+        return;
+    }
+    if (!args->cols) {
+        args->cols = args->ctas;
+    }
+    args->ctas = (int)n;
+}
+
 /* The gated zero-copy launch of call c (kernels.h): its arguments (one column per CTA), this rank's offer
  * with every rank's pointers in *d, and a new token. */
 static void node_gate_args(const tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo,
@@ -1563,6 +1578,7 @@ static tlmpi_status_t node_run(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int
         l.args = args;
         node_gate_args(tc, nc, c, algo, &l.dargs, &l.d);
         l.args.gate = l.dargs.gate;
+        node_gate_pool_ctas(nc, &l.args, l.dargs.memo);
         l.args.layout = node_layout_for(c, a, 0, &l.layout); /* a sibling's: both, or neither */
         l.dargs.layout = node_layout_for(c, A_DIRECT, 1, &l.dlayout);
         {
