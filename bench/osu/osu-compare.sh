@@ -16,7 +16,8 @@
 # communication time and overlap (%) per mode; -b all: both; -b siblings: osu_allgatherv,
 # osu_reduce_scatter, osu_bcast, osu_reduce and osu_alltoall; -b nonblocking-siblings: their osu_i*
 # forms; -b all-siblings: both; -b persistent: osu_allreduce_persistent and osu_allgather_persistent
-# (OSU has no persistent reduce_scatter_block); -b persistent-siblings: the siblings' osu_*_persistent) with `-d cuda -c` (OSU validates
+# (OSU has no persistent reduce_scatter_block); -b persistent-siblings: the siblings' osu_*_persistent;
+# -b osu_NAME,osu_NAME...: those benchmarks) with `-d cuda -c` (OSU validates
 # every size; `-T mpi_float` for the reductions), OSU's sizes -s MIN:MAX (default 4 B .. 256 MiB;
 # OSU's -M raised to fit), on every rank count of -n "2 4", in these modes (-m LIST picks; default
 # auto,staging,nccl,node,mpi):
@@ -99,7 +100,13 @@ case $bset in
     all-siblings) benches="osu_allgatherv osu_reduce_scatter osu_bcast osu_reduce osu_alltoall osu_iallgatherv osu_ireduce_scatter osu_ibcast osu_ireduce osu_ialltoall" ;;
     persistent) benches="osu_allreduce_persistent osu_allgather_persistent" ;;
     persistent-siblings) benches="osu_allgatherv_persistent osu_reduce_scatter_persistent osu_bcast_persistent osu_reduce_persistent osu_alltoall_persistent" ;;
-    *) echo "tlmpi-osu-compare: -b takes blocking, nonblocking, all, siblings, nonblocking-siblings, all-siblings, persistent or persistent-siblings, not '$bset'" >&2; exit 2 ;;
+    osu_*) benches=${bset//,/ }
+           for b in $benches; do
+               case $b in
+                   osu_*[!a-z_]*|osu_) echo "tlmpi-osu-compare: -b: '$b' is not an OSU benchmark name" >&2; exit 2 ;;
+               esac
+           done ;;
+    *) echo "tlmpi-osu-compare: -b takes blocking, nonblocking, all, siblings, nonblocking-siblings, all-siblings, persistent, persistent-siblings or OSU benchmark names (osu_alltoall,osu_ialltoall), not '$bset'" >&2; exit 2 ;;
 esac
 for v in "$minsz" "$maxsz" "$large_from" "$timeout_s"; do
     case $v in

@@ -121,6 +121,15 @@ check "-b siblings: -T for osu_reduce" grep -q "args=-d cuda -c -T mpi_float -m 
 check "-b siblings: no -T for osu_alltoall" grep -q "args=-d cuda -c -m 4:1024" "$t/outs/osu_alltoall-np2-auto.txt"
 check "-b siblings: a table per collective" grep -qF "## bcast, 2 ranks" "$t/outs/osu-compare.md"
 check "-b siblings: empty reduce_scatter size" grep -qF "pass (empty call: 1 elements for 2 ranks)" "$t/outs/osu-compare.md"
+# -b with benchmark names: those only
+SKIP_APT=1 bash "$src/bench/osu/osu-compare.sh" -o "$t/outn" -n 2 -m auto -b osu_alltoall,osu_reduce -s 4:1024 \
+    -a "-i 5 -x 1" --no-in-place --no-mps --no-plot "$t/sib" "$lib" >"$t/names.log" 2>&1
+check "-b names: exit status 0" [ $? = 0 ]
+check "-b names: osu_alltoall and osu_reduce ran" [ -s "$t/outn/osu_alltoall-np2-auto.txt" -a -s "$t/outn/osu_reduce-np2-auto.txt" ]
+check "-b names: nothing else" [ ! -e "$t/outn/osu_allgatherv-np2-auto.txt" -a ! -e "$t/outn/osu_bcast-np2-auto.txt" ]
+bash "$src/bench/osu/osu-compare.sh" -o "$t/outb" -n 2 -b osu_all-to-all --no-mps "$t/sib" "$lib" >"$t/badname.log" 2>&1
+check "-b osu_all-to-all is refused (exit 2)" [ $? = 2 ]
+check "... and says why" grep -q "not an OSU benchmark name" "$t/badname.log"
 
 # the non-blocking benchmarks (-b nonblocking / all) in an OSU build tree: c/mpi/collective/non_blocking
 mkfake_nbc() { # DIR
