@@ -1252,6 +1252,13 @@ static int node_reg_local(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c)
            (c->in_place || (c->smem == TLMPI_MEM_DEVICE && c->sdev == tc->dev));
 }
 
+/* Why the buffers a call would register cannot be (the reason lines of the registration), NULL where
+ * they are device memory of the comm's GPU. */
+static const char *node_reg_why_local(const tlmpi_tier_comm_t *tc, const tlmpi_call_t *c)
+{
+    return node_reg_local(tc, c) ? NULL : "has buffers that are not device memory of the communicator's GPU";
+}
+
 /* This rank's offer for a gated call (local, no driver call): the memo holding exactly its buffers,
  * every rank's pointers in *d; 0: none (buffers not device memory of the comm's GPU, or not in a memo). */
 static unsigned long long node_memo(const tlmpi_tier_comm_t *tc, const struct tlmpi_node_comm *nc,
@@ -1438,8 +1445,8 @@ static int node_zero_copy(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, con
                           tlmpi_reg_use_t use, tlmpi_node_direct_t *d)
 {
     void *out = node_reg_out(c);
-    const int local_ok = node_reg_local(tc, c);
-    const char *why_local = local_ok ? NULL : "has buffers that are not device memory of the communicator's GPU";
+    const char *why_local = node_reg_why_local(tc, c);
+    const int local_ok = why_local == NULL;
     tlmpi_reg_state_t st;
     tlmpi_reg_range_t known[2];
     char why[192];
@@ -1718,9 +1725,9 @@ static void node_complete(tlmpi_tier_comm_t *tc, const tlmpi_call_t *c, int algo
  * buffers allow is agreed inside tlmpi_ipc_reg_create. */
 static void *node_persist_reg(tlmpi_tier_comm_t *tc, struct tlmpi_node_comm *nc, const tlmpi_call_t *c, int algo)
 {
-    const int ai = TLMPI_ALGO_INDEX(algo), local_ok = node_reg_local(tc, c);
+    const char *why_local = node_reg_why_local(tc, c);
+    const int ai = TLMPI_ALGO_INDEX(algo), local_ok = why_local == NULL;
     void *out = node_reg_out(c);
-    const char *why_local = local_ok ? NULL : "has buffers that are not device memory of the communicator's GPU";
     tlmpi_ipc_reg_t *reg;
     char why[192];
 
